@@ -1,0 +1,3 @@
+"""torchlint: find the PyTorch bugs that cost days."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,150 @@
+"""The `torchlint` command line: check, rule, rules, plugins.
+
+Exit codes follow ruff: 0 clean, 1 findings, 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from torchlint import __version__
+from torchlint.config import ConfigError, split_selectors
+from torchlint.pluginmanager import PluginError
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _fail(message: str) -> None:
+    click.echo(f"torchlint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _session(config: str | None, start: Path, **cli):
+    from torchlint.session import open_session
+
+    try:
+        return open_session(Path(config) if config else None, start, Path.cwd(), **cli)
+    except (ConfigError, PluginError) as exc:
+        _fail(str(exc))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="torchlint")
+def main() -> None:
+    """torchlint finds the PyTorch bugs that cost days."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--select", multiple=True, help="Rules to enable: codes, names, prefixes (TL1) or ALL. Replaces the configured set.")
+@click.option("--extend-select", multiple=True, help="Rules to enable on top of the selection.")
+@click.option("--ignore", multiple=True, help="Rules to disable: codes, names or prefixes.")
+@click.option("--extend-exclude", multiple=True, help="Extra glob patterns of paths to skip.")
+@click.option("--output-format", default="full", show_default=True, help="full, concise, json, json-lines (and plugin formats).")
+@click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too (pre-commit).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) to use.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+def check(paths, select, extend_select, ignore, extend_exclude, output_format, statistics, exit_zero, force_exclude, config_path, quiet, no_cache):
+    """Check PATHS (files or folders; default: the current folder) with the static rules."""
+    paths = list(paths) or [Path(".")]
+    session = _session(
+        config_path,
+        paths[0],
+        select=split_selectors(select),
+        extend_select=split_selectors(extend_select),
+        ignore=split_selectors(ignore),
+        extend_exclude=list(extend_exclude),
+        force_exclude=force_exclude,
+    )
+    formats = session.output_formats()
+    if output_format not in formats:
+        _fail(f"unknown --output-format {output_format!r} (choose from {', '.join(formats)})")
+    try:
+        enabled = session.enabled()
+    except ConfigError as exc:
+        _fail(str(exc))
+
+    from torchlint.static.engine import StaticEngine
+
+    try:
+        engine = StaticEngine(session.config, session.pm, session.rules, enabled)
+    except ConfigError as exc:
+        _fail(str(exc))
+    result = engine.check_paths(paths, cwd=Path.cwd())
+    session.pm.hook.torchlint_sessionfinish(result=result)
+
+    out = click.get_text_stream("stdout")
+    if statistics:
+        _print_statistics(result, session.rules, out)
+    else:
+        session.pm.hook.torchlint_report(findings=result.findings, format=output_format, stream=out, config=session.config)
+    if not quiet and output_format in ("full", "concise") and not statistics:
+        _print_summary(result, out)
+    sys.exit(EXIT_CLEAN if exit_zero else result.exit_code)
+
+
+def _print_statistics(result, rules, out) -> None:
+    counts = Counter(f.code for f in result.findings)
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        rule = rules.get(code)
+        out.write(f"{count:>5}  {code:<6} {rule.name if rule else ''}\n")
+
+
+def _print_summary(result, out) -> None:
+    files = len({f.path for f in result.findings})
+    tail = f" ({result.suppressed} suppressed)" if result.suppressed else ""
+    if result.findings:
+        noun = "finding" if len(result.findings) == 1 else "findings"
+        out.write(f"Found {len(result.findings)} {noun} in {files} file{'s' if files != 1 else ''}; "
+                  f"{result.files_checked} files checked{tail}.\n")
+    else:
+        out.write(f"All checks passed! {result.files_checked} files checked{tail}.\n")
+
+
+@main.command()
+@click.argument("code_or_name")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+def rule(code_or_name, config_path):
+    """Show the documentation of one rule (by code or name)."""
+    from torchlint.ruledoc import render_terminal
+
+    session = _session(config_path, Path.cwd())
+    for code, candidate in session.rules.items():
+        if code_or_name.upper() == code or code_or_name == candidate.name:
+            click.echo(render_terminal(candidate), nl=False)
+            return
+    _fail(f"unknown rule {code_or_name!r} (see `torchlint rules`)")
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+def rules(config_path, output_format):
+    """List every rule: code, name, default on/off, fix, summary."""
+    from torchlint.ruledoc import rule_table
+
+    session = _session(config_path, Path.cwd())
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps([r.metadata() for r in session.rules.values()], indent=2))
+    else:
+        click.echo(rule_table(session.rules), nl=False)
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+def plugins(config_path):
+    """List registered plugins, their versions and the hooks each implements."""
+    from torchlint.pluginmanager import plugin_table
+
+    session = _session(config_path, Path.cwd())
+    for name, version, hooks in plugin_table(session.pm):
+        click.echo(f"{name}  ({version})\n    {', '.join(hooks)}")

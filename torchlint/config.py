@@ -1,0 +1,160 @@
+"""`[tool.torchlint]` in pyproject.toml plus command-line flags -> one frozen Config."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on Python < 3.11
+    import tomli as tomllib
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox",
+    ".venv", ".vscode", ".torchlint_cache", "__pypackages__", "_build", "buck-out", "build",
+    "dist", "node_modules", "site-packages", "venv",
+)
+
+_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "plugins")
+_KNOWN_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "respect-gitignore", "target-torch"}
+
+
+class ConfigError(Exception):
+    """Invalid configuration or usage; reported without a traceback, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Config:
+    root: Path
+    config_file: Path | None = None
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    plugins: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    force_exclude: bool = False
+    target_torch: str | None = None
+    plugin_tables: Mapping[str, Any] = field(default_factory=dict)
+
+    def plugin_options(self, plugin: str) -> Mapping[str, Any]:
+        return self.plugin_tables.get(plugin, {})
+
+    @property
+    def excludes(self) -> tuple[str, ...]:
+        return self.exclude + self.extend_exclude
+
+
+def find_config_file(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a [tool.torchlint] table, looking up from `start`."""
+    start = start.resolve()
+    directory = start if start.is_dir() else start.parent
+    for candidate_dir in (directory, *directory.parents):
+        candidate = candidate_dir / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                text = candidate.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if "[tool.torchlint" in text or "tool.torchlint" in text:
+                return candidate
+    return None
+
+
+def load_config(config_file: Path | None, *, cwd: Path) -> Config:
+    if config_file is None:
+        return Config(root=cwd.resolve())
+    table = _read_table(config_file)
+    return _config_from_table(table, config_file)
+
+
+def _read_table(config_file: Path) -> dict[str, Any]:
+    try:
+        raw = config_file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{config_file}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{config_file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{config_file}: invalid TOML: {exc}") from exc
+    if config_file.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        table = tool.get("torchlint", {}) if isinstance(tool, dict) else {}
+    else:
+        table = data
+    if not isinstance(table, dict):
+        raise ConfigError(f"{config_file}: [tool.torchlint] must be a table")
+    return table
+
+
+def _config_from_table(table: dict[str, Any], config_file: Path) -> Config:
+    where = f"{config_file}: [tool.torchlint]"
+    values: dict[str, Any] = {}
+    plugin_tables = {}
+    for key, value in table.items():
+        if isinstance(value, dict) and key != "per-file-ignores":
+            plugin_tables[key] = value  # [tool.torchlint.<plugin>]
+            continue
+        if key not in _KNOWN_KEYS:
+            known = ", ".join(sorted(_KNOWN_KEYS))
+            raise ConfigError(f"{where} unknown key {key!r} (known keys: {known})")
+        if key in _LIST_KEYS:
+            values[key.replace("-", "_")] = _string_list(value, f"{where} {key}")
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where} per-file-ignores must be a table of glob = [codes]")
+            values["per_file_ignores"] = tuple(
+                (pattern, _string_list(codes, f"{where} per-file-ignores.{pattern!r}"))
+                for pattern, codes in value.items()
+            )
+        elif key == "respect-gitignore":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} respect-gitignore must be true or false, not {value!r}")
+            values["respect_gitignore"] = value
+        elif key == "target-torch":
+            if not isinstance(value, str):
+                raise ConfigError(f"{where} target-torch must be a version string like \"2.4\", not {value!r}")
+            values["target_torch"] = value
+    if "exclude" in values:
+        values["exclude"] = values["exclude"]
+    return Config(root=config_file.parent.resolve(), config_file=config_file, plugin_tables=plugin_tables, **values)
+
+
+def _string_list(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where} must be a list of strings, not {value!r}")
+    return tuple(value)
+
+
+def with_cli(config: Config, **overrides: Any) -> Config:
+    """Command-line flags win over the file: select replaces, ignore/excludes extend."""
+    changes: dict[str, Any] = {}
+    if overrides.get("select"):
+        changes["select"] = tuple(overrides["select"])
+    if overrides.get("extend_select"):
+        changes["extend_select"] = config.extend_select + tuple(overrides["extend_select"])
+    if overrides.get("ignore"):
+        changes["ignore"] = config.ignore + tuple(overrides["ignore"])
+    if overrides.get("extend_exclude"):
+        changes["extend_exclude"] = config.extend_exclude + tuple(overrides["extend_exclude"])
+    if overrides.get("force_exclude"):
+        changes["force_exclude"] = True
+    return replace(config, **changes)
+
+
+def split_selectors(values: Iterable[str]) -> list[str]:
+    """`--select TL1,TL301 --select TL2` -> ['TL1', 'TL301', 'TL2']."""
+    out = []
+    for value in values:
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return out

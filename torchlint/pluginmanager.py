@@ -1,0 +1,81 @@
+"""Builds the pluggy plugin manager: entry points of group ``torchlint``, then config modules.
+
+torchlint's built-in plugins are declared as entry points in its own package metadata,
+so they are found by the same mechanism as any third party's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pluggy
+
+from torchlint import hookspecs
+
+if TYPE_CHECKING:
+    from torchlint.rule import Rule
+
+hookimpl = pluggy.HookimplMarker("torchlint")
+ENTRY_POINT_GROUP = "torchlint"
+
+
+class PluginError(Exception):
+    """A plugin could not be loaded or provides something invalid."""
+
+
+def make_plugin_manager(config_plugins: tuple[str, ...] = (), project_root: Path | None = None) -> pluggy.PluginManager:
+    pm = pluggy.PluginManager("torchlint")
+    pm.add_hookspecs(hookspecs)
+    try:
+        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+    except Exception as exc:  # a broken third-party package must not look like our crash
+        raise PluginError(f"could not load a plugin from entry points: {exc!r}") from exc
+    if config_plugins and project_root is not None and str(project_root) not in sys.path:
+        sys.path.insert(0, str(project_root))
+    for module_name in config_plugins:
+        if pm.has_plugin(module_name):
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:
+            raise PluginError(f"plugin {module_name!r} named in configuration could not be imported: {exc}") from exc
+        pm.register(module, name=module_name)
+    return pm
+
+
+def collect_rules(pm: pluggy.PluginManager) -> dict[str, type[Rule]]:
+    """All rule classes, by code; refuses duplicate codes/names and invalid metadata."""
+    rules: dict[str, type[Rule]] = {}
+    owners: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for impl in pm.hook.torchlint_rules.get_hookimpls():
+        owner = impl.plugin_name
+        for rule in impl.function() or ():
+            problems = rule.validate()
+            if problems:
+                raise PluginError(f"rule {rule.__qualname__} from plugin {owner!r}: " + "; ".join(problems))
+            if rule.code in rules and rules[rule.code] is not rule:
+                raise PluginError(
+                    f"rule code {rule.code} is provided by both {owners[rule.code]!r} and {owner!r}"
+                )
+            if rule.name in names and names[rule.name] != rule.code:
+                raise PluginError(f"rule name {rule.name!r} is used by both {names[rule.name]} and {rule.code}")
+            rules[rule.code] = rule
+            owners[rule.code] = owner
+            names[rule.name] = rule.code
+    return dict(sorted(rules.items()))
+
+
+def plugin_table(pm: pluggy.PluginManager) -> list[tuple[str, str, list[str]]]:
+    """(plugin name, distribution version, hooks implemented) for `torchlint plugins`."""
+    versions = {}
+    for plugin, dist in pm.list_plugin_distinfo():
+        versions[pm.get_name(plugin)] = f"{dist.project_name} {dist.version}"
+    table = []
+    for name, plugin in sorted(pm.list_name_plugin(), key=lambda item: item[0]):
+        hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or ())
+        table.append((name, versions.get(name, "(config)"), hooks))
+    return table

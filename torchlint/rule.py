@@ -1,0 +1,131 @@
+"""The Rule base class: metadata, examples that double as tests, and the reporting API.
+
+A rule is instantiated once per file it runs on. The engine calls ``visit_<NodeType>`` and
+``leave_<NodeType>`` methods (libcst node class names) in source order during its single
+traversal, and ``finish()`` once the file has been walked. Rules report through
+``self.report(node, message)``; positions are computed only for reported nodes.
+
+Rules never import torch: they reason about source text.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from torchlint.findings import Severity
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from torchlint.static.context import FileContext, ProjectContext
+    from torchlint.findings import Finding
+
+#: A line in an example that ends with this comment must be reported; no other line may be.
+EXPECT_MARK = "# error"
+
+
+@dataclass(frozen=True)
+class Case:
+    """An example of code for a rule. Single-file cases use ``code``; cross-file ones ``files``."""
+
+    code: str = ""
+    files: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+    def sources(self) -> dict[str, str]:
+        if self.files:
+            return {name: textwrap.dedent(text).lstrip("\n") for name, text in self.files.items()}
+        return {"example.py": textwrap.dedent(self.code).lstrip("\n")}
+
+    def expected_lines(self) -> set[tuple[str, int]]:
+        expected = set()
+        for name, text in self.sources().items():
+            for number, line in enumerate(text.splitlines(), start=1):
+                if line.rstrip().endswith(EXPECT_MARK):
+                    expected.add((name, number))
+        return expected
+
+
+class Bad(Case):
+    """Code the rule must flag, exactly on the lines marked ``# error``."""
+
+
+class Good(Case):
+    """Code the rule must leave alone: a safe look-alike (a hard negative)."""
+
+
+_CODE_RE = re.compile(r"^[A-Z]{1,4}[0-9]{3,4}$")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+class Rule:
+    #: Stable code such as ``TL301``; never reused once released.
+    code: ClassVar[str] = ""
+    #: kebab-case name of the pattern (not of the fix).
+    name: ClassVar[str] = ""
+    #: One-line summary shown in `torchlint rules`.
+    summary: ClassVar[str] = ""
+    severity: ClassVar[Severity] = Severity.WARNING
+    default_enabled: ClassVar[bool] = True
+    #: A file is only walked for this rule when its text contains one of these substrings.
+    #: An empty tuple means "always run".
+    triggers: ClassVar[tuple[str, ...]] = ()
+    #: "safe", "unsafe", or None when the rule offers no fix.
+    fix_safety: ClassVar[str | None] = None
+    cases: ClassVar[list[Case]] = []
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+
+    # -- reporting --------------------------------------------------------------------------
+    def report(self, node: cst.CSTNode, message: str, *, end_node: cst.CSTNode | None = None) -> None:
+        self.ctx.report(self, node, message, end_node=end_node)
+
+    def add_fact(self, key: str, value: Any) -> None:
+        """Record a JSON-able fact about this file for ``project_check`` (cached with the file)."""
+        self.ctx.facts.setdefault(self.code, {}).setdefault(key, []).append(value)
+
+    def finish(self) -> None:
+        """Called once after the traversal; rules that defer decisions report here."""
+
+    # -- cross-file checks ------------------------------------------------------------------
+    @classmethod
+    def project_check(cls, project: ProjectContext) -> list[Finding]:
+        """Findings that need facts from several files (see ``FileContext.add_fact``)."""
+        return []
+
+    # -- metadata ---------------------------------------------------------------------------
+    @classmethod
+    def docs(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def validate(cls) -> list[str]:
+        """Problems with the rule's metadata; a plugin's rule with problems is refused."""
+        problems = []
+        if not _CODE_RE.match(cls.code or ""):
+            problems.append(f"code {cls.code!r} is not like 'TL123'")
+        if not _NAME_RE.match(cls.name or ""):
+            problems.append(f"name {cls.name!r} is not kebab-case")
+        if not cls.summary:
+            problems.append("summary is empty")
+        if cls.fix_safety not in (None, "safe", "unsafe"):
+            problems.append(f"fix_safety {cls.fix_safety!r} is not 'safe', 'unsafe' or None")
+        for case in cls.cases:
+            if isinstance(case, Bad) and not case.expected_lines():
+                problems.append(f"a Bad case has no line marked {EXPECT_MARK!r}")
+        return problems
+
+    @classmethod
+    def metadata(cls) -> dict[str, Any]:
+        return {
+            "code": cls.code,
+            "name": cls.name,
+            "summary": cls.summary,
+            "severity": cls.severity.value,
+            "default_enabled": cls.default_enabled,
+            "fix_safety": cls.fix_safety,
+        }

@@ -1,0 +1,50 @@
+"""Everything a command needs before it checks anything: config, plugins, rules, selection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchlint.config import Config, ConfigError, find_config_file, load_config
+from torchlint.pluginmanager import collect_rules, make_plugin_manager
+from torchlint.selection import resolve
+from torchlint.static.engine_rules import ENGINE_RULES
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from torchlint.rule import Rule
+
+
+@dataclass
+class Session:
+    config: Config
+    pm: pluggy.PluginManager
+    rules: dict[str, type[Rule]]
+
+    def enabled(self) -> set[str]:
+        where = str(self.config.config_file) if self.config.config_file else "command line"
+        return resolve(self.rules, self.config.select, self.config.extend_select, self.config.ignore, where=where)
+
+    def output_formats(self) -> list[str]:
+        names: list[str] = []
+        for formats in self.pm.hook.torchlint_output_formats():
+            names.extend(name for name in formats if name not in names)
+        return names
+
+
+def open_session(config_path: Path | None, start: Path, cwd: Path, **cli) -> Session:
+    from torchlint.config import with_cli
+
+    if config_path is not None and not config_path.is_file():
+        raise ConfigError(f"{config_path}: no such configuration file")
+    config = load_config(config_path or find_config_file(start), cwd=cwd)
+    config = with_cli(config, **cli)
+    pm = make_plugin_manager(config.plugins, config.root)
+    pm.hook.torchlint_configure(config=config)
+    rules = {**ENGINE_RULES, **collect_rules(pm)}
+    clash = set(ENGINE_RULES) & set(collect_rules(pm))
+    if clash:
+        raise ConfigError(f"a plugin redefines the engine's own code(s) {sorted(clash)}")
+    return Session(config, pm, dict(sorted(rules.items())))

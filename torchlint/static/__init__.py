@@ -1,0 +1,1 @@
+"""The static half: discover, read, prefilter, parse once, one traversal, suppress, report."""

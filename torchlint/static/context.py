@@ -1,0 +1,140 @@
+"""What a rule sees of the file it is checking, and what project-level checks see of all files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from torchlint.findings import Finding, Location, Severity
+from torchlint.static.names import AliasTable, dotted_name, local_bindings
+
+if TYPE_CHECKING:
+    from torchlint.rule import Rule
+
+
+@dataclass
+class PendingReport:
+    rule: Rule
+    node: cst.CSTNode
+    message: str
+    end_node: cst.CSTNode | None = None
+
+
+class FileContext:
+    """Per-file state shared by every rule during the single traversal."""
+
+    def __init__(self, path: str, text: str, module: cst.Module, ancestors: list[cst.CSTNode]) -> None:
+        self.path = path
+        self.text = text
+        self.module = module
+        self.aliases = AliasTable(module)
+        #: The nodes from the module down to (excluding) the node being visited.
+        self.ancestors = ancestors
+        self.facts: dict[str, Any] = {}
+        self.pending: list[PendingReport] = []
+        self._positions = None
+        self._bindings: dict[int, frozenset[str]] = {}
+
+    # -- names ------------------------------------------------------------------------------
+    def qualname(self, node: cst.BaseExpression) -> str | None:
+        """`torch.nn.functional.softmax` for `F.softmax` after `import torch.nn.functional as F`;
+        None when the name is not bound by an import or a function re-binds it locally."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        resolved = self.aliases.resolve(dotted)
+        if resolved is None:
+            return None
+        head = dotted.partition(".")[0]
+        for ancestor in self.ancestors:
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)) and head in self.bindings_of(ancestor):
+                return None
+        return resolved
+
+    def bindings_of(self, function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
+        key = id(function)
+        names = self._bindings.get(key)
+        if names is None:
+            names = local_bindings(function)
+            self._bindings[key] = names
+        return names
+
+    # -- structure --------------------------------------------------------------------------
+    def enclosing_function(self) -> cst.FunctionDef | None:
+        for ancestor in reversed(self.ancestors):
+            if isinstance(ancestor, cst.FunctionDef):
+                return ancestor
+        return None
+
+    def enclosing_class(self) -> cst.ClassDef | None:
+        """The class whose body directly holds the enclosing function (a method's class)."""
+        function_seen = False
+        for ancestor in reversed(self.ancestors):
+            if isinstance(ancestor, cst.FunctionDef):
+                if function_seen:
+                    return None
+                function_seen = True
+            elif isinstance(ancestor, cst.ClassDef):
+                return ancestor
+        return None
+
+    # -- reporting --------------------------------------------------------------------------
+    def report(self, rule: Rule, node: cst.CSTNode, message: str, *, end_node: cst.CSTNode | None = None) -> None:
+        self.pending.append(PendingReport(rule, node, message, end_node))
+
+    def position(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
+        """(line, column, end_line, end_column), 1-based, end exclusive. Computed for the whole
+        file on first use: only files with something to say pay for positions."""
+        if self._positions is None:
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = wrapper.resolve(PositionProvider)
+        code_range = self._positions[node]
+        return (code_range.start.line, code_range.start.column + 1, code_range.end.line, code_range.end.column + 1)
+
+    def findings(self) -> list[Finding]:
+        out = []
+        for item in self.pending:
+            line, column, end_line, end_column = self.position(item.node)
+            if item.end_node is not None:
+                _, _, end_line, end_column = self.position(item.end_node)
+            rule = item.rule
+            out.append(
+                Finding(
+                    code=rule.code,
+                    name=rule.name,
+                    message=item.message,
+                    path=self.path,
+                    location=Location(line, column, end_line, end_column),
+                    severity=rule.severity,
+                )
+            )
+        return out
+
+
+@dataclass
+class ProjectContext:
+    """What project-level checks see: every checked file's facts and module name."""
+
+    #: display path -> facts the file's rules and plugins recorded (JSON-able).
+    facts: dict[str, dict[str, Any]]
+    #: display path -> dotted module name ("pkg.models"), from __init__.py files on disk.
+    module_names: dict[str, str]
+    enabled: frozenset[str] = field(default_factory=frozenset)
+
+    def files_by_module(self) -> dict[str, str]:
+        return {module: path for path, module in self.module_names.items()}
+
+
+def make_finding(rule: type[Rule], path: str, span: list[int] | tuple[int, ...], message: str, severity: Severity | None = None) -> Finding:
+    line, column, end_line, end_column = span
+    return Finding(
+        code=rule.code,
+        name=rule.name,
+        message=message,
+        path=path,
+        location=Location(line, column, end_line, end_column),
+        severity=severity or rule.severity,
+    )

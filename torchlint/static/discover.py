@@ -1,0 +1,116 @@
+"""Turn command-line paths into the list of files to check.
+
+Folders are walked (not following symlinked folders, so loops cannot happen); default and
+configured excludes and .gitignore files prune the walk. A path named explicitly is checked
+even if excluded, unless `--force-exclude` (what pre-commit passes) is given.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchlint.config import Config
+from torchlint.static.gitignore import GitIgnore
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass(frozen=True)
+class Discovered:
+    path: Path  # as found, for reading
+    display: str  # as shown to the user
+    problem: str | None = None  # set when the path cannot be checked at all
+
+
+def _display(path: Path, cwd: Path) -> str:
+    try:
+        return path.absolute().relative_to(cwd).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _relative_to_root(path: Path, root: Path) -> str:
+    try:
+        return path.absolute().relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def is_excluded(path: Path, config: Config) -> bool:
+    """Exclude patterns match a path component's name or the root-relative path."""
+    relative = _relative_to_root(path, config.root)
+    parts = relative.split("/")
+    for pattern in config.excludes:
+        if "/" in pattern.rstrip("/"):
+            if fnmatch.fnmatch(relative, pattern.rstrip("/")) or fnmatch.fnmatch(relative, pattern.rstrip("/") + "/*"):
+                return True
+        elif any(fnmatch.fnmatch(part, pattern.rstrip("/")) for part in parts):
+            return True
+    return False
+
+
+def discover(paths: list[Path], config: Config, *, cwd: Path) -> list[Discovered]:
+    cwd = cwd.absolute()
+    found: dict[str, Discovered] = {}
+    gitignore = GitIgnore() if config.respect_gitignore else None
+    if gitignore is not None:
+        for directory in (config.root, *config.root.parents):
+            gitignore.load_dir(directory)
+            if (directory / ".git").exists():
+                break
+
+    def add(item: Discovered) -> None:
+        found.setdefault(os.path.normpath(str(item.path.absolute())), item)
+
+    for given in paths:
+        display = _display(given, cwd)
+        if given.is_symlink() and not given.exists():
+            add(Discovered(given, display, "broken symbolic link"))
+            continue
+        if not given.exists():
+            add(Discovered(given, display, "no such file or directory"))
+            continue
+        if config.force_exclude and (is_excluded(given, config) or (gitignore and gitignore.ignored(given.absolute(), given.is_dir()))):
+            continue
+        if given.is_dir():
+            for item in _walk(given, config, gitignore, cwd):
+                add(item)
+        else:
+            add(Discovered(given, display))
+    return sorted(found.values(), key=lambda item: item.display)
+
+
+def _walk(top: Path, config: Config, gitignore: GitIgnore | None, cwd: Path):
+    def on_error(error: OSError) -> None:
+        errors.append(error)
+
+    errors: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(top, onerror=on_error, followlinks=False):
+        directory = Path(dirpath)
+        if gitignore is not None:
+            gitignore.load_dir(directory.absolute())
+        kept = []
+        for name in sorted(dirnames):
+            child = directory / name
+            if is_excluded(child, config):
+                continue
+            if gitignore is not None and gitignore.ignored(child.absolute(), True):
+                continue
+            kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if not name.endswith(PYTHON_SUFFIXES):
+                continue
+            child = directory / name
+            if is_excluded(child, config):
+                continue
+            if gitignore is not None and gitignore.ignored(child.absolute(), False):
+                continue
+            problem = "broken symbolic link" if child.is_symlink() and not child.exists() else None
+            yield Discovered(child, _display(child, cwd), problem)
+    for error in errors:
+        if error.filename and Path(error.filename) != top:
+            yield Discovered(Path(error.filename), _display(Path(error.filename), cwd), f"cannot list folder: {error.strerror}")

@@ -1,0 +1,53 @@
+"""The engine's own codes (TL0xx). They are not plugins: they describe the engine failing to
+look at a file, so they exist whatever plugins are installed."""
+
+from __future__ import annotations
+
+from torchlint.findings import Severity
+from torchlint.rule import Rule
+
+
+class FileNotChecked(Rule):
+    """
+    ## What it does
+    Reports a file that torchlint could not read or parse: a syntax error, bytes that are not
+    valid text in the file's encoding, a NUL byte, a broken symbolic link, a path that does
+    not exist, or a permission error.
+
+    ## Why is this bad?
+    Every other rule is blind to a file that cannot be parsed, so a clean report would be a
+    lie. The run goes on with the other files.
+
+    ## Example
+    ```python
+    def forward(self, x)
+        return x
+    ```
+
+    ## Use instead
+    Fix the file, or exclude it (`extend-exclude` in `[tool.torchlint]`).
+    """
+
+    code = "TL000"
+    name = "file-not-checked"
+    summary = "The file could not be read or parsed"
+    severity = Severity.ERROR
+
+
+class RuleCrashed(Rule):
+    """
+    ## What it does
+    Reports that a rule raised an exception on this file. The other rules' findings for the
+    file are kept and the run goes on.
+
+    ## Why is this bad?
+    It is a bug in torchlint or in a plugin: please report it with the file that triggers it.
+    """
+
+    code = "TL001"
+    name = "rule-crashed"
+    summary = "A rule raised an exception while checking this file"
+    severity = Severity.ERROR
+
+
+ENGINE_RULES = {rule.code: rule for rule in (FileNotChecked, RuleCrashed)}

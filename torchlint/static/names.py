@@ -1,0 +1,200 @@
+"""Qualified names through a cheap per-file import-alias table.
+
+libcst's QualifiedNameProvider costs ~6x the parse (FACTS.md). Rules only ever ask about
+names that an import binds, so we collect every import in the file once (statements only,
+no expressions) and, when a rule asks, check that the name is not re-bound by the
+enclosing function. A module-level name bound both by an import and by a def, class or
+assignment is ambiguous and resolves to nothing: precision before recall, and the answer
+never depends on hash order.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+_COMPOUND_BODIES = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.ExceptHandler, cst.Finally, cst.With)
+
+
+def dotted_name(node: cst.BaseExpression | cst.ImportFrom) -> str | None:
+    """`a.b.c` for Name/Attribute chains, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _iter_statements(body) -> Iterator[cst.CSTNode]:
+    """Every statement, recursing into compound statements (including def and class)."""
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        yield statement
+        if isinstance(statement, cst.SimpleStatementLine):
+            stack.extend(reversed(statement.body))
+            continue
+        children = []
+        inner = getattr(statement, "body", None)
+        if isinstance(inner, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            children.extend(inner.body)
+        for attribute in ("orelse", "finalbody"):
+            extra = getattr(statement, attribute, None)
+            if extra is not None:
+                children.append(extra)
+        if isinstance(statement, cst.Try):
+            children.extend(statement.handlers)
+        if isinstance(statement, cst.Match):
+            for case in statement.cases:
+                children.extend(case.body.body)
+        stack.extend(reversed(children))
+
+
+def _import_from_module(node: cst.ImportFrom) -> str | None:
+    if node.relative:
+        return None  # relative imports are the project's own code, never torch
+    if node.module is None:
+        return None
+    return dotted_name(node.module)
+
+
+class AliasTable:
+    """Maps local names to the fully qualified names their imports bind."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.aliases: dict[str, str] = {}
+        self.relative_imports: dict[str, tuple[int, str]] = {}  # name -> (level, "pkg.mod.Name")
+        ambiguous: set[str] = set()
+        other_bindings: set[str] = set()
+        for statement in _iter_statements(module.body):
+            if isinstance(statement, cst.Import):
+                for alias in statement.names:
+                    full = dotted_name(alias.name)
+                    if full is None:
+                        continue
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        self._bind(alias.asname.name.value, full, ambiguous)
+                    else:
+                        top = full.split(".")[0]
+                        self._bind(top, top, ambiguous)
+            elif isinstance(statement, cst.ImportFrom):
+                module_name = _import_from_module(statement)
+                if isinstance(statement.names, cst.ImportStar):
+                    continue
+                for alias in statement.names:
+                    if not isinstance(alias.name, cst.Name):
+                        continue
+                    local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else alias.name.value
+                    if module_name is None:
+                        base = dotted_name(statement.module) if statement.module is not None else ""
+                        target = f"{base}.{alias.name.value}" if base else alias.name.value
+                        self.relative_imports[local] = (len(statement.relative), target)
+                        other_bindings.add(local)
+                        continue
+                    self._bind(local, f"{module_name}.{alias.name.value}", ambiguous)
+        for statement in module.body:
+            for name in _bound_names(statement):
+                other_bindings.add(name)
+        for name in ambiguous | (other_bindings & set(self.aliases)):
+            self.aliases.pop(name, None)
+
+    def _bind(self, local: str, full: str, ambiguous: set[str]) -> None:
+        previous = self.aliases.get(local)
+        if previous is not None and previous != full:
+            ambiguous.add(local)
+        self.aliases[local] = full
+
+    def resolve(self, dotted: str) -> str | None:
+        head, _, rest = dotted.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+
+def _bound_names(statement: cst.CSTNode) -> Iterator[str]:
+    """Names a module-level statement binds other than through imports."""
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        yield statement.name.value
+    elif isinstance(statement, cst.SimpleStatementLine):
+        for small in statement.body:
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    yield from _target_names(target.target)
+            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)) and small.value is not None:
+                yield from _target_names(small.target)
+
+
+def _target_names(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+
+
+def local_bindings(function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
+    """Names bound inside a function (parameters, assignments, loops, withs, imports, defs),
+    not counting nested functions and classes, which have their own scopes."""
+    names: set[str] = set()
+    params = function.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        names.add(param.name.value)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    if isinstance(function, cst.Lambda):
+        return frozenset(names)
+    collector = _BindingCollector(names)
+    function.body.visit(collector)
+    return frozenset(names)
+
+
+class _BindingCollector(cst.CSTVisitor):
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.names.update(_target_names(node.target))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.names.update(_target_names(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.names.update(_target_names(node.target))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.names.update(_target_names(node.target))
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self.names.update(_target_names(node.name))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.names.update(_target_names(node.target))
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:
+            full = dotted_name(node.name)
+            if full:
+                self.names.add(full.split(".")[0])
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for item in node.names:
+            self.names.discard(item.name.value)

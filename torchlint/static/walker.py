@@ -1,0 +1,109 @@
+"""One traversal of a libcst tree that dispatches every node to every subscribed rule.
+
+libcst's own ``CSTNode.visit`` rebuilds each node as it leaves it (it is shared with the
+transformer machinery), and ``node.children`` is computed by a visitor too. Linting only
+reads the tree, so we walk the dataclass fields directly, skipping the whitespace and
+parenthesis fields that can never hold code. The walk is iterative: a 5,000-term
+expression must not hit Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterable
+
+import libcst as cst
+
+_SKIPPED_FIELD_PREFIXES = (
+    "whitespace", "lpar", "rpar", "leading_lines", "lines_after_decorators", "header", "footer",
+    "comma", "semicolon", "trailing_whitespace", "newline", "equal", "colon", "dot", "first_line",
+    "empty_lines", "lines_after", "default_indent", "default_newline", "encoding", "indent", "prefix",
+    "quote", "string", "raw",
+)
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = tuple(
+            f.name
+            for f in dataclasses.fields(cls)
+            if not f.name.startswith(_SKIPPED_FIELD_PREFIXES)
+        )
+        _FIELDS[cls] = fields
+    return fields
+
+
+Handler = Callable[[cst.CSTNode], object]
+
+
+class Dispatcher:
+    """Routes ``visit_<Type>`` / ``leave_<Type>`` of many rules; keeps the ancestor stack."""
+
+    def __init__(
+        self,
+        handlers_from: Iterable[object],
+        on_error: Callable[[object, BaseException, cst.CSTNode], None],
+        ancestors: list[cst.CSTNode] | None = None,
+    ) -> None:
+        self._targets = list(handlers_from)
+        self._visit: dict[type, list[tuple[object, Handler]]] = {}
+        self._leave: dict[type, list[tuple[object, Handler]]] = {}
+        self._on_error = on_error
+        self._failed: set[int] = set()
+        self.ancestors: list[cst.CSTNode] = ancestors if ancestors is not None else []
+
+    def _handlers(self, table: dict, prefix: str, cls: type) -> list[tuple[object, Handler]]:
+        handlers = table.get(cls)
+        if handlers is None:
+            name = prefix + cls.__name__
+            handlers = [(t, getattr(t, name)) for t in self._targets if hasattr(t, name)]
+            table[cls] = handlers
+        return handlers
+
+    def _call(self, handlers: list[tuple[object, Handler]], node: cst.CSTNode) -> None:
+        for target, handler in handlers:
+            if id(target) in self._failed:
+                continue
+            try:
+                handler(node)
+            except Exception as exc:  # one broken rule must not stop the others or the run
+                self._failed.add(id(target))
+                self._on_error(target, exc, node)
+
+    def walk(self, root: cst.CSTNode) -> None:
+        ancestors = self.ancestors
+        visit_table, leave_table = self._visit, self._leave
+        stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, leaving = pop()
+            cls = type(node)
+            if leaving:
+                ancestors.pop()
+                handlers = leave_table.get(cls)
+                if handlers is None:
+                    handlers = self._handlers(leave_table, "leave_", cls)
+                if handlers:
+                    self._call(handlers, node)
+                continue
+            handlers = visit_table.get(cls)
+            if handlers is None:
+                handlers = self._handlers(visit_table, "visit_", cls)
+            if handlers:
+                self._call(handlers, node)
+            ancestors.append(node)
+            push((node, True))
+            children: list[cst.CSTNode] = []
+            for name in _child_fields(cls):
+                value = getattr(node, name)
+                if isinstance(value, cst.CSTNode):
+                    children.append(value)
+                elif type(value) is tuple or type(value) is list:
+                    for item in value:
+                        if isinstance(item, cst.CSTNode):
+                            children.append(item)
+            for child in reversed(children):
+                push((child, False))
