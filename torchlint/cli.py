@@ -80,7 +80,7 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, s
     result = engine.check_paths(paths, cwd=Path.cwd())
     session.pm.hook.torchlint_sessionfinish(result=result)
 
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     if statistics:
         _print_statistics(result, session.rules, out)
     else:

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchlint.findings import Finding, Location, Severity
+from torchlint.static.positions import Positions
 from torchlint.static.names import AliasTable, dotted_name, local_bindings
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ class PendingReport:
     node: cst.CSTNode
     message: str
     end_node: cst.CSTNode | None = None
+    statement: cst.CSTNode | None = None  # the top-level statement holding `node`
 
 
 class FileContext:
@@ -83,23 +84,30 @@ class FileContext:
 
     # -- reporting --------------------------------------------------------------------------
     def report(self, rule: Rule, node: cst.CSTNode, message: str, *, end_node: cst.CSTNode | None = None) -> None:
-        self.pending.append(PendingReport(rule, node, message, end_node))
+        self.pending.append(PendingReport(rule, node, message, end_node, self._top_statement(node)))
 
-    def position(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
-        """(line, column, end_line, end_column), 1-based, end exclusive. Computed for the whole
-        file on first use: only files with something to say pay for positions."""
+    def _top_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        if len(self.ancestors) > 1:
+            return self.ancestors[1]
+        return node if self.ancestors else None
+
+    def position(self, node: cst.CSTNode, statement: cst.CSTNode | None = None) -> tuple[int, int, int, int]:
+        """(line, column, end_line, end_column), 1-based, end exclusive.
+
+        Cheap for nodes inside the top-level statement being visited (or inside `statement`);
+        for any other node the whole file's positions are resolved once."""
         if self._positions is None:
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
-        code_range = self._positions[node]
-        return (code_range.start.line, code_range.start.column + 1, code_range.end.line, code_range.end.column + 1)
+            self._positions = Positions(self.module)
+        if statement is None and len(self.ancestors) > 1:
+            statement = self.ancestors[1]
+        return self._positions.span(node, statement)
 
     def findings(self) -> list[Finding]:
         out = []
         for item in self.pending:
-            line, column, end_line, end_column = self.position(item.node)
+            line, column, end_line, end_column = self.position(item.node, item.statement)
             if item.end_node is not None:
-                _, _, end_line, end_column = self.position(item.end_node)
+                _, _, end_line, end_column = self.position(item.end_node, item.statement)
             rule = item.rule
             out.append(
                 Finding(

@@ -1,0 +1,127 @@
+"""The command line as a user meets it: exit codes, formats, selection, statistics."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from torchlint.cli import main
+
+BUGGY = "import torch\nstate = torch.load('ckpt.pt')\n"
+CLEAN = "import torch\nstate = torch.load('ckpt.pt', map_location='cpu')\n"
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def invoke(*args):
+        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+        return result
+
+    return invoke
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_exit_codes_follow_ruff(run, tmp_path):
+    write(tmp_path / "clean.py", CLEAN)
+    assert run("check", "clean.py").exit_code == 0
+    write(tmp_path / "buggy.py", BUGGY)
+    result = run("check", ".")
+    assert result.exit_code == 1
+    assert "buggy.py:2:9: TL301" in result.output
+    assert run("check", "--exit-zero", ".").exit_code == 0
+    assert run("check", "--no-such-flag").exit_code == 2
+
+
+def test_json_output_is_ruff_shaped(run, tmp_path):
+    write(tmp_path / "buggy.py", BUGGY)
+    result = run("check", "--output-format", "json", "buggy.py")
+    data = json.loads(result.output)
+    assert [(d["code"], d["filename"], d["location"], d["end_location"], d["fix"]) for d in data] == [
+        ("TL301", "buggy.py", {"row": 2, "column": 9}, {"row": 2, "column": 30}, None)
+    ]
+    assert data[0]["name"] == "load-without-map-location"
+
+
+def test_json_lines_and_concise(run, tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    write(tmp_path / "b.py", BUGGY)
+    lines = run("check", "--output-format", "json-lines", ".").output.splitlines()
+    assert [json.loads(line)["filename"] for line in lines] == ["a.py", "b.py"]
+    concise = run("check", "--output-format", "concise", "-q", ".").output.splitlines()
+    assert [line.split(":")[0] for line in concise] == ["a.py", "b.py"]
+    assert all(": TL301 " in line for line in concise)
+
+
+def test_unknown_format_and_selector_are_usage_errors(run, tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    result = run("check", "--output-format", "xml", "a.py")
+    assert result.exit_code == 2 and "unknown --output-format 'xml'" in result.output
+    result = run("check", "--select", "TL999", "a.py")
+    assert result.exit_code == 2 and "TL999" in result.output
+
+
+@pytest.mark.parametrize(
+    "flags,expected",
+    [
+        ((), 1),
+        (("--ignore", "TL301"), 0),
+        (("--ignore", "load-without-map-location"), 0),
+        (("--ignore", "TL3"), 0),
+        (("--select", "TL0"), 0),
+        (("--select", "TL301"), 1),
+        (("--select", "ALL", "--ignore", "TL301"), 0),
+    ],
+)
+def test_select_and_ignore(run, tmp_path, flags, expected):
+    write(tmp_path / "a.py", BUGGY)
+    assert run("check", "-q", *flags, "a.py").exit_code == expected
+
+
+def test_statistics_counts_per_rule(run, tmp_path):
+    write(tmp_path / "a.py", BUGGY + "other = torch.load('x.pt')\n")
+    result = run("check", "--statistics", "a.py")
+    assert result.output.split() == ["2", "TL301", "load-without-map-location"]
+
+
+def test_quiet_prints_findings_only(run, tmp_path):
+    write(tmp_path / "clean.py", CLEAN)
+    assert run("check", "clean.py").output.startswith("All checks passed!")
+    assert run("check", "-q", "clean.py").output == ""
+
+
+def test_no_cache_is_accepted_without_a_cache(run, tmp_path):
+    write(tmp_path / "a.py", CLEAN)
+    assert run("check", "--no-cache", "a.py").exit_code == 0
+
+
+def test_rule_docs_and_rules_table(run):
+    doc = run("rule", "TL301")
+    assert doc.exit_code == 0
+    assert doc.output.startswith("# TL301: load-without-map-location")
+    assert "## Why is this bad?" in doc.output and "## Not flagged" in doc.output
+    assert run("rule", "load-without-map-location").output == doc.output
+    assert run("rule", "TL999").exit_code == 2
+    table = run("rules").output.splitlines()
+    assert table[0].split()[:4] == ["code", "name", "default", "fix"]
+    assert any(line.startswith("TL301") for line in table)
+    rules_json = json.loads(run("rules", "--output-format", "json").output)
+    assert {"code": "TL000", "name": "file-not-checked"}.items() <= rules_json[0].items()
+
+
+def test_findings_are_sorted_by_path_line_column(run, tmp_path):
+    write(tmp_path / "z.py", BUGGY)
+    write(tmp_path / "pkg" / "a.py", "import torch\nx = [torch.load(a), torch.load(b)]\n" + BUGGY)
+    data = json.loads(run("check", "--output-format", "json", ".").output)
+    keys = [(d["filename"], d["location"]["row"], d["location"]["column"]) for d in data]
+    assert keys == sorted(keys)
+    assert keys[0] == ("pkg/a.py", 2, 6) and len(keys) == 4
