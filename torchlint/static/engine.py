@@ -76,7 +76,7 @@ class StaticEngine:
         self.active_rules = [rules[code] for code in sorted(enabled) if code in rules and code not in ENGINE_RULES]
         self._wants_file_facts = bool(pm.hook.torchlint_file_facts.get_hookimpls())
         self._per_file_ignores = [
-            (pattern, codes_for(codes, rules, where=f"per-file-ignores {pattern!r}"))
+            (pattern, codes_for(codes, rules, where=f"{config.config_file or 'configuration'}: [tool.torchlint] per-file-ignores {pattern!r}"))
             for pattern, codes in config.per_file_ignores
         ]
 

@@ -140,7 +140,7 @@ def _target_names(target: cst.BaseExpression) -> Iterator[str]:
 
 
 def local_bindings(function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
-    """Names bound inside a function (parameters, assignments, loops, withs, imports, defs),
+    """Names bound inside a function (parameters, assignments, loops, withs, defs),
     not counting nested functions and classes, which have their own scopes."""
     names: set[str] = set()
     params = function.params
@@ -189,11 +189,10 @@ class _BindingCollector(cst.CSTVisitor):
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self.names.update(_target_names(node.target))
 
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-        if node.asname is None:
-            full = dotted_name(node.name)
-            if full:
-                self.names.add(full.split(".")[0])
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+        # Imports anywhere in the file are already in the module-wide alias table (and a
+        # name that two imports bind differently is dropped there as ambiguous).
+        return False
 
     def visit_Global(self, node: cst.Global) -> None:
         for item in node.names:

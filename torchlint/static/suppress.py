@@ -51,7 +51,7 @@ def _split(codes: str | None) -> set[str]:
 
 def parse_suppressions(text: str) -> Suppressions:
     result = Suppressions()
-    if "noqa" not in text and "torchlint:" not in text:
+    if "torchlint:" not in text and "noqa" not in text.lower():
         return result
     for number, line in enumerate(text.splitlines(), start=1):
         if "#" not in line:

@@ -1,0 +1,740 @@
+"""Local data flow for TL201: where does a CPU tensor from a factory meet a device tensor?
+
+One function body is read in source order (branches one after the other, loops once) with an
+environment that maps local names to what they hold:
+
+- ``Cpu``: a tensor made by a factory without ``device=`` (still on the CPU), through views,
+  elementwise ops with scalars or other such tensors;
+- ``Device``: a tensor that lives wherever the function's tensors live (a parameter, a module
+  parameter or buffer, anything computed from those);
+- ``Seq``: a list or tuple literal of such values (``torch.cat([x, z])``);
+- ``None``: anything else — ints, shapes, unknown values. Unknown is never a tensor here:
+  precision before recall.
+
+A *meeting* is an operation that needs its tensor operands on one device (arithmetic,
+comparison, torch functions, tensor methods, a parameterised submodule) and gets a ``Cpu``
+operand together with a ``Device`` one. Indexing, ``copy_`` and assignment into a slice
+accept CPU operands on CUDA tensors, and 0-dim CPU tensors mix with any device, so neither
+is a meeting. The rule never imports torch; the facts above were checked with torch 2.13's
+meta device and FakeTensorMode (CUDA semantics without a GPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Optional, Union
+
+import libcst as cst
+
+from ._calls import keyword, positional
+
+# -- what the factories are -------------------------------------------------------------------
+
+#: Factories whose positional arguments (or one sequence) are the sizes.
+SIZE_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
+#: Factories that make a 1-D tensor whatever their arguments.
+ONE_DIM_FACTORIES = frozenset({
+    "arange", "range", "linspace", "logspace", "randperm",
+    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
+})
+TWO_DIM_FACTORIES = frozenset({"eye", "tril_indices", "triu_indices"})
+DATA_FACTORIES = frozenset({"tensor", "as_tensor"})
+FACTORY_NAMES = SIZE_FACTORIES | ONE_DIM_FACTORIES | TWO_DIM_FACTORIES | DATA_FACTORIES | {"full", "randint"}
+FACTORIES = frozenset(f"torch.{name}" for name in FACTORY_NAMES)
+
+#: Factories with a `Tensor.new_*` twin, for the message.
+NEW_TWINS = frozenset({"zeros", "ones", "empty", "full", "tensor"})
+
+# -- what tensor methods do -------------------------------------------------------------------
+
+#: Methods and attributes whose result is not a tensor (or not one we follow).
+NON_TENSOR_METHODS = frozenset({
+    "size", "dim", "numel", "nelement", "item", "tolist", "numpy", "stride", "element_size",
+    "data_ptr", "get_device", "is_contiguous", "is_floating_point", "is_complex", "type",
+    "storage", "untyped_storage", "split", "chunk", "unbind", "tensor_split", "__len__",
+    "register_hook", "backward", "equal", "allclose",
+})
+NON_TENSOR_ATTRIBUTES = frozenset({
+    "shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout",
+    "is_leaf", "names", "is_sparse", "is_quantized", "is_meta",
+})
+#: Attributes that are the same tensor seen differently.
+TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag"})
+#: Methods whose result keeps the receiver's number of dimensions.
+SAME_NDIM_METHODS = frozenset({
+    "float", "double", "half", "bfloat16", "long", "int", "short", "bool", "byte", "char",
+    "contiguous", "clone", "detach", "abs", "neg", "exp", "log", "log1p", "log2", "sqrt", "rsqrt",
+    "sin", "cos", "sigmoid", "tanh", "relu", "floor", "ceil", "round", "sign", "reciprocal",
+    "cumsum", "cumprod", "clamp", "clamp_", "clamp_min", "clamp_max", "pow", "mul", "mul_", "div",
+    "div_", "add", "add_", "sub", "sub_", "fill_", "zero_", "uniform_", "normal_", "exponential_",
+    "bernoulli_", "random_", "requires_grad_", "tril", "triu", "tril_", "triu_", "masked_fill",
+    "masked_fill_", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
+    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_not", "flip", "roll", "fmod", "remainder",
+    "transpose", "permute", "t", "cpu", "pin_memory", "float_power", "where", "maximum", "minimum",
+    "floor_divide", "true_divide", "mm", "matmul", "bmm", "expand_as", "view_as", "reshape_as",
+})
+#: Methods whose result has as many dimensions as they get sizes.
+RESHAPE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "broadcast_to", "new_empty"})
+REDUCTIONS = frozenset({
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "all", "any", "argmax", "argmin", "norm",
+    "std", "var", "median", "logsumexp", "count_nonzero", "nansum", "nanmean",
+})
+#: Methods that put the tensor on another device: afterwards it is no longer a CPU tensor.
+MOVING_METHODS = frozenset({"to", "cuda", "type_as", "type", "to_device", "xpu", "mps"})
+#: Methods that accept operands on another device: copies, shape-only reads, indexing.
+CROSS_DEVICE_METHODS = frozenset({
+    "to", "type_as", "copy_", "expand_as", "view_as", "reshape_as", "set_", "index_put_",
+    "index_put", "__getitem__", "__setitem__", "new_tensor", "new_zeros", "new_ones", "new_empty",
+    "new_full", "register_buffer", "register_parameter", "append", "extend", "insert",
+})
+#: Torch functions that do not need their tensor arguments on one device.
+CROSS_DEVICE_FUNCTIONS = frozenset({
+    "torch.broadcast_tensors", "torch.broadcast_shapes", "torch.is_tensor", "torch.numel",
+    "torch.save", "torch.jit.annotate", "torch.jit.isinstance", "torch._assert",
+    "torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential",
+})
+TORCH_DTYPES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "float", "float16", "float32", "float64", "double", "half", "bfloat16", "int", "int8",
+        "int16", "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128",
+        "cfloat", "cdouble",
+    )
+)
+#: Namespaces of functions that take and return tensors.
+TENSOR_FUNCTION_PREFIXES = ("torch.", "torchvision.ops.", "einops.")
+NOT_TENSOR_FUNCTIONS = frozenset({
+    "torch.Size", "torch.device", "torch.finfo", "torch.iinfo", "torch.no_grad", "torch.enable_grad",
+    "torch.is_grad_enabled", "torch.get_default_dtype", "torch.manual_seed",
+})
+
+
+# -- the values ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Cpu:
+    """A CPU tensor made by ``origin`` (a factory call without ``device=``)."""
+
+    origin: cst.Call
+    ndim: Optional[int]  # None when unknown
+
+
+@dataclass(frozen=True)
+class Device:
+    """A tensor on the function's device; ``root`` is the parameter or attribute it comes from."""
+
+    root: str
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple
+
+
+Value = Union[Cpu, Device, Seq, None]
+
+
+@dataclass
+class Meeting:
+    cpu: Cpu
+    other: str  # what it meets, as written: "x", "lengths", "self.embed"
+    root: str   # the tensor whose device the factory should use
+    node: cst.CSTNode
+
+
+# -- small readers ---------------------------------------------------------------------------
+
+def is_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return is_literal(node.expression)
+    return False
+
+
+def is_empty_sequence(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Tuple, cst.List)) and not node.elements
+
+
+def literal_depth(node: cst.BaseExpression) -> Optional[int]:
+    """Dimensions of a nested list/tuple literal: `[[1, 2]]` -> 2; None when not a literal."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        if not node.elements:
+            return 1
+        first = node.elements[0].value
+        inner = literal_depth(first) if isinstance(first, (cst.List, cst.Tuple)) else 0
+        return None if inner is None else inner + 1
+    if isinstance(node, cst.ListComp):
+        return None
+    return None
+
+
+def size_count(args: list[cst.Arg]) -> Optional[int]:
+    """How many dimensions the sizes in `args` describe: `(B, T)` or `B, T` -> 2."""
+    if any(arg.star for arg in args):
+        return None
+    if len(args) == 1:
+        only = args[0].value
+        if isinstance(only, (cst.Tuple, cst.List)):
+            if any(isinstance(e, cst.StarredElement) for e in only.elements):
+                return None
+            return len(only.elements)
+        if isinstance(only, (cst.Integer, cst.BinaryOperation)) or (
+            isinstance(only, cst.Subscript) and isinstance(only.value, cst.Attribute) and only.value.attr.value == "shape"
+        ):
+            return 1
+        if isinstance(only, cst.Call) and isinstance(only.func, cst.Attribute) and only.func.attr.value == "size" and only.args:
+            return 1
+        return None  # a name may hold a whole shape
+    return len(args)
+
+
+def root_of(node: cst.BaseExpression) -> Optional[str]:
+    """The name an expression reads first: `lengths[:, None]` -> lengths, `self.w.t()` -> self.w."""
+    while True:
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value == "self":
+                return f"self.{node.attr.value}"
+            node = node.value
+        elif isinstance(node, cst.Name):
+            return node.value
+        else:
+            return None
+
+
+def iter_params(function: cst.FunctionDef) -> Iterator[cst.Param]:
+    params = function.params
+    yield from params.posonly_params
+    yield from params.params
+    yield from params.kwonly_params
+
+
+def annotation_text(module: cst.Module, param: cst.Param) -> Optional[str]:
+    if param.annotation is None:
+        return None
+    return module.code_for_node(param.annotation.annotation)
+
+
+def is_tensor_annotation(text: str) -> bool:
+    """`Tensor`, `torch.Tensor`, `Optional[Tensor]`, `Tensor | None` — not `List[Tensor]`."""
+    cleaned = text.replace(" ", "").strip("'\"")
+    for wrapper in ("Optional[", "typing.Optional["):
+        if cleaned.startswith(wrapper) and cleaned.endswith("]"):
+            cleaned = cleaned[len(wrapper):-1]
+    cleaned = cleaned.replace("|None", "").replace("None|", "")
+    return cleaned in ("Tensor", "torch.Tensor", "T.Tensor", "th.Tensor")
+
+
+# -- the flow --------------------------------------------------------------------------------
+
+@dataclass
+class FlowSetup:
+    """What the rule knows before reading the body."""
+
+    #: name -> root for each parameter that holds a device tensor
+    tensor_params: dict[str, str]
+    #: resolves a callee to its qualified name, or None (respects local shadowing)
+    qualname: Callable[[cst.BaseExpression], Optional[str]]
+    #: in a module's forward: self attributes that are parameters or buffers
+    self_tensors: frozenset = frozenset()
+    #: in a module's forward: self attributes that are submodules holding parameters
+    self_modules: frozenset = frozenset()
+    self_name: Optional[str] = None
+
+
+@dataclass
+class Flow:
+    setup: FlowSetup
+    env: dict = field(default_factory=dict)
+    meetings: dict = field(default_factory=dict)  # id(origin) -> Meeting (the first one)
+    device_context: int = 0  # depth of `with torch.device(...)` blocks
+
+    def __post_init__(self) -> None:
+        for name, root in self.setup.tensor_params.items():
+            self.env[name] = Device(root)
+
+    # -- statements ---------------------------------------------------------------------------
+    def run(self, body: cst.BaseSuite) -> None:
+        for statement in self._statements(body):
+            self.statement(statement)
+
+    @staticmethod
+    def _statements(body: cst.BaseSuite) -> tuple:
+        return tuple(body.body)
+
+    def statement(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                self.small_statement(small)
+        elif isinstance(node, cst.SimpleStatementSuite):
+            for small in node.body:
+                self.small_statement(small)
+        elif isinstance(node, cst.If):
+            self.value(node.test)
+            self.run(node.body)
+            if node.orelse is not None:
+                self.statement(node.orelse)
+        elif isinstance(node, cst.Else):
+            self.run(node.body)
+        elif isinstance(node, cst.While):
+            self.value(node.test)
+            self.run(node.body)
+            if node.orelse is not None:
+                self.run(node.orelse.body)
+        elif isinstance(node, cst.For):
+            self.value(node.iter)
+            self.bind(node.target, None)
+            self.run(node.body)
+            if node.orelse is not None:
+                self.run(node.orelse.body)
+        elif isinstance(node, cst.With):
+            self.with_statement(node)
+        elif isinstance(node, cst.Try):
+            self.run(node.body)
+            for handler in node.handlers:
+                self.run(handler.body)
+            if node.orelse is not None:
+                self.run(node.orelse.body)
+            if node.finalbody is not None:
+                self.run(node.finalbody.body)
+        # nested functions and classes are read on their own; match statements are skipped
+
+    def with_statement(self, node: cst.With) -> None:
+        device = False
+        for item in node.items:
+            self.value(item.item)
+            if self._is_device_context(item.item):
+                device = True
+            if item.asname is not None:
+                self.bind(item.asname.name, None)
+        self.device_context += device
+        self.run(node.body)
+        self.device_context -= device
+
+    def _is_device_context(self, node: cst.BaseExpression) -> bool:
+        """`with torch.device("cuda"):` makes factories follow that device; so may `with dev:`."""
+        if isinstance(node, cst.Call):
+            return self.setup.qualname(node.func) == "torch.device"
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            return "device" in (root_of(node) or "").lower() or (
+                isinstance(node, cst.Attribute) and "device" in node.attr.value.lower()
+            )
+        return False
+
+    def small_statement(self, node: cst.BaseSmallStatement) -> None:
+        if isinstance(node, cst.Assign):
+            value = self.value(node.value)
+            for target in node.targets:
+                self.bind(target.target, value, node.value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                self.bind(node.target, self.value(node.value), node.value)
+        elif isinstance(node, cst.AugAssign):
+            right = self.value(node.value)
+            if isinstance(node.target, cst.Name):
+                left = self.env.get(node.target.value)
+                self.env[node.target.value] = self.combine(left, node.target, right, node.value, node)
+            else:
+                self.target_expressions(node.target)
+        elif isinstance(node, cst.Expr):
+            self.value(node.value)
+        elif isinstance(node, cst.Return) and node.value is not None:
+            self.value(node.value)
+        elif isinstance(node, cst.Assert):
+            self.value(node.test)
+        elif isinstance(node, cst.Del):
+            pass
+
+    def bind(self, target: cst.BaseExpression, value: Value, source: Optional[cst.BaseExpression] = None) -> None:
+        if isinstance(target, cst.Name):
+            if value is None:
+                self.env.pop(target.value, None)
+            else:
+                self.env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            items = value.items if isinstance(value, Seq) and len(value.items) == len(target.elements) else None
+            for index, element in enumerate(target.elements):
+                self.bind(element.value, items[index] if items is not None else None)
+        elif isinstance(target, cst.StarredElement):
+            self.bind(target.value, None)
+        else:
+            # `x[i] = cpu` and `self.buf = cpu` copy or store; they combine nothing
+            self.target_expressions(target)
+
+    def target_expressions(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Subscript):
+            self.value(target.value)
+            self.slice_values(target)
+
+    # -- expressions ------------------------------------------------------------------------
+    def value(self, node: cst.BaseExpression) -> Value:
+        if isinstance(node, cst.Name):
+            return self.env.get(node.value)
+        if isinstance(node, cst.Attribute):
+            return self.attribute(node)
+        if isinstance(node, cst.Subscript):
+            return self.subscript(node)
+        if isinstance(node, cst.BinaryOperation):
+            left = self.value(node.left)
+            right = self.value(node.right)
+            return self.combine(left, node.left, right, node.right, node)
+        if isinstance(node, cst.Comparison):
+            left_node = node.left
+            left = self.value(left_node)
+            result: Value = None
+            for target in node.comparisons:
+                right = self.value(target.comparator)
+                if isinstance(target.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+                    result = None
+                else:
+                    result = self.combine(left, left_node, right, target.comparator, node)
+                left, left_node = right, target.comparator
+            return result if len(node.comparisons) == 1 else None
+        if isinstance(node, cst.UnaryOperation):
+            inner = self.value(node.expression)
+            return None if isinstance(node.operator, cst.Not) else inner
+        if isinstance(node, cst.BooleanOperation):
+            self.value(node.left)
+            self.value(node.right)
+            return None
+        if isinstance(node, cst.IfExp):
+            self.value(node.test)
+            body = self.value(node.body)
+            orelse = self.value(node.orelse)
+            # a CPU tensor on one branch is one on that path
+            for candidate in (body, orelse):
+                if isinstance(candidate, Cpu):
+                    return candidate
+            return body if body is not None else orelse
+        if isinstance(node, cst.Call):
+            return self.call(node)
+        if isinstance(node, (cst.Tuple, cst.List)):
+            return Seq(tuple(self.value(element.value) for element in node.elements))
+        if isinstance(node, cst.StarredElement):
+            return self.value(node.value)
+        if isinstance(node, cst.NamedExpr):
+            value = self.value(node.value)
+            self.bind(node.target, value)
+            return value
+        if isinstance(node, (cst.Dict,)):
+            for element in node.elements:
+                if isinstance(element, cst.DictElement):
+                    self.value(element.key)
+                    self.value(element.value)
+                else:
+                    self.value(element.value)
+            return None
+        if isinstance(node, cst.Set):
+            for element in node.elements:
+                self.value(element.value)
+            return None
+        if isinstance(node, cst.Await):
+            return self.value(node.expression)
+        return None  # literals, comprehensions and lambdas (their own scopes) and the rest
+
+    def attribute(self, node: cst.Attribute) -> Value:
+        attr = node.attr.value
+        base = node.value
+        if isinstance(base, cst.Name) and base.value == self.setup.self_name:
+            if attr in self.setup.self_tensors:
+                return Device(f"self.{attr}")
+            return None
+        if (
+            isinstance(base, cst.Attribute)
+            and isinstance(base.value, cst.Name)
+            and base.value.value == self.setup.self_name
+            and base.attr.value in self.setup.self_modules
+            and attr in ("weight", "bias")
+        ):
+            return Device(f"self.{base.attr.value}.{attr}")
+        value = self.value(base)
+        if attr in TENSOR_ATTRIBUTES and isinstance(value, (Cpu, Device)):
+            return value
+        return None
+
+    def subscript(self, node: cst.Subscript) -> Value:
+        base = self.value(node.value)
+        self.slice_values(node)
+        if isinstance(base, Device):
+            return base  # indexing a device tensor with CPU indices is fine on CUDA
+        if isinstance(base, Seq):
+            return None
+        if not isinstance(base, Cpu):
+            return None
+        ndim = self._indexed_ndim(base.ndim, node)
+        if ndim == 0 or (ndim is None and not self._keeps_a_dimension(node)):
+            return None  # a 0-dim tensor mixes with any device
+        return Cpu(base.origin, ndim)
+
+    def slice_values(self, node: cst.Subscript) -> None:
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                self.value(element.slice.value)
+            elif isinstance(element.slice, cst.Slice):
+                for part in (element.slice.lower, element.slice.upper, element.slice.step):
+                    if part is not None:
+                        self.value(part)
+
+    @staticmethod
+    def _keeps_a_dimension(node: cst.Subscript) -> bool:
+        """`t[:, None]`, `t[i:j]` keep a dimension whatever `t` was."""
+        for element in node.slice:
+            if isinstance(element.slice, cst.Slice):
+                return True
+            if isinstance(element.slice.value, cst.Name) and element.slice.value.value == "None":
+                return True
+        return False
+
+    def _indexed_ndim(self, ndim: Optional[int], node: cst.Subscript) -> Optional[int]:
+        if ndim is None:
+            return None
+        for element in node.slice:
+            if isinstance(element.slice, cst.Slice):
+                continue
+            index = element.slice.value
+            if isinstance(index, cst.Name) and index.value == "None":
+                ndim += 1
+            elif isinstance(index, cst.Ellipsis):
+                return None
+            elif isinstance(index, cst.Integer) or (isinstance(index, cst.UnaryOperation) and isinstance(index.expression, cst.Integer)):
+                ndim -= 1
+            elif isinstance(index, cst.Name) and index.value not in self.env:
+                ndim -= 1  # most likely an int
+            else:
+                return None
+        return ndim
+
+    def combine(self, left: Value, left_node, right: Value, right_node, node: cst.CSTNode) -> Value:
+        """Arithmetic and comparison: both operands must be on one device unless one is 0-dim."""
+        if isinstance(left, Cpu) and isinstance(right, Device):
+            self.meet(left, right, right_node, node)
+            return right
+        if isinstance(left, Device) and isinstance(right, Cpu):
+            self.meet(right, left, left_node, node)
+            return left
+        if isinstance(left, Cpu):
+            return left if is_literal(right_node) or isinstance(right, Cpu) else Cpu(left.origin, None) if right is None else None
+        if isinstance(right, Cpu):
+            return right if is_literal(left_node) else Cpu(right.origin, None) if left is None else None
+        if isinstance(left, Device):
+            return left
+        if isinstance(right, Device):
+            return right
+        return None
+
+    def meet(self, cpu: Cpu, device: Device, other_node, node: cst.CSTNode) -> None:
+        if id(cpu.origin) in self.meetings:
+            return
+        other = root_of(other_node) if other_node is not None else None
+        self.meetings[id(cpu.origin)] = Meeting(cpu, other or device.root, device.root, node)
+
+    def call(self, node: cst.Call) -> Value:
+        func = node.func
+        qualname = self.setup.qualname(func)
+        if qualname is not None and qualname in FACTORIES:
+            return self.factory(node, qualname)
+        if isinstance(func, cst.Attribute) and qualname is None:
+            return self.method_call(node, func)
+        if qualname is not None and qualname.startswith(TENSOR_FUNCTION_PREFIXES) and qualname not in NOT_TENSOR_FUNCTIONS:
+            return self.tensor_function(node, qualname)
+        self.value(func)
+        for arg in node.args:
+            self.value(arg.value)
+        return None
+
+    def factory(self, node: cst.Call, qualname: str) -> Value:
+        values = [self.value(arg.value) for arg in node.args]
+        name = qualname.rpartition(".")[2]
+        device = keyword(node, "device")
+        if device is not None:
+            return self._device_argument(device.value)
+        if any(arg.star for arg in node.args) or keyword(node, "out") is not None or self.device_context:
+            return None
+        if name in DATA_FACTORIES:
+            data = positional(node)
+            if not data:
+                return None
+            if isinstance(data[0].value, cst.Name) and isinstance(values[0], (Cpu, Device)):
+                return None  # torch.tensor(t) copies a tensor; not a fresh factory
+            ndim = literal_depth(data[0].value)
+            if ndim is None and not isinstance(data[0].value, cst.ListComp):
+                return None  # `torch.tensor(x)` may well be a Python scalar: 0-dim
+            return Cpu(node, ndim)
+        if name in ONE_DIM_FACTORIES:
+            return Cpu(node, 1)
+        if name in TWO_DIM_FACTORIES:
+            return Cpu(node, 2)
+        sizes = self._size_arguments(node, name)
+        if sizes is None:
+            return Cpu(node, None)
+        if len(sizes) == 1 and is_empty_sequence(sizes[0].value):
+            return None  # torch.zeros(()) is 0-dim
+        if not sizes:
+            return None
+        return Cpu(node, size_count(sizes))
+
+    @staticmethod
+    def _size_arguments(node: cst.Call, name: str) -> Optional[list]:
+        size = keyword(node, "size")
+        if size is not None:
+            return [size]
+        args = positional(node)
+        if name == "full":
+            return args[:1]
+        if name == "randint":
+            if len(args) >= 2 and isinstance(args[-1].value, (cst.Tuple, cst.List)):
+                return args[-1:]
+            return None
+        return args
+
+    def _device_argument(self, node: cst.BaseExpression) -> Value:
+        """`device=x.device` places the tensor with `x`; other values tell us nothing."""
+        if isinstance(node, cst.Attribute) and node.attr.value == "device":
+            base = self.value(node.value)
+            if isinstance(base, Device):
+                return base
+        return None
+
+    def tensor_function(self, node: cst.Call, qualname: str) -> Value:
+        values = [self.value(arg.value) for arg in node.args]
+        name = qualname.rpartition(".")[2]
+        flat = list(_flatten(values))
+        cpus = [v for v in flat if isinstance(v, Cpu)]
+        devices = [v for v in flat if isinstance(v, Device)]
+        if qualname in CROSS_DEVICE_FUNCTIONS:
+            return None
+        if cpus and devices:
+            device_node = _node_of_value(node.args, values, devices[0])
+            self.meet(cpus[0], devices[0], device_node, node)
+            return devices[0]
+        if devices:
+            return devices[0]
+        if cpus:
+            if name.endswith("_like") or name in ("tril", "triu", "where", "logical_not", "flip", "roll", "abs", "exp", "sigmoid"):
+                return cpus[0]
+            if name in REDUCTIONS:
+                return None
+            return Cpu(cpus[0].origin, None)
+        return None
+
+    def method_call(self, node: cst.Call, func: cst.Attribute) -> Value:
+        method = func.attr.value
+        receiver_node = func.value
+        if isinstance(receiver_node, cst.Name) and receiver_node.value == self.setup.self_name:
+            return self.self_call(node, method)
+        receiver = self.value(receiver_node)
+        values = [self.value(arg.value) for arg in node.args]
+        if method in NON_TENSOR_METHODS and method != "type":
+            return None
+        flat = list(_flatten(values))
+        if isinstance(receiver, Cpu):
+            return self.cpu_method(node, receiver, method, values, flat)
+        if isinstance(receiver, Device):
+            if method in ("cpu", "numpy", "tolist"):
+                return None
+            cpus = [v for v in flat if isinstance(v, Cpu)]
+            if cpus and method not in CROSS_DEVICE_METHODS and not method.startswith("index_put"):
+                self.meet(cpus[0], receiver, receiver_node, node)
+            return receiver
+        return None
+
+    def cpu_method(self, node: cst.Call, receiver: Cpu, method: str, values: list, flat: list) -> Value:
+        devices = [v for v in flat if isinstance(v, Device)]
+        if method in MOVING_METHODS:
+            if method == "to" and self._dtype_only(node):
+                return receiver
+            return devices[0] if devices else None
+        if method.startswith("new_"):
+            return None
+        if devices and method not in CROSS_DEVICE_METHODS:
+            device_node = _node_of_value(node.args, values, devices[0])
+            self.meet(receiver, devices[0], device_node, node)
+            return devices[0]
+        if method == "unsqueeze":
+            return Cpu(receiver.origin, None if receiver.ndim is None else receiver.ndim + 1)
+        if method in SAME_NDIM_METHODS:
+            return receiver if method not in ("expand_as", "view_as", "reshape_as") else Cpu(receiver.origin, None)
+        if method in RESHAPE_METHODS:
+            count = size_count(positional(node))
+            return Cpu(receiver.origin, count) if count != 0 else None
+        if method == "flatten":
+            return Cpu(receiver.origin, 1 if not node.args else None)
+        if method in REDUCTIONS:
+            return self._reduced(node, receiver)
+        return None
+
+    def _reduced(self, node: cst.Call, receiver: Cpu) -> Value:
+        if not node.args or receiver.ndim is None:
+            return None
+        keepdim = keyword(node, "keepdim")
+        if keepdim is not None and isinstance(keepdim.value, cst.Name) and keepdim.value.value == "True":
+            return receiver
+        ndim = receiver.ndim - 1
+        return Cpu(receiver.origin, ndim) if ndim > 0 else None
+
+    def _dtype_only(self, node: cst.Call) -> bool:
+        """`.to(torch.float32)`, `.to(x.dtype)`, `.to(dtype=...)` change the type, not the device."""
+        if not node.args:
+            return False
+        for arg in node.args:
+            if arg.star:
+                return False
+            if arg.keyword is not None:
+                if arg.keyword.value not in ("dtype", "non_blocking", "copy", "memory_format"):
+                    return False
+                continue
+            value = arg.value
+            if isinstance(value, cst.Attribute) and value.attr.value == "dtype":
+                continue
+            if isinstance(value, cst.Name) and value.value == "dtype":
+                continue
+            if self.setup.qualname(value) in TORCH_DTYPES:
+                continue
+            return False
+        return True
+
+    def self_call(self, node: cst.Call, method: str) -> Value:
+        """`self.embed(pos)`: a submodule's parameters are on the model's device."""
+        values = [self.value(arg.value) for arg in node.args]
+        if method not in self.setup.self_modules:
+            return None
+        flat = list(_flatten(values))
+        cpus = [v for v in flat if isinstance(v, Cpu)]
+        devices = [v for v in flat if isinstance(v, Device)]
+        root = devices[0].root if devices else self._first_param_root() or f"self.{method}"
+        if cpus:
+            self.meetings.setdefault(id(cpus[0].origin), Meeting(cpus[0], f"self.{method}", root, node))
+        return Device(root)
+
+    def _first_param_root(self) -> Optional[str]:
+        for root in self.setup.tensor_params.values():
+            return root
+        return None
+
+
+def _flatten(values) -> Iterator[Value]:
+    for value in values:
+        if isinstance(value, Seq):
+            yield from _flatten(value.items)
+        else:
+            yield value
+
+
+def _node_of_value(args, values, wanted) -> Optional[cst.BaseExpression]:
+    """The argument expression that produced `wanted` (for naming it in the message)."""
+    for arg, value in zip(args, values):
+        if value is wanted:
+            return arg.value
+        if isinstance(value, Seq):
+            container = arg.value
+            if isinstance(container, (cst.List, cst.Tuple)):
+                for element, item in zip(container.elements, value.items):
+                    if item is wanted:
+                        return element.value
+    return None

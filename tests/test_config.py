@@ -1,0 +1,107 @@
+"""[tool.torchlint] in pyproject.toml: discovery, keys, errors named with file and key."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from torchlint.cli import main
+
+BUGGY = "import torch\nstate = torch.load('ckpt.pt')\n"
+
+
+def project(tmp_path, pyproject: str | None, files: dict[str, str]):
+    if pyproject is not None:
+        (tmp_path / "pyproject.toml").write_text(textwrap.dedent(pyproject))
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def findings(tmp_path, monkeypatch, *args, cwd=None):
+    monkeypatch.chdir(cwd or tmp_path)
+    result = CliRunner().invoke(main, ["check", "--output-format", "json", *args], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    return sorted((d["filename"], d["code"]) for d in json.loads(result.output))
+
+
+def usage_error(tmp_path, monkeypatch, *args):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", *args], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    return result.output
+
+
+def test_ignore_and_per_file_ignores(tmp_path, monkeypatch):
+    project(
+        tmp_path,
+        """
+        [tool.torchlint]
+        per-file-ignores = { "tests/*" = ["TL301"], "scripts/*.py" = ["load-without-map-location"] }
+        """,
+        {"src/a.py": BUGGY, "tests/test_a.py": BUGGY, "scripts/s.py": BUGGY},
+    )
+    assert findings(tmp_path, monkeypatch, ".") == [("src/a.py", "TL301")]
+
+
+def test_config_is_found_from_a_subfolder(tmp_path, monkeypatch):
+    project(tmp_path, '[tool.torchlint]\nignore = ["TL301"]\n', {"pkg/a.py": BUGGY})
+    assert findings(tmp_path, monkeypatch, "a.py", cwd=tmp_path / "pkg") == []
+
+
+def test_exclude_and_extend_exclude(tmp_path, monkeypatch):
+    project(
+        tmp_path,
+        '[tool.torchlint]\nextend-exclude = ["legacy", "gen/*.py"]\n',
+        {"a.py": BUGGY, "legacy/old.py": BUGGY, "gen/g.py": BUGGY, "build/b.py": BUGGY, ".venv/v.py": BUGGY},
+    )
+    assert findings(tmp_path, monkeypatch, ".") == [("a.py", "TL301")]
+    # a file named explicitly is checked anyway, unless --force-exclude (pre-commit) says otherwise
+    assert findings(tmp_path, monkeypatch, "legacy/old.py") == [("legacy/old.py", "TL301")]
+    assert findings(tmp_path, monkeypatch, "--force-exclude", "legacy/old.py") == []
+
+
+def test_gitignore_is_respected(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("generated/\n*_pb2.py\n!keep_pb2.py\n")
+    project(tmp_path, None, {"a.py": BUGGY, "generated/x.py": BUGGY, "m_pb2.py": BUGGY, "keep_pb2.py": BUGGY, "sub/n_pb2.py": BUGGY})
+    (tmp_path / "sub" / ".gitignore").write_text("local.py\n")
+    (tmp_path / "sub" / "local.py").write_text(BUGGY)
+    assert findings(tmp_path, monkeypatch, ".") == [("a.py", "TL301"), ("keep_pb2.py", "TL301")]
+
+
+def test_cli_select_replaces_config_select_and_ignore_extends(tmp_path, monkeypatch):
+    project(tmp_path, '[tool.torchlint]\nselect = ["TL0"]\n', {"a.py": BUGGY})
+    assert findings(tmp_path, monkeypatch, ".") == []
+    assert findings(tmp_path, monkeypatch, "--select", "TL301", ".") == [("a.py", "TL301")]
+
+
+def test_explicit_config_file(tmp_path, monkeypatch):
+    project(tmp_path, None, {"a.py": BUGGY})
+    (tmp_path / "strict.toml").write_text('ignore = ["TL301"]\n')
+    assert findings(tmp_path, monkeypatch, "--config", "strict.toml", ".") == []
+    assert "no such configuration file" in usage_error(tmp_path, monkeypatch, "--config", "missing.toml", ".")
+
+
+@pytest.mark.parametrize(
+    "pyproject,expected",
+    [
+        ('[tool.torchlint]\nselct = ["TL3"]\n', "unknown key 'selct'"),
+        ('[tool.torchlint]\nselect = "TL301"\nignore = 3\n', "ignore must be a list of strings"),
+        ('[tool.torchlint]\nselect = ["TL999"]\n', "unknown rule selector 'TL999'"),
+        ('[tool.torchlint]\nper-file-ignores = { "a.py" = ["nonsense"] }\n', "unknown rule selector 'nonsense'"),
+        ("[tool.torchlint\n", "invalid TOML"),
+        ('[tool.torchlint]\nrespect-gitignore = "yes"\n', "respect-gitignore must be true or false"),
+        ('[tool.torchlint]\nplugins = ["no_such_plugin_module"]\n', "no_such_plugin_module"),
+    ],
+)
+def test_config_errors_exit_2_naming_file_and_key(tmp_path, monkeypatch, pyproject, expected):
+    project(tmp_path, pyproject, {"a.py": BUGGY})
+    output = usage_error(tmp_path, monkeypatch, ".")
+    assert expected in output
+    assert "pyproject.toml" in output or "no_such_plugin_module" in output

@@ -1,0 +1,72 @@
+"""Qualified names through the import-alias table."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from torchlint.static.context import FileContext
+from torchlint.static.walker import Dispatcher
+
+
+class Collect:
+    """Records ctx.qualname of every call's function, in source order."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.names = []
+
+    def visit_Call(self, node):
+        self.names.append(self.ctx.qualname(node.func))
+
+
+def call_names(source: str) -> list[str | None]:
+    module = cst.parse_module(source)
+    ctx = FileContext("a.py", source, module, [])
+    collector = Collect(ctx)
+    Dispatcher([collector], lambda *a: None, ancestors=ctx.ancestors).walk(module)
+    return collector.names
+
+
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        ("import torch\ntorch.load(p)", "torch.load"),
+        ("import torch as T\nT.load(p)", "torch.load"),
+        ("from torch import load as tl\ntl(p)", "torch.load"),
+        ("from torch import load\nload(p)", "torch.load"),
+        ("import torch.nn.functional as F\nF.softmax(x)", "torch.nn.functional.softmax"),
+        ("from torch.nn import functional\nfunctional.softmax(x)", "torch.nn.functional.softmax"),
+        ("from torch.nn import functional as F\nF.softmax(x)", "torch.nn.functional.softmax"),
+        ("import torch.nn\ntorch.nn.Softmax(1)", "torch.nn.Softmax"),
+        ("from torch import nn\nnn.CrossEntropyLoss()", "torch.nn.CrossEntropyLoss"),
+        ("try:\n    import torch\nexcept ImportError:\n    pass\ntorch.load(p)", "torch.load"),
+        ("def f():\n    import torch\n    return torch.load(p)", "torch.load"),
+    ],
+)
+def test_aliases_resolve(source, expected):
+    assert call_names(source)[-1] == expected
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "load(p)",  # never imported
+        "def load(p): ...\nload(p)",
+        "from torch import load\ndef load(p): ...\nload(p)",  # two bindings: ambiguous
+        "from torch import load\nload = my_loader\nload(p)",
+        "import torch\ndef f(torch):\n    return torch.load(p)",  # parameter shadows
+        "import torch\ndef f():\n    torch = get()\n    return torch.load(p)",  # local assignment shadows
+        "from .torch import load\nload(p)",  # relative import: the project's own module
+        "import numpy as torch\nimport torch\ntorch.load(p)",  # two imports bind the name differently
+        "from torch import range as r\nr(3)\nfrom torch import *\nstar(1)",  # odd imports never crash
+    ],
+)
+def test_names_that_are_not_torch(source):
+    names = call_names(source)
+    assert names[-1] in (None,) or not names[-1].startswith("torch.load"), names
+
+
+def test_odd_import_resolves_and_never_crashes():
+    assert call_names("from torch import range as r\nr(3)") == ["torch.range"]
+    assert call_names("import torch.nn.functional\ntorch.nn.functional.relu(x)") == ["torch.nn.functional.relu"]
