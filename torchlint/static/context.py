@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -133,7 +134,34 @@ class ProjectContext:
     enabled: frozenset[str] = field(default_factory=frozenset)
 
     def files_by_module(self) -> dict[str, str]:
-        return {module: path for path, module in self.module_names.items()}
+        """Module -> path for module names that only one checked file has."""
+        seen: dict[str, list[str]] = {}
+        for path, module in self.module_names.items():
+            seen.setdefault(module, []).append(path)
+        return {module: paths[0] for module, paths in seen.items() if len(paths) == 1}
+
+    def resolve_module(self, importer: str, module: str, level: int = 0) -> str | None:
+        """The checked file that `import module` (or `from .module`, level 1) in `importer`
+        means, as Python would find it: relative to the importer's package for relative
+        imports; otherwise the importer's own folder first (a script's folder is on
+        sys.path), then a unique match anywhere. None when unknown or ambiguous."""
+        importer_dir = PurePosixPath(importer).parent
+        if level:
+            package = self.module_names.get(importer, "").split(".")[:-1]
+            if level > 1:
+                package = package[: len(package) - (level - 1)]
+            target = ".".join([*package, module] if module else package)
+            matches = [p for p, m in self.module_names.items() if m == target]
+        else:
+            target = module
+            matches = [p for p, m in self.module_names.items() if m == target]
+            local = [p for p in matches if PurePosixPath(p).parent == importer_dir and "." not in target]
+            if local:
+                matches = local
+        if len(matches) == 1:
+            return matches[0]
+        nearby = [p for p in matches if PurePosixPath(p).parent == importer_dir]
+        return nearby[0] if len(nearby) == 1 else None
 
 
 def make_finding(rule: type[Rule], path: str, span: list[int] | tuple[int, ...], message: str, severity: Severity | None = None) -> Finding:

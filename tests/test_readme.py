@@ -1,0 +1,28 @@
+"""The README's commands are the ones CI runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```(?:sh|bash|console)\n(.*?)```", text, flags=re.S)
+    return [line.strip() for block in blocks for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    test_command = ci[-1].strip()
+    assert test_command in readme_commands()
+
+
+def test_readme_lists_every_builtin_rule():
+    from torchlint.docsgen import builtin_rules
+
+    text = (ROOT / "README.md").read_text()
+    for code, rule in builtin_rules().items():
+        assert f"| {code} |" in text and rule.name in text, code
