@@ -50,8 +50,9 @@ def main() -> None:
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too (pre-commit).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) to use.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
-def check(paths, select, extend_select, ignore, extend_exclude, output_format, statistics, exit_zero, force_exclude, config_path, quiet, no_cache):
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.torchlint_cache/ in the project root).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
+def check(paths, select, extend_select, ignore, extend_exclude, output_format, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, jobs):
     """Check PATHS (files or folders; default: the current folder) with the static rules."""
     paths = list(paths) or [Path(".")]
     session = _session(
@@ -77,7 +78,10 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, s
         engine = StaticEngine(session.config, session.pm, session.rules, enabled)
     except ConfigError as exc:
         _fail(str(exc))
-    result = engine.check_paths(paths, cwd=Path.cwd())
+    from torchlint.static.parallel import default_jobs
+
+    cache = None if no_cache else session.cache(enabled)
+    result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
     session.pm.hook.torchlint_sessionfinish(result=result)
 
     out = sys.stdout

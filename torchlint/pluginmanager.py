@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 from torchlint import hookspecs
+from torchlint.lazy import lazy_import
 
 if TYPE_CHECKING:
     from torchlint.rule import Rule
@@ -27,6 +28,7 @@ class PluginError(Exception):
 
 
 def make_plugin_manager(config_plugins: tuple[str, ...] = (), project_root: Path | None = None) -> pluggy.PluginManager:
+    lazy_import("libcst")  # rule modules import it at the top; execute it only if a file is parsed
     pm = pluggy.PluginManager("torchlint")
     pm.add_hookspecs(hookspecs)
     try:

@@ -27,6 +27,29 @@ class Session:
         where = str(self.config.config_file) if self.config.config_file else "command line"
         return resolve(self.rules, self.config.select, self.config.extend_select, self.config.ignore, where=where)
 
+    def cache(self, enabled: set[str]):
+        """The cache for this configuration and rule set."""
+        import sys
+
+        from torchlint.static.cache import Cache, code_fingerprint
+
+        source_dirs = {Path(__file__).resolve().parent}
+        for code in enabled:
+            module = sys.modules.get(self.rules[code].__module__)
+            if module is not None and getattr(module, "__file__", None):
+                source_dirs.add(Path(module.__file__).resolve().parent)
+        versions = sorted(f"{dist.project_name}=={dist.version}" for _, dist in self.pm.list_plugin_distinfo())
+        fingerprint = Cache.fingerprint(
+            {
+                "enabled": sorted(enabled),
+                "plugins": versions,
+                "code": code_fingerprint(sorted(source_dirs)),
+                "target_torch": self.config.target_torch,
+                "plugin_options": self.config.plugin_tables,
+            }
+        )
+        return Cache(self.config.root, fingerprint)
+
     def output_formats(self) -> list[str]:
         names: list[str] = []
         for formats in self.pm.hook.torchlint_output_formats():

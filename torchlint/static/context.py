@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from torchlint.findings import Finding, Location, Severity
-from torchlint.static.positions import Positions
 from torchlint.static.names import AliasTable, dotted_name, local_bindings
 
 if TYPE_CHECKING:
@@ -98,6 +97,8 @@ class FileContext:
         Cheap for nodes inside the top-level statement being visited (or inside `statement`);
         for any other node the whole file's positions are resolved once."""
         if self._positions is None:
+            from torchlint.static.positions import Positions
+
             self._positions = Positions(self.module)
         if statement is None and len(self.ancestors) > 1:
             statement = self.ancestors[1]

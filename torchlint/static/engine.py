@@ -17,7 +17,9 @@ from torchlint.findings import Finding, Location
 from torchlint.selection import codes_for
 from torchlint.static.discover import Discovered, discover
 from torchlint.static.engine_rules import ENGINE_RULES, FileNotChecked, RuleCrashed
-from torchlint.static.source import decode_source, read_source
+from torchlint.static.cache import Cache, content_hash
+from torchlint.static.parallel import run_checks
+from torchlint.static.source import decode_source, read_bytes, read_source
 from torchlint.static.suppress import parse_suppressions
 
 if TYPE_CHECKING:
@@ -33,6 +35,24 @@ class FileResult:
     facts: dict[str, Any] = field(default_factory=dict)
     parsed: bool = False
 
+    def to_json(self) -> dict[str, Any]:
+        """Path-independent, so a cache entry serves any copy of the same content."""
+        findings = []
+        for finding in self.findings:
+            data = finding.to_json()
+            del data["filename"]
+            findings.append(data)
+        return {"findings": findings, "facts": self.facts, "parsed": self.parsed}
+
+    @classmethod
+    def from_json(cls, path: str, data: dict[str, Any]) -> FileResult:
+        return cls(
+            path,
+            [Finding.from_json({**item, "filename": path}) for item in data["findings"]],
+            data.get("facts") or {},
+            bool(data.get("parsed")),
+        )
+
 
 @dataclass
 class CheckResult:
@@ -41,6 +61,7 @@ class CheckResult:
     files_parsed: int = 0
     suppressed: int = 0
     enabled: frozenset[str] = frozenset()
+    cache_hits: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -142,23 +163,43 @@ class StaticEngine:
         result.facts = ctx.facts
         return result
 
-    def check_file(self, item: Discovered) -> FileResult:
-        if item.problem:
-            return FileResult(item.display, [engine_finding(FileNotChecked, item.display, f"cannot check: {item.problem}")])
-        source = read_source(item.path)
+    def check_bytes(self, path: str, data: bytes) -> FileResult:
+        source = decode_source(data)
         if source.text is None:
             return FileResult(
-                item.display,
-                [engine_finding(FileNotChecked, item.display, f"cannot check: {source.problem}", source.line, source.column)],
+                path, [engine_finding(FileNotChecked, path, f"cannot check: {source.problem}", source.line, source.column)]
             )
-        return self.check_text(item.display, source.text)
+        return self.check_text(path, source.text)
 
     # -- many files -------------------------------------------------------------------------
-    def check_paths(self, paths: list[Path], *, cwd: Path) -> CheckResult:
+    def check_paths(self, paths: list[Path], *, cwd: Path, cache: Cache | None = None, jobs: int = 1) -> CheckResult:
         items = discover(paths, self.config, cwd=cwd)
-        results = [self.check_file(item) for item in items]
-        texts = {}
-        return self._finish(items, results, texts)
+        results: list[FileResult | None] = [None] * len(items)
+        todo: list[tuple[int, str, bytes, str | None]] = []
+        hits = 0
+        for index, item in enumerate(items):
+            data, problem = (None, item.problem) if item.problem else read_bytes(item.path)
+            if data is None:
+                results[index] = FileResult(item.display, [engine_finding(FileNotChecked, item.display, f"cannot check: {problem}")])
+                continue
+            key = content_hash(data) if cache is not None else None
+            if cache is not None:
+                cached = cache.get(key)
+                if cached is not None:
+                    try:
+                        results[index] = FileResult.from_json(item.display, cached)
+                        hits += 1
+                        continue
+                    except (KeyError, TypeError, ValueError):
+                        pass  # an entry from a broken write: recompute and overwrite it
+            todo.append((index, item.display, data, key))
+        for (index, _, _, key), result in zip(todo, run_checks(self, [(display, data) for _, display, data, _ in todo], jobs)):
+            results[index] = result
+            if cache is not None and key is not None:
+                cache.put(key, result.to_json())
+        check = self._finish(items, [r for r in results if r is not None], {})
+        check.cache_hits = hits
+        return check
 
     def check_sources(self, sources: dict[str, str]) -> CheckResult:
         """Check in-memory files (used by rule-case tests and editor integrations)."""

@@ -14,8 +14,6 @@ from typing import Iterator
 
 import libcst as cst
 
-_COMPOUND_BODIES = (cst.If, cst.Else, cst.For, cst.While, cst.Try, cst.ExceptHandler, cst.Finally, cst.With)
-
 
 def dotted_name(node: cst.BaseExpression | cst.ImportFrom) -> str | None:
     """`a.b.c` for Name/Attribute chains, else None."""
@@ -151,49 +149,62 @@ def local_bindings(function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
             names.add(star.name.value)
     if isinstance(function, cst.Lambda):
         return frozenset(names)
-    collector = _BindingCollector(names)
-    function.body.visit(collector)
+    function.body.visit(_binding_collector()(names))
     return frozenset(names)
 
 
-class _BindingCollector(cst.CSTVisitor):
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
+_COLLECTOR: type | None = None
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.names.add(node.name.value)
-        return False
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.names.add(node.name.value)
-        return False
+def _binding_collector() -> type:
+    # Defined on first use: subclassing cst.CSTVisitor at import time would execute libcst.
+    global _COLLECTOR
+    if _COLLECTOR is None:
+        _COLLECTOR = _make_binding_collector()
+    return _COLLECTOR
 
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
 
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.names.update(_target_names(node.target))
+def _make_binding_collector() -> type:
+    class _BindingCollector(cst.CSTVisitor):
+        def __init__(self, names: set[str]) -> None:
+            self.names = names
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.names.update(_target_names(node.target))
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            self.names.add(node.name.value)
+            return False
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.names.update(_target_names(node.target))
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            self.names.add(node.name.value)
+            return False
 
-    def visit_For(self, node: cst.For) -> None:
-        self.names.update(_target_names(node.target))
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
 
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self.names.update(_target_names(node.name))
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            self.names.update(_target_names(node.target))
 
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.names.update(_target_names(node.target))
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self.names.update(_target_names(node.target))
 
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
-        # Imports anywhere in the file are already in the module-wide alias table (and a
-        # name that two imports bind differently is dropped there as ambiguous).
-        return False
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self.names.update(_target_names(node.target))
 
-    def visit_Global(self, node: cst.Global) -> None:
-        for item in node.names:
-            self.names.discard(item.name.value)
+        def visit_For(self, node: cst.For) -> None:
+            self.names.update(_target_names(node.target))
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            self.names.update(_target_names(node.name))
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            self.names.update(_target_names(node.target))
+
+        def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+            # Imports anywhere in the file are already in the module-wide alias table (and a
+            # name that two imports bind differently is dropped there as ambiguous).
+            return False
+
+        def visit_Global(self, node: cst.Global) -> None:
+            for item in node.names:
+                self.names.discard(item.name.value)
+
+    return _BindingCollector

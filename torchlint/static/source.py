@@ -20,17 +20,24 @@ class Source:
     column: int = 1
 
 
-def read_source(path: Path) -> Source:
+def read_bytes(path: Path) -> tuple[bytes | None, str | None]:
+    """(content, None) or (None, why it cannot be read)."""
     try:
-        data = path.read_bytes()
+        return path.read_bytes(), None
     except IsADirectoryError:
-        return Source(None, "is a directory, not a file")
+        return None, "is a directory, not a file"
     except FileNotFoundError:
-        return Source(None, "no such file (a broken or looping symbolic link?)")
+        return None, "no such file (a broken or looping symbolic link?)"
     except PermissionError:
-        return Source(None, "permission denied")
+        return None, "permission denied"
     except OSError as exc:
-        return Source(None, f"cannot read: {exc.strerror or exc}")
+        return None, f"cannot read: {exc.strerror or exc}"
+
+
+def read_source(path: Path) -> Source:
+    data, problem = read_bytes(path)
+    if data is None:
+        return Source(None, problem)
     return decode_source(data)
 
 

@@ -1,0 +1,106 @@
+"""The cache returns exactly what a fresh run would; worker processes change nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from torchlint.cli import main
+
+BUGGY = "import torch\nstate = torch.load('ckpt.pt')\n"
+
+
+def run(*args):
+    result = CliRunner().invoke(main, ["check", "--output-format", "json", *args], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.output)
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n")
+    for index in range(30):
+        body = BUGGY if index % 3 else "import torch\nx = torch.load(p, map_location='cpu')\n"
+        (tmp_path / f"m{index:02d}.py").write_text(body + f"# file {index}\n" + "y = 1\n" * index)
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    return tmp_path
+
+
+def entries(root):
+    return sorted(p for p in (root / ".torchlint_cache").rglob("*.json"))
+
+
+def test_warm_run_equals_cold_run_and_uses_the_cache(tree, monkeypatch):
+    from torchlint.static import engine as engine_module
+
+    cold = run(".")
+    assert (tree / ".torchlint_cache" / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (tree / ".torchlint_cache" / ".gitignore").read_text().strip().endswith("*")
+    assert len(entries(tree)) == 31
+
+    def no_parsing(self, path, text):
+        raise AssertionError(f"{path} was checked again despite a warm cache")
+
+    monkeypatch.setattr(engine_module.StaticEngine, "check_text", no_parsing)
+    assert run(".") == cold
+
+
+def test_an_edited_file_is_checked_again(tree):
+    run(".")
+    (tree / "m00.py").write_text(BUGGY)
+    findings = run(".")
+    assert ("m00.py", 2) in {(f["filename"], f["location"]["row"]) for f in findings}
+
+
+def test_same_content_under_another_name_reuses_the_entry_with_the_right_path(tree):
+    run(".")
+    (tree / "copy.py").write_text((tree / "m01.py").read_text())
+    findings = run(".")
+    assert {f["filename"] for f in findings if f["filename"] in ("copy.py", "m01.py")} == {"copy.py", "m01.py"}
+
+
+def test_corrupt_entries_are_ignored_and_rewritten(tree):
+    cold = run(".")
+    for path in entries(tree)[:10]:
+        path.write_text("{not json")
+    for path in entries(tree)[10:12]:
+        path.write_text('{"key": "someone else"}')
+    assert run(".") == cold
+    assert all(json.loads(p.read_text())["key"] for p in entries(tree))
+
+
+def test_changing_the_rule_selection_does_not_reuse_results(tree):
+    run(".")
+    assert run("--ignore", "TL301", ".") == [f for f in run(".") if f["code"] != "TL301"]
+    assert [f["code"] for f in run("--select", "TL0", ".")] == ["TL000"]
+
+
+def test_no_cache_writes_nothing(tree):
+    run("--no-cache", ".")
+    assert not (tree / ".torchlint_cache").exists()
+
+
+def test_suppression_comment_added_later_applies_with_a_warm_cache(tree):
+    run(".")
+    (tree / "pyproject.toml").write_text('[tool.torchlint]\nper-file-ignores = { "m01.py" = ["TL301"] }\n')
+    assert "m01.py" not in {f["filename"] for f in run(".")}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="exercise the fork path where it exists")
+def test_jobs_do_not_change_the_output(tree):
+    (tree / "models.py").write_text(
+        "import torch.nn.functional as F\nfrom torch import nn\n\n"
+        "class Net(nn.Module):\n    def forward(self, x):\n        return F.softmax(x, dim=1)\n"
+    )
+    (tree / "train.py").write_text(
+        "from torch import nn\nfrom models import Net\n\nmodel = Net()\ncriterion = nn.CrossEntropyLoss()\n"
+        "loss = criterion(model(x), y)\n"
+    )
+    single = run("--no-cache", "--jobs", "1", ".")
+    assert run("--no-cache", "--jobs", "2", ".") == single
+    assert run("--no-cache", "--jobs", "3", ".") == single
+    assert len(single) >= 21

@@ -1,0 +1,73 @@
+"""Check many files in worker processes; the result is identical to a single process.
+
+Workers are forked where the platform allows it, so they inherit the already-configured
+engine (plugins loaded, rules selected) instead of rebuilding it. Results come back as
+plain JSON-able dicts.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchlint.static.engine import FileResult, StaticEngine
+
+#: Below this many files to parse, starting workers costs more than it saves.
+MIN_FILES_PER_WORKER = 4
+
+_engine: StaticEngine | None = None
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_in_worker(item: tuple[str, bytes]) -> dict:
+    assert _engine is not None
+    path, data = item
+    return _engine.check_bytes(path, data).to_json()
+
+
+def _init_spawned_worker(config, enabled) -> None:
+    global _engine
+    from torchlint.pluginmanager import collect_rules, make_plugin_manager
+    from torchlint.static.engine import StaticEngine
+    from torchlint.static.engine_rules import ENGINE_RULES
+
+    pm = make_plugin_manager(config.plugins, config.root)
+    pm.hook.torchlint_configure(config=config)
+    _engine = StaticEngine(config, pm, {**ENGINE_RULES, **collect_rules(pm)}, set(enabled))
+
+
+def run_checks(engine: StaticEngine, items: list[tuple[str, bytes]], jobs: int) -> list[FileResult]:
+    from torchlint.static.engine import FileResult
+
+    jobs = min(jobs, len(items) // MIN_FILES_PER_WORKER)
+    if jobs <= 1:
+        return [engine.check_bytes(path, data) for path, data in items]
+    global _engine
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods:
+        _engine = engine
+        context = multiprocessing.get_context("fork")
+        pool = context.Pool(jobs)
+    else:
+        context = multiprocessing.get_context("spawn")
+        pool = context.Pool(jobs, initializer=_init_spawned_worker, initargs=(engine.config, sorted(engine.enabled)))
+    # Biggest files first so one huge file does not finish last on an otherwise idle pool.
+    order = sorted(range(len(items)), key=lambda i: -len(items[i][1]))
+    try:
+        outputs = pool.map(_check_in_worker, [items[i] for i in order], chunksize=1)
+    finally:
+        pool.close()
+        pool.join()
+        _engine = None
+    results: list[FileResult | None] = [None] * len(items)
+    for position, index in enumerate(order):
+        results[index] = FileResult.from_json(items[index][0], outputs[position])
+    return [r for r in results if r is not None]
