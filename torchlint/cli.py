@@ -44,7 +44,8 @@ def main() -> None:
 @click.option("--extend-select", multiple=True, help="Rules to enable on top of the selection.")
 @click.option("--ignore", multiple=True, help="Rules to disable: codes, names or prefixes.")
 @click.option("--extend-exclude", multiple=True, help="Extra glob patterns of paths to skip.")
-@click.option("--output-format", default="full", show_default=True, help="full, concise, json, json-lines (and plugin formats).")
+@click.option("--output-format", default="full", show_default=True, help="full, concise, json, json-lines, sarif, github, gitlab, junit, pylint (and plugin formats).")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file instead of stdout.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too (pre-commit).")
@@ -52,7 +53,7 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.torchlint_cache/ in the project root).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
-def check(paths, select, extend_select, ignore, extend_exclude, output_format, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, jobs):
+def check(paths, select, extend_select, ignore, extend_exclude, output_format, output_file, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, jobs):
     """Check PATHS (files or folders; default: the current folder) with the static rules."""
     paths = list(paths) or [Path(".")]
     session = _session(
@@ -84,13 +85,19 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, s
     result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
     session.pm.hook.torchlint_sessionfinish(result=result)
 
-    out = sys.stdout
-    if statistics:
-        _print_statistics(result, session.rules, out)
-    else:
-        session.pm.hook.torchlint_report(findings=result.findings, format=output_format, stream=out, config=session.config)
+    import contextlib
+
+    from torchlint.atomic import atomic_text_stream
+
+    with atomic_text_stream(Path(output_file)) if output_file else contextlib.nullcontext(sys.stdout) as out:
+        if statistics:
+            _print_statistics(result, session.rules, out)
+        else:
+            session.pm.hook.torchlint_report(
+                findings=result.findings, format=output_format, stream=out, config=session.config, rules=session.rules
+            )
     if not quiet and output_format in ("full", "concise") and not statistics:
-        _print_summary(result, out)
+        _print_summary(result, sys.stdout)
     sys.exit(EXIT_CLEAN if exit_zero else result.exit_code)
 
 

@@ -70,8 +70,14 @@ def torchlint_project_check(project: ProjectContext) -> list[Finding]:
 
 
 @hookspec(firstresult=True)
-def torchlint_report(findings: list[Finding], format: str, stream: TextIO, config: Config) -> bool | None:
+def torchlint_report(
+    findings: list[Finding], format: str, stream: TextIO, config: Config, rules: dict[str, type[Rule]]
+) -> bool | None:
     """Write ``findings`` to ``stream`` in ``format``; return True if this plugin handled it.
+
+    ``rules`` maps every registered code to its rule class, for formats that describe rules
+    (SARIF). ``torchlint.report.ReportContext`` gives repo-relative paths, source lines and
+    stable fingerprints.
 
     The first plugin that returns a non-None value wins, so a third-party plugin can add a
     format or replace a built-in one.

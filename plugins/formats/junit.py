@@ -1,0 +1,30 @@
+"""JUnit XML: one test suite per file, one failing test case per finding (CI dashboards)."""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import TextIO
+from xml.etree import ElementTree as ET
+
+from torchlint.findings import Finding
+from torchlint.report import ReportContext
+
+
+def write_junit(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
+    root = ET.Element("testsuites", name="torchlint", tests=str(len(findings)), failures=str(len(findings)))
+    if not findings:
+        ET.SubElement(root, "testsuite", name="torchlint", tests="1", failures="0").append(
+            ET.Element("testcase", name="no findings", classname="torchlint")
+        )
+    for path, group in groupby(findings, key=lambda f: f.path):
+        group = list(group)
+        suite = ET.SubElement(root, "testsuite", name=path, tests=str(len(group)), failures=str(len(group)))
+        for finding in group:
+            loc = finding.location
+            case = ET.SubElement(suite, "testcase", name=f"torchlint.{finding.code}", classname=path, line=str(loc.line))
+            failure = ET.SubElement(case, "failure", message=finding.message, type=finding.code)
+            failure.text = f"line {loc.line}, col {loc.column}, {finding.code} ({finding.name}): {finding.message}"
+    ET.indent(root) if hasattr(ET, "indent") else None
+    stream.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    stream.write(ET.tostring(root, encoding="unicode"))
+    stream.write("\n")

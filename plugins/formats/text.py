@@ -1,0 +1,47 @@
+"""Human formats: full (with the source line and carets), concise, pylint."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from torchlint.findings import Finding
+from torchlint.report import ReportContext
+
+
+def headline(finding: Finding) -> str:
+    loc = finding.location
+    fixable = " [*]" if finding.fix is not None else ""
+    return f"{finding.path}:{loc.line}:{loc.column}: {finding.code}{fixable} {finding.message}"
+
+
+def write_concise(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
+    for finding in findings:
+        stream.write(headline(finding) + "\n")
+
+
+def write_pylint(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
+    for finding in findings:
+        stream.write(f"{finding.path}:{finding.location.line}: [{finding.code}] {finding.message}\n")
+
+
+def write_full(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
+    for finding in findings:
+        stream.write(headline(finding) + "\n")
+        # TL000 means the file could not be read as text: never echo its bytes.
+        if finding.code != "TL000":
+            stream.write(_snippet(finding, ctx))
+        for evidence in finding.evidence:
+            stream.write(f"  = {evidence.status}: {evidence.detail}\n")
+
+
+def _snippet(finding: Finding, ctx: ReportContext) -> str:
+    lines = ctx.source_lines(finding.path)
+    loc = finding.location
+    if not lines or not (1 <= loc.line <= len(lines)):
+        return ""
+    text = lines[loc.line - 1].expandtabs(1)
+    width = len(str(loc.line))
+    end = loc.end_column if loc.end_line == loc.line else len(text) + 1
+    carets = "^" * max(1, end - loc.column)
+    pad = " " * width
+    return f"{pad} |\n{loc.line} | {text}\n{pad} | {' ' * (loc.column - 1)}{carets} {finding.code}\n{pad} |\n\n"
