@@ -52,8 +52,11 @@ def main() -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) to use.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.torchlint_cache/ in the project root).")
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), help="Report only findings not recorded in this baseline file.")
+@click.option("--write-baseline", "write_baseline_path", type=click.Path(dir_okay=False), help="Record the current findings as the baseline and exit 0.")
+@click.option("--fail-on-stale-baseline", is_flag=True, help="Exit 1 when baseline entries no longer match any finding.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
-def check(paths, select, extend_select, ignore, extend_exclude, output_format, output_file, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, jobs):
+def check(paths, select, extend_select, ignore, extend_exclude, output_format, output_file, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, baseline_path, write_baseline_path, fail_on_stale_baseline, jobs):
     """Check PATHS (files or folders; default: the current folder) with the static rules."""
     paths = list(paths) or [Path(".")]
     session = _session(
@@ -85,6 +88,26 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
     result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
     session.pm.hook.torchlint_sessionfinish(result=result)
 
+    from torchlint.report import ReportContext
+
+    report_ctx = ReportContext(session.config, session.rules)
+    if write_baseline_path:
+        from torchlint.baseline import write_baseline
+
+        count = write_baseline(Path(write_baseline_path), result.findings, report_ctx)
+        if not quiet:
+            click.echo(f"Wrote {count} findings to baseline {write_baseline_path}.")
+        sys.exit(EXIT_CLEAN)
+    stale: list[dict] = []
+    if baseline_path:
+        from torchlint.baseline import Baseline
+
+        try:
+            applied = Baseline.load(Path(baseline_path)).apply(result.findings, report_ctx, result.checked_paths)
+        except ConfigError as exc:
+            _fail(str(exc))
+        result.findings, result.baseline_suppressed, stale = applied.kept, applied.suppressed, applied.stale
+
     import contextlib
 
     from torchlint.atomic import atomic_text_stream
@@ -98,7 +121,12 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
             )
     if not quiet and output_format in ("full", "concise") and not statistics:
         _print_summary(result, sys.stdout)
-    sys.exit(EXIT_CLEAN if exit_zero else result.exit_code)
+    if stale and not quiet:
+        click.echo(f"{len(stale)} baseline entries no longer match (the code was fixed or moved files):", err=True)
+        for entry in stale[:20]:
+            click.echo(f"  {entry['path']}: {entry['code']} x{entry['count']}", err=True)
+    exit_code = result.exit_code or (EXIT_FINDINGS if stale and fail_on_stale_baseline else EXIT_CLEAN)
+    sys.exit(EXIT_CLEAN if exit_zero else exit_code)
 
 
 def _print_statistics(result, rules, out) -> None:
@@ -110,7 +138,12 @@ def _print_statistics(result, rules, out) -> None:
 
 def _print_summary(result, out) -> None:
     files = len({f.path for f in result.findings})
-    tail = f" ({result.suppressed} suppressed)" if result.suppressed else ""
+    notes = []
+    if result.suppressed:
+        notes.append(f"{result.suppressed} suppressed")
+    if result.baseline_suppressed:
+        notes.append(f"{result.baseline_suppressed} suppressed by baseline")
+    tail = f" ({', '.join(notes)})" if notes else ""
     if result.findings:
         noun = "finding" if len(result.findings) == 1 else "findings"
         out.write(f"Found {len(result.findings)} {noun} in {files} file{'s' if files != 1 else ''}; "

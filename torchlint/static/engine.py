@@ -62,6 +62,8 @@ class CheckResult:
     suppressed: int = 0
     enabled: frozenset[str] = frozenset()
     cache_hits: int = 0
+    baseline_suppressed: int = 0
+    checked_paths: set[str] = field(default_factory=set)
 
     @property
     def exit_code(self) -> int:
@@ -217,6 +219,7 @@ class StaticEngine:
         kept.sort(key=Finding.sort_key)
         return CheckResult(
             findings=kept,
+            checked_paths={item.display for item in items},
             files_checked=len(items),
             files_parsed=sum(1 for r in results if r.parsed),
             suppressed=suppressed,
