@@ -55,8 +55,12 @@ def main() -> None:
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), help="Report only findings not recorded in this baseline file.")
 @click.option("--write-baseline", "write_baseline_path", type=click.Path(dir_okay=False), help="Record the current findings as the baseline and exit 0.")
 @click.option("--fail-on-stale-baseline", is_flag=True, help="Exit 1 when baseline entries no longer match any finding.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour (with --fix or --diff).")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if there is a diff.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
-def check(paths, select, extend_select, ignore, extend_exclude, output_format, output_file, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, baseline_path, write_baseline_path, fail_on_stale_baseline, jobs):
+def check(paths, select, extend_select, ignore, extend_exclude, output_format, output_file, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, unsafe_fixes, diff, show_fixes, jobs):
     """Check PATHS (files or folders; default: the current folder) with the static rules."""
     paths = list(paths) or [Path(".")]
     session = _session(
@@ -86,6 +90,26 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
 
     cache = None if no_cache else session.cache(enabled)
     result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
+    if fix or diff:
+        from torchlint.fix.runner import fix_findings
+
+        outcome = fix_findings(engine, result.findings, unsafe=unsafe_fixes, write=fix and not diff)
+        for file_fix in outcome.files:
+            for reason in file_fix.rejected:
+                click.echo(f"{file_fix.path}: {reason}", err=True)
+        if diff:
+            sys.stdout.write("".join(f.diff for f in outcome.files))
+            changed = sum(1 for f in outcome.files if f.diff)
+            if not quiet:
+                click.echo(f"Would fix {outcome.fixed} findings in {changed} files.", err=True)
+            sys.exit(EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN)
+        if show_fixes:
+            for file_fix in outcome.files:
+                for applied in file_fix.applied:
+                    click.echo(f"{file_fix.path}: fixed: {applied.message}")
+        if outcome.fixed:
+            result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
+            result.fixed = outcome.fixed
     session.pm.hook.torchlint_sessionfinish(result=result)
 
     from torchlint.report import ReportContext
@@ -139,6 +163,8 @@ def _print_statistics(result, rules, out) -> None:
 def _print_summary(result, out) -> None:
     files = len({f.path for f in result.findings})
     notes = []
+    if result.fixed:
+        notes.append(f"{result.fixed} fixed")
     if result.suppressed:
         notes.append(f"{result.suppressed} suppressed")
     if result.baseline_suppressed:
@@ -150,6 +176,13 @@ def _print_summary(result, out) -> None:
                   f"{result.files_checked} files checked{tail}.\n")
     else:
         out.write(f"All checks passed! {result.files_checked} files checked{tail}.\n")
+    fixable = sum(1 for f in result.findings if f.fix is not None)
+    if fixable:
+        safe = sum(1 for f in result.findings if f.fix is not None and f.fix.applicability == "safe")
+        hint = f"[*] {safe} fixable with --fix" if safe else ""
+        if fixable > safe:
+            hint += f"{'; ' if hint else ''}{fixable - safe} more with --fix --unsafe-fixes"
+        out.write(hint + ".\n")
 
 
 @main.command()

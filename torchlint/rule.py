@@ -20,8 +20,9 @@ from torchlint.findings import Severity
 if TYPE_CHECKING:
     import libcst as cst
 
-    from torchlint.static.context import FileContext, ProjectContext
     from torchlint.findings import Finding
+    from torchlint.fix import NodeFix
+    from torchlint.static.context import FileContext, ProjectContext
 
 #: A line in an example that ends with this comment must be reported; no other line may be.
 EXPECT_MARK = "# error"
@@ -34,6 +35,9 @@ class Case:
     code: str = ""
     files: dict[str, str] = field(default_factory=dict)
     note: str = ""
+    #: For a Bad case of a fixable rule: the code after every fix (unsafe ones included),
+    #: with the `# error` markers left as they were.
+    fixed: str = ""
 
     def sources(self) -> dict[str, str]:
         if self.files:
@@ -81,8 +85,12 @@ class Rule:
         self.ctx = ctx
 
     # -- reporting --------------------------------------------------------------------------
-    def report(self, node: cst.CSTNode, message: str, *, end_node: cst.CSTNode | None = None) -> None:
-        self.ctx.report(self, node, message, end_node=end_node)
+    def report(
+        self, node: cst.CSTNode, message: str, *, end_node: cst.CSTNode | None = None, fix: NodeFix | None = None
+    ) -> None:
+        """Report `node` (through `end_node`, if given). A `fix` replaces nodes with new ones;
+        it is offered only if its applicability is not riskier than the rule's `fix_safety`."""
+        self.ctx.report(self, node, message, end_node=end_node, fix=fix)
 
     def add_fact(self, key: str, value: Any) -> None:
         """Record a JSON-able fact about this file for ``project_check`` (cached with the file)."""

@@ -54,7 +54,27 @@ def case_failures(rule: type[Rule], cases: Iterable[Case] | None = None, extra_p
             )
         if other:
             failures.append(f"{rule.code} case #{index}: unexpected other findings:\n{_show(other)}")
+        if isinstance(case, Bad) and case.fixed:
+            failures.extend(_fix_failures(rule, index, case, result.findings))
     return failures
+
+
+def _fix_failures(rule: type[Rule], index: int, case: Case, findings: list[Finding]) -> list[str]:
+    import textwrap
+
+    from torchlint.fix.apply import apply_fixes
+
+    (name, text), = case.sources().items()
+    expected = textwrap.dedent(case.fixed).lstrip("\n")
+    fixes = [f.fix for f in findings if f.code == rule.code and f.fix is not None]
+    fixed, _ = apply_fixes(text, fixes)
+    problems = []
+    if fixed != expected:
+        problems.append(f"{rule.code} case #{index}: fixed code differs\n--- got\n{fixed}\n--- expected\n{expected}")
+    again = check_sources({name: fixed}, select=[rule.code]).findings
+    if any(f.fix is not None for f in again):
+        problems.append(f"{rule.code} case #{index}: fixing twice would change the code again")
+    return problems
 
 
 def _show(findings: list[Finding]) -> str:

@@ -10,7 +10,7 @@ from torchlint.report import ReportContext
 
 def headline(finding: Finding) -> str:
     loc = finding.location
-    fixable = " [*]" if finding.fix is not None else ""
+    fixable = " [*]" if finding.fix is not None and finding.fix.applicability == "safe" else ""
     return f"{finding.path}:{loc.line}:{loc.column}: {finding.code}{fixable} {finding.message}"
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 
 from ._calls import argument, has_star_args
@@ -32,18 +33,53 @@ class LoadWithoutMapLocation(Rule):
     ```python
     state = torch.load("model.pt", map_location="cpu")     # or map_location=device
     ```
+
+    ## Fix safety
+    The fix adds `map_location=device` when a variable named `device` is in scope, else
+    `map_location="cpu"`. It is safe when the loaded object goes straight into
+    `load_state_dict(...)`, which copies every tensor onto the model's own devices anyway;
+    elsewhere it is unsafe, because code may rely on tensors arriving on the GPU.
     """
 
     code = "TL301"
     name = "load-without-map-location"
     summary = "`torch.load` without `map_location` only loads where the checkpoint was saved"
     triggers = ("load",)
+    fix_safety = UNSAFE
     cases = [
         Bad(
             """
             import torch
             state = torch.load("ckpt.pt")  # error
+            """,
+            fixed="""
+            import torch
+            state = torch.load("ckpt.pt", map_location="cpu")  # error
+            """,
+        ),
+        Bad(
             """
+            import torch
+
+            def restore(model, path, device):
+                model.load_state_dict(torch.load(path)["model"])  # error
+                extra = torch.load(  # error
+                    path,
+                )
+                return extra
+            """,
+            fixed="""
+            import torch
+
+            def restore(model, path, device):
+                model.load_state_dict(torch.load(path, map_location=device)["model"])  # error
+                extra = torch.load(  # error
+                    path,
+                    map_location=device,
+                )
+                return extra
+            """,
+            note="a `device` in scope is used, and a one-argument-per-line call keeps its layout",
         ),
         Bad(
             """
@@ -123,8 +159,55 @@ class LoadWithoutMapLocation(Rule):
             return
         if has_star_args(node) or argument(node, "map_location", 1) is not None:
             return
+        device = self._device_in_scope()
         self.report(
             node,
             "`torch.load` without `map_location`: tensors return to the device they were saved on; "
             'pass map_location="cpu" or the target device',
+            fix=NodeFix(
+                f"Add `map_location={device}`",
+                SAFE if self._feeds_load_state_dict() else UNSAFE,
+                ((node, _with_map_location(node, device)),),
+            ),
         )
+
+    def _device_in_scope(self) -> str:
+        function = self.ctx.enclosing_function()
+        if function is not None and "device" in self.ctx.bindings_of(function):
+            return "device"
+        return '"cpu"'
+
+    def _feeds_load_state_dict(self) -> bool:
+        """`model.load_state_dict(torch.load(p))` or `...(torch.load(p)["model"])`."""
+        ancestors = self.ctx.ancestors
+        index = len(ancestors) - 1
+        while index >= 0 and isinstance(ancestors[index], (cst.Subscript, cst.SubscriptElement, cst.Index)):
+            index -= 1
+        if index < 1 or not isinstance(ancestors[index], cst.Arg):
+            return False
+        call = ancestors[index - 1]
+        return (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "load_state_dict"
+            and call.args[0] is ancestors[index]
+        )
+
+
+def _with_map_location(call: cst.Call, device: str) -> cst.Call:
+    new_arg = cst.Arg(
+        keyword=cst.Name("map_location"),
+        value=cst.parse_expression(device),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    args = list(call.args)
+    last = args[-1] if args else None
+    if last is not None and isinstance(last.comma, cst.Comma):
+        # Keep a one-argument-per-line layout: the new argument inherits the trailing comma
+        # (and the newline before `)`); the old last argument gets the layout of the first.
+        new_arg = new_arg.with_changes(comma=last.comma)
+        layout = call.whitespace_before_args
+        if isinstance(layout, cst.ParenthesizedWhitespace):
+            layout = layout.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])  # not its comment
+        args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=layout))
+    return call.with_changes(args=[*args, new_arg])

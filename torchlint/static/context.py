@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from torchlint.findings import Finding, Location, Severity
+from torchlint.findings import Finding, Fix, Location, Severity
+from torchlint.fix import SAFE, UNSAFE, NodeFix
+from torchlint.fix.apply import edit_from_span
 from torchlint.static.names import AliasTable, dotted_name, local_bindings
 
 if TYPE_CHECKING:
@@ -22,6 +24,8 @@ class PendingReport:
     message: str
     end_node: cst.CSTNode | None = None
     statement: cst.CSTNode | None = None  # the top-level statement holding `node`
+    fix: NodeFix | None = None
+    indents: tuple[str, ...] = ()  # indentation of the blocks enclosing `node`, for fix code
 
 
 class FileContext:
@@ -83,8 +87,17 @@ class FileContext:
         return None
 
     # -- reporting --------------------------------------------------------------------------
-    def report(self, rule: Rule, node: cst.CSTNode, message: str, *, end_node: cst.CSTNode | None = None) -> None:
-        self.pending.append(PendingReport(rule, node, message, end_node, self._top_statement(node)))
+    def report(
+        self, rule: Rule, node: cst.CSTNode, message: str, *, end_node: cst.CSTNode | None = None, fix: NodeFix | None = None
+    ) -> None:
+        indents = ()
+        if fix is not None:
+            indents = tuple(
+                block.indent if block.indent is not None else self.module.default_indent
+                for block in self.ancestors
+                if isinstance(block, cst.IndentedBlock)
+            )
+        self.pending.append(PendingReport(rule, node, message, end_node, self._top_statement(node), fix, indents))
 
     def _top_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
         if len(self.ancestors) > 1:
@@ -119,9 +132,41 @@ class FileContext:
                     path=self.path,
                     location=Location(line, column, end_line, end_column),
                     severity=rule.severity,
+                    fix=self._fix(item),
                 )
             )
         return out
+
+    def _code_at_depth(self, node: cst.CSTNode, indents: tuple[str, ...]) -> str:
+        """Code for `node` as it will sit in the file: lines it breaks get the indentation of
+        the blocks around it (module.code_for_node would generate it at column 0)."""
+        from libcst._nodes.internal import CodegenState
+
+        state = CodegenState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            indent_tokens=list(indents),
+        )
+        node._codegen(state)
+        return "".join(state.tokens)
+
+    def _fix(self, item: PendingReport) -> Fix | None:
+        fix = item.fix
+        if fix is None or fix.applicability not in (SAFE, UNSAFE):
+            return None
+        if item.rule.fix_safety is None or (fix.applicability == UNSAFE and item.rule.fix_safety == SAFE):
+            return None  # a rule may not offer riskier fixes than it declares
+        edits = []
+        for old, new in fix.replacements:
+            if isinstance(new, str):
+                content = new
+            else:
+                # Positions exclude a node's own parentheses; its generated code includes them.
+                if getattr(new, "lpar", None):
+                    new = new.with_changes(lpar=[], rpar=[])
+                content = self._code_at_depth(new, item.indents)
+            edits.append(edit_from_span(content, self.position(old, item.statement)))
+        return Fix(fix.message, fix.applicability, tuple(edits))
 
 
 @dataclass

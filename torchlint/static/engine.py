@@ -63,6 +63,7 @@ class CheckResult:
     enabled: frozenset[str] = frozenset()
     cache_hits: int = 0
     baseline_suppressed: int = 0
+    fixed: int = 0
     checked_paths: set[str] = field(default_factory=set)
 
     @property

@@ -18,6 +18,13 @@ class Source:
     problem: str | None = None
     line: int = 1
     column: int = 1
+    encoding: str = "utf-8"
+    bom: bool = False
+
+    def encode(self, text: str) -> bytes:
+        """Bytes for `text` in this file's own encoding (fixes keep a latin-1 file latin-1)."""
+        data = text.encode(self.encoding)
+        return (b"\xef\xbb\xbf" + data) if self.bom else data
 
 
 def read_bytes(path: Path) -> tuple[bytes | None, str | None]:
@@ -65,6 +72,7 @@ def decode_source(data: bytes) -> Source:
             line=line,
             column=column,
         )
-    if text.startswith("\ufeff"):
+    bom = text.startswith("\ufeff")
+    if bom:
         text = text[1:]
-    return Source(text)
+    return Source(text, encoding="utf-8" if encoding == "utf-8-sig" else encoding, bom=bom)

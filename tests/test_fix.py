@@ -1,0 +1,129 @@
+"""--fix / --unsafe-fixes / --diff / --show-fixes: what is written, and what never is."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from click.testing import CliRunner
+
+from torchlint.cli import main
+
+SOURCE = (
+    "import torch\n\n\ndef resume(model, path):\n    model.load_state_dict(torch.load(path))\n"
+    "    return torch.load(path)\n\n\nkept = torch.load('x.pt')  # noqa: TL301\n"
+)
+
+
+def run(*args):
+    return CliRunner().invoke(main, ["check", "--no-cache", *args], catch_exceptions=False)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(SOURCE)
+    (tmp_path / "clean.py").write_text("import torch\nx = torch.load(p, map_location='cpu')\n")
+    return tmp_path
+
+
+def test_diff_writes_nothing_and_exits_1(project):
+    result = run("--diff", "--unsafe-fixes", ".")
+    assert result.exit_code == 1
+    assert "+    model.load_state_dict(torch.load(path, map_location=\"cpu\"))" in result.output
+    assert (project / "a.py").read_text() == SOURCE
+
+
+def test_fix_applies_safe_fixes_only_unless_asked(project):
+    result = run("--fix", "--output-format", "concise", ".")
+    assert result.exit_code == 1  # the unsafe one remains
+    text = (project / "a.py").read_text()
+    assert "load_state_dict(torch.load(path, map_location=\"cpu\"))" in text
+    assert "return torch.load(path)\n" in text
+    assert "kept = torch.load('x.pt')  # noqa: TL301" in text  # suppressed findings are not fixed
+    assert run("--fix", "--unsafe-fixes", ".").exit_code == 0
+    assert "return torch.load(path, map_location=\"cpu\")" in (project / "a.py").read_text()
+
+
+def test_fixing_twice_changes_nothing(project):
+    run("--fix", "--unsafe-fixes", ".")
+    once = (project / "a.py").read_bytes()
+    second = run("--fix", "--unsafe-fixes", "--show-fixes", ".")
+    assert (project / "a.py").read_bytes() == once
+    assert "fixed:" not in second.output
+
+
+def test_files_without_fixable_findings_are_not_rewritten(project):
+    before = os.stat(project / "clean.py")
+    run("--fix", "--unsafe-fixes", ".")
+    after = os.stat(project / "clean.py")
+    assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
+
+
+def test_permissions_and_encoding_are_kept(project):
+    path = project / "latin.py"
+    path.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9'\nx = torch.load(p)\n")
+    path.chmod(0o751)
+    run("--fix", "--unsafe-fixes", "latin.py")
+    assert path.read_bytes() == b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9'\nx = torch.load(p, map_location=\"cpu\")\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o751
+
+
+def test_show_fixes_lists_each_fix(project):
+    result = run("--fix", "--unsafe-fixes", "--show-fixes", ".")
+    assert result.output.count("a.py: fixed: Add `map_location=\"cpu\"`") == 2
+    assert "2 fixed" in result.output
+
+
+def test_a_fix_that_breaks_the_file_is_dropped(project, tmp_path):
+    from torchlint.fix import SAFE, NodeFix
+    from torchlint.fix.runner import fix_findings
+    from torchlint.pluginmanager import hookimpl
+    from torchlint.rule import Rule
+    from torchlint.testing import check_sources
+
+    class Breaker(Rule):
+        code = "XX200"
+        name = "breaker"
+        summary = "offers a fix that is not Python"
+        fix_safety = SAFE
+
+        def visit_Call(self, node):
+            self.report(node, "broken fix", fix=NodeFix("break it", SAFE, ((node, "torch.load(p))"),)))
+
+    class Pack:
+        @hookimpl
+        def torchlint_rules(self):
+            return [Breaker]
+
+    (project / "b.py").write_text("import torch\nx = torch.load(p)\n")
+    from pathlib import Path
+
+    from torchlint.config import Config
+    from torchlint.pluginmanager import collect_rules, make_plugin_manager
+    from torchlint.static.engine import StaticEngine
+
+    pm = make_plugin_manager()
+    pm.register(Pack())
+    engine = StaticEngine(Config(root=project), pm, collect_rules(pm), {"XX200"})
+    result = engine.check_paths([Path("b.py")], cwd=project)
+    outcome = fix_findings(engine, result.findings, unsafe=False, write=True)
+    assert (project / "b.py").read_text() == "import torch\nx = torch.load(p)\n"
+    assert "would produce invalid code" in outcome.files[0].rejected[0]
+
+
+def test_an_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
+    from torchlint import atomic
+
+    path = tmp_path / "x.py"
+    path.write_text("old\n")
+
+    def fail(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic.os, "replace", fail)
+    with pytest.raises(KeyboardInterrupt):
+        atomic.write_atomic(path, "new\n")
+    assert path.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.py"]
