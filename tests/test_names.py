@@ -70,3 +70,30 @@ def test_names_that_are_not_torch(source):
 def test_odd_import_resolves_and_never_crashes():
     assert call_names("from torch import range as r\nr(3)") == ["torch.range"]
     assert call_names("import torch.nn.functional\ntorch.nn.functional.relu(x)") == ["torch.nn.functional.relu"]
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        "def f(torch):",
+        "def f(a, torch=None):",
+        "def f(*, torch):",
+        "def f(**torch):",
+        "def f():\n    torch = 1",
+        "def f():\n    for torch in xs: pass",
+        "def f():\n    with x as torch: pass",
+        "def f():\n    (torch := 3)",
+        "def f():\n    a, torch = 1, 2",
+        "def f():\n    def torch(): pass",
+        "def f():\n    class torch: pass",
+    ],
+)
+def test_every_kind_of_local_binding_is_seen(binding):
+    """The textual shortcut may only skip the scope scan when no binding is possible."""
+    source = f"import torch\n{binding}\n    torch.load(p)\n"
+    assert call_names(source)[-1] is None
+
+
+def test_shortcut_keeps_resolution_when_nothing_rebinds():
+    source = "import torch\ndef f(x):\n    y = x == torch.ones(1)\n    return torch.load(p)\n"
+    assert call_names(source)[-1] == "torch.load"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ class FileContext:
         self.pending: list[PendingReport] = []
         self._positions = None
         self._bindings: dict[int, frozenset[str]] = {}
+        self._rebindable: dict[str, bool] = {}
 
     # -- names ------------------------------------------------------------------------------
     def qualname(self, node: cst.BaseExpression) -> str | None:
@@ -54,10 +56,26 @@ class FileContext:
         if resolved is None:
             return None
         head = dotted.partition(".")[0]
+        if not self._maybe_rebound(head):
+            return resolved
         for ancestor in self.ancestors:
             if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)) and head in self.bindings_of(ancestor):
                 return None
         return resolved
+
+    def _maybe_rebound(self, name: str) -> bool:
+        """False when the text proves no function re-binds `name` (no parameter, assignment,
+        loop, `as`, def or class of that name anywhere): then no scope needs scanning. Most
+        files never re-bind `torch`, `nn` or `F`, and most functions use them."""
+        known = self._rebindable.get(name)
+        if known is None:
+            pattern = re.compile(
+                rf"(?<![.\w]){re.escape(name)}\s*(?:[,)\]:]|=(?!=)|\s(?:in|for)\b)"
+                rf"|\b(?:as|def|class|for|global|nonlocal)\s+{re.escape(name)}\b"
+                rf"|[*]{re.escape(name)}\b"
+            )
+            known = self._rebindable[name] = pattern.search(self.text) is not None
+        return known
 
     def bindings_of(self, function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
         key = id(function)

@@ -149,62 +149,24 @@ def local_bindings(function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
             names.add(star.name.value)
     if isinstance(function, cst.Lambda):
         return frozenset(names)
-    function.body.visit(_binding_collector()(names))
+    from torchlint.static.walker import iter_nodes
+
+    scopes = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ImportAlias)
+    for node in iter_nodes(function.body, skip=scopes):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            names.add(node.name.value)  # nested scopes bind their name here, nothing inside
+        elif isinstance(node, cst.AssignTarget):
+            names.update(_target_names(node.target))
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            names.update(_target_names(node.target))
+        elif isinstance(node, cst.For):
+            names.update(_target_names(node.target))
+        elif isinstance(node, cst.AsName) and isinstance(node.name, cst.BaseExpression):
+            names.update(_target_names(node.name))
+        elif isinstance(node, cst.NamedExpr):
+            names.update(_target_names(node.target))
+        elif isinstance(node, cst.Global):
+            names.difference_update(item.name.value for item in node.names)
+        # ImportAlias is skipped: imports anywhere are already in the module alias table, and a
+        # name two imports bind differently is dropped there as ambiguous.
     return frozenset(names)
-
-
-_COLLECTOR: type | None = None
-
-
-def _binding_collector() -> type:
-    # Defined on first use: subclassing cst.CSTVisitor at import time would execute libcst.
-    global _COLLECTOR
-    if _COLLECTOR is None:
-        _COLLECTOR = _make_binding_collector()
-    return _COLLECTOR
-
-
-def _make_binding_collector() -> type:
-    class _BindingCollector(cst.CSTVisitor):
-        def __init__(self, names: set[str]) -> None:
-            self.names = names
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            self.names.add(node.name.value)
-            return False
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            self.names.add(node.name.value)
-            return False
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            self.names.update(_target_names(node.target))
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            self.names.update(_target_names(node.target))
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            self.names.update(_target_names(node.target))
-
-        def visit_For(self, node: cst.For) -> None:
-            self.names.update(_target_names(node.target))
-
-        def visit_AsName(self, node: cst.AsName) -> None:
-            self.names.update(_target_names(node.name))
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            self.names.update(_target_names(node.target))
-
-        def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
-            # Imports anywhere in the file are already in the module-wide alias table (and a
-            # name that two imports bind differently is dropped there as ambiguous).
-            return False
-
-        def visit_Global(self, node: cst.Global) -> None:
-            for item in node.names:
-                self.names.discard(item.name.value)
-
-    return _BindingCollector
