@@ -46,9 +46,20 @@ def test_json_output_is_ruff_shaped(run, tmp_path):
     write(tmp_path / "buggy.py", BUGGY)
     result = run("check", "--output-format", "json", "buggy.py")
     data = json.loads(result.output)
-    assert [(d["code"], d["filename"], d["location"], d["end_location"], d["fix"]) for d in data] == [
-        ("TL301", "buggy.py", {"row": 2, "column": 9}, {"row": 2, "column": 30}, None)
+    assert [(d["code"], d["filename"], d["location"], d["end_location"]) for d in data] == [
+        ("TL301", "buggy.py", {"row": 2, "column": 9}, {"row": 2, "column": 30})
     ]
+    assert data[0]["fix"] == {
+        "message": 'Add `map_location="cpu"`',
+        "applicability": "unsafe",
+        "edits": [
+            {
+                "content": "torch.load('ckpt.pt', map_location=\"cpu\")",
+                "location": {"row": 2, "column": 9},
+                "end_location": {"row": 2, "column": 30},
+            }
+        ],
+    }
     assert data[0]["name"] == "load-without-map-location"
 
 

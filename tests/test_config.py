@@ -105,3 +105,11 @@ def test_config_errors_exit_2_naming_file_and_key(tmp_path, monkeypatch, pyproje
     output = usage_error(tmp_path, monkeypatch, ".")
     assert expected in output
     assert "pyproject.toml" in output or "no_such_plugin_module" in output
+
+
+def test_a_folder_named_on_purpose_is_walked_even_inside_an_excluded_name(tmp_path, monkeypatch):
+    target = tmp_path / ".venv" / "lib" / "site-packages" / "torch"
+    (target / "build").mkdir(parents=True)
+    (target / "a.py").write_text(BUGGY)
+    (target / "build" / "b.py").write_text(BUGGY)  # excluded below the named folder
+    assert findings(tmp_path, monkeypatch, str(target)) == [(f"{target.relative_to(tmp_path).as_posix()}/a.py", "TL301")]

@@ -15,6 +15,8 @@ CASES = [(rule, index, case) for rule in RULES.values() for index, case in enume
 
 def test_every_rule_has_bad_and_good_cases():
     for rule in RULES.values():
+        if rule.runtime_only:
+            continue  # found by `torchlint run`; its probe's tests cover it
         assert any(isinstance(c, Bad) for c in rule.cases), rule.code
         assert sum(isinstance(c, Good) for c in rule.cases) >= 2, f"{rule.code} needs hard negatives"
 

@@ -114,7 +114,9 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
 
     from torchlint.report import ReportContext
 
-    report_ctx = ReportContext(session.config, session.rules)
+    # Formats that describe rules (SARIF) describe the ones this run used.
+    used = {code: rule for code, rule in session.rules.items() if code in enabled}
+    report_ctx = ReportContext(session.config, used)
     if write_baseline_path:
         from torchlint.baseline import write_baseline
 
@@ -141,7 +143,7 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
             _print_statistics(result, session.rules, out)
         else:
             session.pm.hook.torchlint_report(
-                findings=result.findings, format=output_format, stream=out, config=session.config, rules=session.rules
+                findings=result.findings, format=output_format, stream=out, config=session.config, rules=used
             )
     if not quiet and output_format in ("full", "concise") and not statistics:
         _print_summary(result, sys.stdout)
@@ -225,3 +227,8 @@ def plugins(config_path):
     session = _session(config_path, Path.cwd())
     for name, version, hooks in plugin_table(session.pm):
         click.echo(f"{name}  ({version})\n    {', '.join(hooks)}")
+
+
+from torchlint.runtime.command import run as _run_command  # noqa: E402
+
+main.add_command(_run_command)

@@ -77,6 +77,8 @@ class Rule:
     #: A file is only walked for this rule when its text contains one of these substrings.
     #: An empty tuple means "always run".
     triggers: ClassVar[tuple[str, ...]] = ()
+    #: True for codes only `torchlint run` reports (probes, crashes): never run statically.
+    runtime_only: ClassVar[bool] = False
     #: "safe", "unsafe", or None when the rule offers no fix.
     fix_safety: ClassVar[str | None] = None
     cases: ClassVar[list[Case]] = []
@@ -122,6 +124,8 @@ class Rule:
             problems.append("summary is empty")
         if cls.fix_safety not in (None, "safe", "unsafe"):
             problems.append(f"fix_safety {cls.fix_safety!r} is not 'safe', 'unsafe' or None")
+        if cls.runtime_only and cls.cases:
+            problems.append("a runtime-only rule has no static cases")
         for case in cls.cases:
             if isinstance(case, Bad) and not case.expected_lines():
                 problems.append(f"a Bad case has no line marked {EXPECT_MARK!r}")
@@ -136,4 +140,5 @@ class Rule:
             "severity": cls.severity.value,
             "default_enabled": cls.default_enabled,
             "fix_safety": cls.fix_safety,
+            "runtime_only": cls.runtime_only,
         }

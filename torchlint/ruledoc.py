@@ -14,7 +14,8 @@ def render_markdown(rule: type[Rule]) -> str:
         "",
         f"{rule.summary}.",
         "",
-        f"- Default: {'on' if rule.default_enabled else 'off (enable with `--select ' + rule.code + '`)'}",
+        f"- Default: {'on' if rule.default_enabled else 'off (enable with `--select ' + rule.code + '`)'}"
+        + (" — reported by `torchlint run` only" if rule.runtime_only else ""),
         f"- Severity: {rule.severity.value}",
         f"- Fix: {fixable}",
         f"- Suppress: `# noqa: {rule.code}` or `# torchlint: disable={rule.name}`",

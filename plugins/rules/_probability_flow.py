@@ -25,7 +25,7 @@ Precision first: anything not understood evaluates to "unknown" and is never rep
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Optional, Union
+from typing import TYPE_CHECKING, ClassVar, Optional, Union
 
 import libcst as cst
 
@@ -163,7 +163,23 @@ class GlobalName:
     name: str
 
 
-Value = Union[Prob, ProbModule, LossModule, ClassObj, Instance, External, Applied, SelfAttr, GlobalName]
+@dataclass(frozen=True)
+class Param:
+    """A parameter of a module-level function: what every call in this file passes."""
+
+    function: str
+    index: int
+    name: str
+
+
+Value = Union[Prob, ProbModule, LossModule, ClassObj, Instance, External, Applied, SelfAttr, GlobalName, Param]
+
+
+@dataclass
+class CallSite:
+    positional: list[Optional[Value]]
+    keywords: dict[str, Optional[Value]]
+    has_star: bool
 
 
 @dataclass
@@ -186,9 +202,11 @@ class LossCall:
 
 Binding = tuple[Optional[Value], tuple[int, ...]]
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Module)
+# Type-name sets rather than tuples of libcst classes: building those at import time would
+# execute libcst even when no file is parsed (torchlint.lazy).
+_SCOPES = frozenset({"FunctionDef", "ClassDef", "Module"})
 #: Blocks that always run when their statement does: they do not make a branch.
-_TRANSPARENT_BLOCK_PARENTS = (cst.With, cst.FunctionDef, cst.ClassDef)
+_TRANSPARENT_BLOCK_PARENTS = frozenset({"With", "FunctionDef", "ClassDef"})
 
 
 def _looks_like_dim(call: cst.Call) -> bool:
@@ -235,12 +253,14 @@ class ProbabilityFlowRule(Rule):
         self._classes: dict[str, ClassInfo] = {}
         self._ambiguous_classes: set[str] = set()
         self._loss_calls: list[LossCall] = []
+        self._module_functions: dict[str, int] = {}
+        self._call_sites: dict[str, list[CallSite]] = {}
 
     # -- scopes and suite paths ---------------------------------------------------------------
     def _scope_index(self) -> int:
         ancestors = self.ctx.ancestors
         for index in range(len(ancestors) - 1, -1, -1):
-            if isinstance(ancestors[index], _SCOPES):
+            if type(ancestors[index]).__name__ in _SCOPES:
                 return index
         return 0
 
@@ -254,7 +274,7 @@ class ProbabilityFlowRule(Rule):
         for index in range(self._scope_index() + 1, len(ancestors)):
             node = ancestors[index]
             if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-                if not isinstance(ancestors[index - 1], _TRANSPARENT_BLOCK_PARENTS):
+                if type(ancestors[index - 1]).__name__ not in _TRANSPARENT_BLOCK_PARENTS:
                     path.append(id(node))
         return tuple(path)
 
@@ -292,7 +312,7 @@ class ProbabilityFlowRule(Rule):
                 info = self._classes.get(method[0])
                 if info is not None:
                     # Only modules are tracked on self: tensors stored there are not followed.
-                    kept = value if isinstance(value, (ProbModule, LossModule, Instance, Applied, SelfAttr, GlobalName)) else None
+                    kept = value if isinstance(value, (ProbModule, LossModule, Instance, Applied, SelfAttr, GlobalName, Param)) else None
                     info.attrs.setdefault(target.attr.value, []).append(kept)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
@@ -314,11 +334,39 @@ class ProbabilityFlowRule(Rule):
         method = self._method_class()
         if method is not None and name == method[1]:
             return Instance(ClassRef(name=method[0]))
+        parameter = self._parameter(scope_index, name)
+        if parameter is not None:
+            return parameter
         # A name bound anywhere in an enclosing function is that function's, not the module's.
         for ancestor in self.ctx.ancestors[: scope_index + 1]:
             if isinstance(ancestor, cst.FunctionDef) and name in self.ctx.bindings_of(ancestor):
                 return None
         return GlobalName(name)
+
+    def _parameter(self, scope_index: int, name: str) -> Optional[Param]:
+        """A positional parameter of a function defined at module level (not a method)."""
+        function = self.ctx.ancestors[scope_index]
+        if not isinstance(function, cst.FunctionDef) or not isinstance(self.ctx.ancestors[scope_index - 1], cst.Module):
+            return None
+        params = (*function.params.posonly_params, *function.params.params)
+        for index, param in enumerate(params):
+            if param.name.value == name:
+                return Param(function.name.value, index, name)
+        return None
+
+    def _record_call_site(self, node: cst.Call) -> None:
+        """Arguments of calls to plain names, for resolving the callee's parameters later."""
+        if not isinstance(node.func, cst.Name) or self.ctx.qualname(node.func) is not None:
+            return
+        site = CallSite([], {}, any(arg.star for arg in node.args))
+        if not site.has_star:
+            for arg in node.args:
+                value = self.evaluate(arg.value)
+                if arg.keyword is None:
+                    site.positional.append(value)
+                else:
+                    site.keywords[arg.keyword.value] = value
+        self._call_sites.setdefault(node.func.value, []).append(site)
 
     def _imported_class(self, func: cst.BaseExpression) -> Optional[ClassRef]:
         qualname = self.ctx.qualname(func)
@@ -335,7 +383,10 @@ class ProbabilityFlowRule(Rule):
         return None
 
     def _origin(self, node: cst.CSTNode, func: cst.BaseExpression) -> Origin:
-        return Origin(f"`{self.ctx.module.code_for_node(func)}(...)`", node)
+        text = self.ctx.module.code_for_node(func)
+        if len(text) > 40 or "\n" in text:
+            text = "." + text.rpartition(".")[2] if "." in text else text[:40]
+        return Origin(f"`{text}(...)`", node)
 
     def evaluate(self, expr: cst.BaseExpression) -> Optional[Value]:
         if isinstance(expr, cst.Name):
@@ -361,7 +412,7 @@ class ProbabilityFlowRule(Rule):
 
     @staticmethod
     def _tensor_only(value: Optional[Value]) -> Optional[Value]:
-        return value if isinstance(value, (Prob, Applied, GlobalName)) else None
+        return value if isinstance(value, (Prob, Applied, GlobalName, Param)) else None
 
     def _evaluate_call(self, call: cst.Call) -> Optional[Value]:
         func = call.func
@@ -417,7 +468,7 @@ class ProbabilityFlowRule(Rule):
             return None  # `some_module.softmax(...)` of a non-torch library
         if not _looks_like_dim(call):
             return None
-        return Prob(Origin("`.softmax(...)`", call))
+        return Prob(self._origin(call, call.func))
 
     def _sequential(self, call: cst.Call) -> Optional[Value]:
         """An nn.Sequential computes what its last layer computes."""
@@ -455,6 +506,9 @@ class ProbabilityFlowRule(Rule):
                 info.returns = []  # the class defines forward: its returns decide
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if isinstance(self._scope(), cst.Module):
+            name = node.name.value
+            self._module_functions[name] = self._module_functions.get(name, 0) + 1
         self._bind(node.name.value, None)
 
     def leave_Assign(self, node: cst.Assign) -> None:
@@ -491,12 +545,13 @@ class ProbabilityFlowRule(Rule):
         info.returns.append(self.evaluate(node.value) if node.value is not None else None)
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._record_call_site(node)
         qualname = self.ctx.qualname(node.func)
         if qualname is not None and qualname in self.loss_functions:
             callee, label = None, self.loss_label_functional
         else:
             callee, label = self.evaluate(node.func), self.loss_label_module
-            if not isinstance(callee, (LossModule, SelfAttr, GlobalName)):
+            if not isinstance(callee, (LossModule, SelfAttr, GlobalName, Param)):
                 return  # cannot be (or name) a loss module
         first = argument(node, "input", 0)
         if first is None or first.star:
@@ -514,6 +569,8 @@ class ProbabilityFlowRule(Rule):
             return self.resolve(self._global(value.name), seen)
         if isinstance(value, SelfAttr):
             return self.resolve(self._attribute(value.cls, value.attr), seen)
+        if isinstance(value, Param):
+            return self._argument(value, seen)
         if isinstance(value, Applied):
             callee = self.resolve(value.callee, seen)
             if isinstance(callee, ClassObj):
@@ -536,6 +593,33 @@ class ProbabilityFlowRule(Rule):
         if name in self._module_classes or any(v is None or v != values[0] for v in values):
             return None
         return values[0]
+
+    def _argument(self, param: Param, seen: frozenset) -> Optional[Value]:
+        """What every call of the function in this file passes for `param`, when all agree."""
+        function = param.function
+        if self._module_functions.get(function) != 1 or self._module_assignments.get(function) != [None]:
+            return None  # defined twice, or also assigned: which one is called is unclear
+        sites = self._call_sites.get(function)
+        if not sites:
+            return None
+        results = []
+        for site in sites:
+            if site.has_star:
+                return None
+            if param.name in site.keywords:
+                value = site.keywords[param.name]
+            elif param.index < len(site.positional):
+                value = site.positional[param.index]
+            else:
+                return None  # the default is used
+            result = self.resolve(value, seen)
+            if result is None:
+                return None
+            results.append(result)
+        first = results[0]
+        if isinstance(first, (Prob, ProbModule)):
+            return first if all(type(r) is type(first) for r in results) else None
+        return first if all(r == first for r in results) else None
 
     def _class_chain(self, name: str) -> list[ClassInfo]:
         """The class and its same-file bases, nearest first."""
@@ -611,50 +695,49 @@ class ProbabilityFlowRule(Rule):
     # -- cross-file -------------------------------------------------------------------------
     @classmethod
     def project_check(cls, project: ProjectContext) -> list[Finding]:
-        classes: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        for path, facts in project.facts.items():
-            module = project.module_names.get(path)
-            for fact in facts.get(cls.code, {}).get("prob_class", []):
-                if module:
-                    classes.setdefault(f"{module}.{fact['name']}", []).append((path, fact))
-        if not classes:
+        prob_classes = {
+            path: {fact["name"]: fact for fact in facts.get(cls.code, {}).get("prob_class", [])}
+            for path, facts in project.facts.items()
+        }
+        if not any(prob_classes.values()):
             return []
         findings = []
         for path, facts in project.facts.items():
             for fact in facts.get(cls.code, {}).get("loss_input", []):
-                qualname = fact["qualname"] or _absolute(project.module_names.get(path, ""), path, fact["level"], fact["target"])
-                defined = _pick_definition(classes.get(qualname or "", []), path)
-                if defined is None:
+                dotted = fact["qualname"] or fact["target"]
+                module, _, class_name = dotted.rpartition(".")
+                defining = _defining_file(project, path, module, fact["level"])
+                class_fact = prob_classes.get(defining or "", {}).get(class_name)
+                if class_fact is None:
                     continue
-                class_path, class_fact = defined
                 where = (
-                    f"`{class_fact['name']}.forward` returns softmax output: "
-                    f"{class_fact['softmax']} at {class_path}:{class_fact['line']}"
+                    f"`{class_name}.forward` returns softmax output: "
+                    f"{class_fact['softmax']} at {defining}:{class_fact['line']}"
                 )
                 findings.append(make_finding(cls, path, fact["span"], cls.message(fact["label"], where)))
         return findings
 
 
-def _absolute(module: str, path: str, level: int, target: str) -> str | None:
-    """`from .models import Net` in `pkg.train` -> `pkg.models.Net`."""
-    if not level:
+def _defining_file(project: ProjectContext, importer: str, module: str, level: int) -> str | None:
+    """The checked file that `module` means in `importer`. A top-level name (`from models
+    import Net`) is only trusted next to the importing script: another folder's `models.py`
+    may exist without being in this run's facts (it had no trigger token), so a unique match
+    elsewhere proves nothing. A script inside a package folder finds its neighbour by file name."""
+    if not module:
         return None
-    parts = module.split(".") if module else []
-    is_package = path.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py"
-    if not is_package:
-        parts = parts[:-1]
-    if level - 1 > len(parts):
-        return None
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)]
-    return ".".join([*parts, target])
+    found = project.resolve_module(importer, module, level)
+    if level or "." in module:
+        return found
+    folder = _folder(importer)
+    if found is not None and _folder(found) == folder:
+        return found
+    neighbours = [p for p in project.module_names if _folder(p) == folder and _stem(p) == module]
+    return neighbours[0] if len(neighbours) == 1 else None
 
 
-def _pick_definition(candidates: list[tuple[str, dict[str, Any]]], user_path: str) -> tuple[str, dict[str, Any]] | None:
-    """One definition of a class name; when several files share a module name, the one next to
-    the importing file, else none (precision first)."""
-    if len(candidates) == 1:
-        return candidates[0]
-    directory = user_path.replace("\\", "/").rpartition("/")[0]
-    near = [c for c in candidates if c[0].replace("\\", "/").rpartition("/")[0] == directory]
-    return near[0] if len(near) == 1 else None
+def _folder(path: str) -> str:
+    return path.replace("\\", "/").rpartition("/")[0]
+
+
+def _stem(path: str) -> str:
+    return path.replace("\\", "/").rpartition("/")[2].rpartition(".")[0]

@@ -196,6 +196,24 @@ class SoftmaxBeforeCrossEntropy(ProbabilityFlowRule):
             },
             note="cross-file through a relative import; the softmax sits in a self.<attr> Sequential",
         ),
+        Bad(
+            """
+            import torch
+            from torch import nn
+
+            net = nn.Sequential(nn.Flatten(), nn.Linear(784, 10), nn.Softmax(dim=1))
+            loss = nn.CrossEntropyLoss()
+
+            def train_epoch(net, train_iter, loss, updater):
+                for X, y in train_iter:
+                    l = loss(net(X), y)  # error
+                    updater.zero_grad()
+                    l.mean().backward()
+
+            train_epoch(net, train_iter, loss, torch.optim.SGD(net.parameters(), lr=0.1))
+            """,
+            note="model and loss passed as arguments to a module-level function",
+        ),
         Good(
             """
             import torch.nn.functional as F
@@ -315,6 +333,25 @@ class SoftmaxBeforeCrossEntropy(ProbabilityFlowRule):
             nll = nn.NLLLoss()(nn.Softmax(dim=1)(x), y)
             """,
             note="LogSoftmax last layer; NLLLoss is TL102's business",
+        ),
+        Good(
+            """
+            from torch import nn
+
+            probs_model = nn.Sequential(nn.Linear(784, 10), nn.Softmax(dim=1))
+            logits_model = nn.Sequential(nn.Linear(784, 10))
+
+            def fit(model, x, y, loss_fn=nn.CrossEntropyLoss()):
+                return loss_fn(model(x), y)
+
+            def run(model, x, y):
+                return nn.CrossEntropyLoss()(model(x), y)
+
+            fit(probs_model, x, y)
+            run(logits_model, x, y)
+            run(probs_model if calibrated else logits_model, x, y)
+            """,
+            note="a parameter is only followed when every call in the file agrees; defaults are not followed",
         ),
         Good(
             files={

@@ -211,7 +211,9 @@ class ProjectContext:
         sys.path), then a unique match anywhere. None when unknown or ambiguous."""
         importer_dir = PurePosixPath(importer).parent
         if level:
-            package = self.module_names.get(importer, "").split(".")[:-1]
+            package = self.module_names.get(importer, "").split(".")
+            if PurePosixPath(importer).name != "__init__.py":
+                package = package[:-1]  # a module's package is its parent; a package's is itself
             if level > 1:
                 package = package[: len(package) - (level - 1)]
             target = ".".join([*package, module] if module else package)

@@ -39,10 +39,17 @@ def _relative_to_root(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def is_excluded(path: Path, config: Config) -> bool:
-    """Exclude patterns match a path component's name or the root-relative path."""
+def is_excluded(path: Path, config: Config, base: Path | None = None) -> bool:
+    """Exclude patterns match a path component's name or the root-relative path.
+
+    Only components below `base` (the folder the user named) count: checking
+    `.venv/lib/site-packages/torch` on purpose must not be excluded by `site-packages`."""
     relative = _relative_to_root(path, config.root)
-    parts = relative.split("/")
+    if base is not None:
+        below = _relative_to_root(path, base.absolute())
+        parts = below.split("/") if below != path.as_posix() else relative.split("/")
+    else:
+        parts = relative.split("/")
     for pattern in config.excludes:
         if "/" in pattern.rstrip("/"):
             if fnmatch.fnmatch(relative, pattern.rstrip("/")) or fnmatch.fnmatch(relative, pattern.rstrip("/") + "/*"):
@@ -95,7 +102,7 @@ def _walk(top: Path, config: Config, gitignore: GitIgnore | None, cwd: Path):
         kept = []
         for name in sorted(dirnames):
             child = directory / name
-            if is_excluded(child, config):
+            if is_excluded(child, config, top):
                 continue
             if gitignore is not None and gitignore.ignored(child.absolute(), True):
                 continue
@@ -105,7 +112,7 @@ def _walk(top: Path, config: Config, gitignore: GitIgnore | None, cwd: Path):
             if not name.endswith(PYTHON_SUFFIXES):
                 continue
             child = directory / name
-            if is_excluded(child, config):
+            if is_excluded(child, config, top):
                 continue
             if gitignore is not None and gitignore.ignored(child.absolute(), False):
                 continue

@@ -97,7 +97,11 @@ class StaticEngine:
         self.pm = pm
         self.rules = rules
         self.enabled = frozenset(enabled)
-        self.active_rules = [rules[code] for code in sorted(enabled) if code in rules and code not in ENGINE_RULES]
+        self.active_rules = [
+            rules[code]
+            for code in sorted(enabled)
+            if code in rules and code not in ENGINE_RULES and not rules[code].runtime_only
+        ]
         self._wants_file_facts = bool(pm.hook.torchlint_file_facts.get_hookimpls())
         self._per_file_ignores = [
             (pattern, codes_for(codes, rules, where=f"{config.config_file or 'configuration'}: [tool.torchlint] per-file-ignores {pattern!r}"))
