@@ -8,7 +8,8 @@ it does: rules built on this stay quiet rather than guess.
 
 from __future__ import annotations
 
-from typing import Optional
+import dataclasses
+from typing import Iterator, Optional
 
 import libcst as cst
 
@@ -57,8 +58,19 @@ def _mentions_grad_switch(expr: cst.CSTNode) -> bool:
             return True
         if isinstance(node, cst.Attribute) and any(hint in node.attr.value.lower() for hint in _DISABLING_HINTS):
             return True
-        stack.extend(node.children)
+        stack.extend(children(node))
     return False
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """A node's child nodes read from its dataclass fields: `node.children` and `node.visit`
+    rebuild the tree as they go and cost far more."""
+    for item in dataclasses.fields(node):
+        value = getattr(node, item.name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif type(value) is tuple or type(value) is list:
+            yield from (element for element in value if isinstance(element, cst.CSTNode))
 
 
 def with_grad_effect(node: cst.With) -> Optional[bool]:

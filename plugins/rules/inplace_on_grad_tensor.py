@@ -1,0 +1,1428 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from torchlint.findings import Severity
+from torchlint.rule import Bad, Good, Rule
+from torchlint.static.names import dotted_name
+
+from ._grad_mode import (
+    children,
+    function_grad_effect,
+    is_autograd_function_class,
+    is_backward_call,
+    statement_grad_switch,
+    with_grad_effect,
+)
+
+# --- what autograd saves ------------------------------------------------------------------
+# Every entry below was checked with torch 2.13: `y = op(x); y.add_(1); y.sum().backward()`
+# raises "modified by an inplace operation" for these and for no look-alike left out
+# (BatchNorm, LayerNorm, GroupNorm, linear, conv, matmul, pooling, dropout, GELU, SiLU, ELU,
+# LeakyReLU, Softplus, log, sin, pow(x, 2), clamp, cumsum, cat, interpolate do not save
+# their output; out-of-place ELU/LeakyReLU/SELU/CELU save their *input*, their in-place forms
+# their output).
+
+#: Functions whose result autograd saves for their backward.
+SAVED_OUTPUT_FUNCTIONS = frozenset(
+    {
+        "torch.relu", "torch.nn.functional.relu",
+        "torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit",
+        "torch.tanh", "torch.nn.functional.tanh",
+        "torch.exp", "torch.exp2", "torch.special.exp2", "torch.expm1", "torch.special.expm1",
+        "torch.sqrt", "torch.rsqrt", "torch.reciprocal", "torch.tan",
+        "torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax",
+        "torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax",
+        "torch.nn.functional.softmin", "torch.nn.functional.gumbel_softmax",
+        "torch.logsumexp", "torch.special.logsumexp", "torch.logcumsumexp",
+        "torch.amax", "torch.amin", "torch.prod", "torch.cumprod",
+        "torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm",
+        # in-place forms return (and save) their argument
+        "torch.relu_", "torch.nn.functional.relu_", "torch.sigmoid_", "torch.tanh_", "torch.exp_",
+        "torch.exp2_", "torch.expm1_", "torch.sqrt_", "torch.rsqrt_", "torch.reciprocal_", "torch.tan_",
+        "torch.nn.functional.elu_", "torch.nn.functional.leaky_relu_", "torch.nn.functional.selu_",
+        "torch.nn.functional.celu_", "torch.nn.functional.rrelu_", "torch.selu_", "torch.celu_", "torch.rrelu_",
+    }
+)
+#: Tensor methods whose result autograd saves (the in-place ones save the receiver).
+SAVED_OUTPUT_METHODS = frozenset(
+    {
+        "relu", "sigmoid", "tanh", "exp", "exp2", "expm1", "sqrt", "rsqrt", "reciprocal", "tan",
+        "softmax", "log_softmax", "logsumexp", "logcumsumexp", "amax", "amin", "prod", "cumprod", "norm",
+        "relu_", "sigmoid_", "tanh_", "exp_", "exp2_", "expm1_", "sqrt_", "rsqrt_", "reciprocal_", "tan_",
+    }
+)
+#: Functionals that save their output only in their `inplace=True` form.
+SAVED_WHEN_INPLACE_FUNCTIONALS = frozenset(
+    {"torch.nn.functional." + n for n in ("relu", "elu", "leaky_relu", "selu", "celu", "rrelu")}
+)
+#: nn modules whose output autograd saves.
+SAVED_OUTPUT_MODULES = frozenset(
+    {"torch.nn." + n for n in ("ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softmin", "Softmax2d")}
+)
+#: nn modules that save their output only when built with `inplace=True`.
+SAVED_WHEN_INPLACE_MODULES = frozenset({"torch.nn." + n for n in ("LeakyReLU", "ELU", "SELU", "CELU", "RReLU")})
+
+#: nn activation/dropout modules taking `inplace`, and its positional index.
+INPLACE_MODULE_POSITION = {
+    **{"torch.nn." + n: 0 for n in ("ReLU", "ReLU6", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "SELU")},
+    **{"torch.nn." + n: 1 for n in ("LeakyReLU", "ELU", "CELU", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")},
+    "torch.nn.Hardtanh": 2, "torch.nn.Threshold": 2, "torch.nn.RReLU": 2,
+}
+
+# --- leaves ---------------------------------------------------------------------------------
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+FACTORIES = frozenset(
+    "torch." + n
+    for n in (
+        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
+        "linspace", "logspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
+        "randn_like", "randint_like", "normal",
+    )
+)
+
+# --- what counts as in-place ----------------------------------------------------------------
+#: Keyed by libcst class name: rule modules must not touch libcst at import (torchlint.lazy).
+AUGMENTED_OPERATORS = {
+    "AddAssign": "+=", "SubtractAssign": "-=", "MultiplyAssign": "*=", "DivideAssign": "/=",
+    "FloorDivideAssign": "//=", "ModuloAssign": "%=", "PowerAssign": "**=",
+}  # `@=` has no in-place tensor form; bitwise ones never carry gradients
+#: Methods ending in `_` that do not write tensor data.
+NOT_INPLACE_METHODS = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_", "register_hook_"})
+#: Methods and attributes that return a view sharing the receiver's storage (and version).
+VIEW_METHODS = frozenset(
+    {
+        "view", "view_as", "reshape", "reshape_as", "t", "transpose", "permute", "squeeze", "unsqueeze",
+        "expand", "expand_as", "narrow", "select", "flatten", "unflatten", "diagonal", "movedim", "moveaxis",
+        "swapaxes", "swapdims", "contiguous", "unfold", "as_strided",
+    }
+)
+VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
+
+
+@dataclass
+class Origin:
+    kind: str  # "leaf", "saved", "param_item" or "self_param"
+    what: str  # how the message names where the tensor came from
+    node: cst.CSTNode  # for its line
+    #: a saved output computed from the function's own arguments only (`torch.sigmoid(x)`)
+    from_arguments_only: bool = False
+
+
+@dataclass
+class Candidate:
+    node: cst.CSTNode
+    message: str
+    functions: tuple[str, ...]  # names of the enclosing functions, outermost first
+
+
+@dataclass
+class Scope:
+    function: Optional[cst.FunctionDef]
+    owner: Optional[cst.ClassDef]
+    names: dict[str, Origin] = field(default_factory=dict)
+    rebound: set[str] = field(default_factory=set)  # names assigned so far in this function
+    grad_switched_off: bool = False  # a `torch.set_grad_enabled(False)` statement ran
+    backward_mode: Optional[str] = None  # "forward", "backward" or "" once computed
+    sinks: Optional[frozenset[str]] = None  # names whose values reach backward / the return
+    if_frames: dict[int, tuple[dict[str, Origin], list[dict[str, Origin]]]] = field(default_factory=dict)
+
+
+@dataclass
+class ClassFacts:
+    """What `__init__` and friends assign to `self.<attr>`."""
+
+    parameters: dict[str, cst.Call] = field(default_factory=dict)
+    modules: dict[str, tuple[str, bool, cst.Call]] = field(default_factory=dict)  # qualname, inplace, call
+    #: some `self.<attr>` holds a Parameter or an instance of a class (`nn.Linear`, `Mlp`, ...)
+    has_layers: bool = False
+
+
+class InplaceOnGradTensor(Rule):
+    """
+    ## What it does
+    Flags in-place operations (`x += y`, `x.add_(...)`, `x[i] = v`, `out=x`,
+    `F.relu(x, inplace=True)`, a module built with `inplace=True`) that autograd cannot allow,
+    outside `torch.no_grad()` / `torch.inference_mode()`:
+
+    - on a leaf that requires grad: an `nn.Parameter`, a tensor created with
+      `requires_grad=True` or `.requires_grad_()`, a `self.<param>` in `forward`, or a
+      parameter from a `model.parameters()` loop updated with its own `.grad` (manual SGD);
+      views of these (`w[0]`, `w.view(...)`, `w.t()`) count too;
+    - on the output of an op that saves its output for backward (`relu`, `sigmoid`, `tanh`,
+      `exp`, `sqrt`, `softmax`, `log_softmax`, `nn.ReLU`, `nn.Sigmoid`, ...), in an
+      `nn.Module.forward` (or a `forward_*` helper) or in a function that calls `.backward()`
+      or `torch.autograd.grad`,
+      when the modified tensor flows into the returned value or the loss.
+
+    ## Why is this bad?
+    In-place on a leaf that requires grad raises at once: "a leaf Variable that requires grad
+    is being used in an in-place operation". In-place on a saved output passes the forward
+    pass and fails later, in `backward()`: "one of the variables needed for gradient
+    computation has been modified by an inplace operation", far from the line at fault.
+
+    Outputs of BatchNorm, LayerNorm, linear, conv, matmul, pooling, dropout, GELU and SiLU are
+    *not* saved: ResNet's `out = self.bn2(out); out += identity` is fine and not flagged.
+    Updates through `.data`, on `.grad`, and on `.detach()`ed tensors are not tracked by
+    autograd and are not flagged; neither is code in a custom `autograd.Function`.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        gate = torch.sigmoid(self.fc(x))
+        gate *= self.scale                      # sigmoid's backward needs the original gate
+        return x * gate
+
+    for p in model.parameters():
+        p -= lr * p.grad                        # leaf that requires grad
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        gate = torch.sigmoid(self.fc(x))
+        gate = gate * self.scale
+        return x * gate
+
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= lr * p.grad
+    ```
+
+    ## Known limitations
+    Names are followed within one function, in source order (the arms of an `if` are merged as
+    possible paths); a tensor passed to another function or stored in a container or in an
+    attribute (other than a module's own parameters) is not followed, and tuple targets
+    (`w[0], w[1] = ...`) are not read. Custom activation factories (`create_act_layer(...)`)
+    are not resolved. A function called under `torch.no_grad()` from another file is not
+    known to be; in the same file it is. Inside `forward` the input of a saved-output op is
+    assumed to require grad, except when it is a bare argument of a module that owns no
+    layers or parameters (a transform). In-place writes to tensors saved as *inputs* (`y = x *
+    w; w.add_(1)`) are out of scope.
+    """
+
+    code = "TL103"
+    name = "inplace-on-grad-tensor"
+    summary = "in-place op on a leaf that requires grad or on an output autograd saves for backward"
+    severity = Severity.ERROR
+    triggers = ("torch", "parameters(")
+    cases = [
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Gate(nn.Module):
+                def forward(self, x):
+                    gate = torch.sigmoid(self.fc(x))
+                    gate *= self.scale  # error
+                    return x * gate
+            """,
+            note="saved output of torch.sigmoid modified in forward",
+        ),
+        Bad(
+            """
+            import torch.nn as nn
+            import torch.nn.functional as F
+
+            class Head(nn.Module):
+                def __init__(self, dim, classes):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, classes)
+
+                def forward(self, x, mask):
+                    probs = F.softmax(self.proj(x), dim=-1)
+                    probs[mask] = 0.0  # error
+                    return probs.sum(-1)
+            """,
+            note="index assignment into a softmax output",
+        ),
+        Bad(
+            """
+            import torch.nn as nn
+
+            class Block(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.act = nn.ReLU(inplace=True)
+                    self.fc = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    out = self.act(self.fc(x))
+                    out += x  # error
+                    return out
+            """,
+            note="nn.ReLU(inplace=True) saves its output; += after it breaks backward",
+        ),
+        Bad(
+            """
+            import torch
+
+            def train_step(x, y, w, lr):
+                h = x.matmul(w).exp()
+                h.add_(1.0)  # error
+                loss = ((h - y) ** 2).mean()
+                loss.backward()
+            """,
+            note="a function that calls backward",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            w = nn.Parameter(torch.randn(4, 4))
+            w.add_(1.0)  # error
+            w[0] = 0.0  # error
+            """,
+            note="a Parameter and a view of it (reported once per line)",
+        ),
+        Bad(
+            """
+            import torch
+
+            def fit(x, y, steps, lr=0.1):
+                w = torch.zeros(3, requires_grad=True)
+                for _ in range(steps):
+                    loss = ((x @ w - y) ** 2).mean()
+                    loss.backward()
+                    w -= lr * w.grad  # error
+                    w.grad.zero_()
+                return w
+            """,
+            note="manual SGD on a requires_grad tensor without no_grad",
+        ),
+        Bad(
+            """
+            def sgd_step(model, lr):
+                for p in model.parameters():
+                    p.add_(p.grad, alpha=-lr)  # error
+            """,
+            note="manual SGD over model.parameters()",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Scale(nn.Module):
+                def __init__(self, n):
+                    super().__init__()
+                    self.weight = nn.Parameter(torch.ones(n))
+
+                def forward(self, x):
+                    self.weight.clamp_(min=0.0)  # error
+                    return x * self.weight
+            """,
+            note="a module's own parameter modified in forward",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            x = torch.randn(8).requires_grad_()
+            torch.mul(x, 2, out=x)  # error
+            y = torch.randn(8, requires_grad=True)
+            F.relu(y.view(2, 4), inplace=True)  # error
+            """,
+            note="out= and inplace=True on leaves (and a view of one)",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Attn(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.drop = nn.Dropout(0.1)
+
+                def forward(self, q, k, v, bias):
+                    attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+                    if bias is not None:
+                        attn = attn + bias
+                    else:
+                        attn.mul_(self.scale)  # error
+                    return self.drop(attn) @ v
+            """,
+            note="the branch where attn is still the softmax output (inputs of a layer carry grad)",
+        ),
+        Good(
+            """
+            import torch.nn as nn
+
+            class BasicBlock(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.relu = nn.ReLU(inplace=True)
+
+                def forward(self, x):
+                    identity = x
+                    out = self.relu(self.bn1(self.conv1(x)))
+                    out = self.bn2(self.conv2(out))
+                    out += identity
+                    out = self.relu(out)
+                    return out
+            """,
+            note="ResNet: BatchNorm's output is not saved, and ReLU(inplace) after it is fine",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+            import torch.nn.functional as F
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    a = x @ self.w
+                    a += self.b
+                    p = F.max_pool2d(self.conv(x), 2)
+                    p *= 2
+                    h = F.linear(x, self.w2)
+                    h.add_(1)
+                    return a, p, h
+            """,
+            note="matmul, pooling and linear outputs are not saved",
+        ),
+        Good(
+            """
+            import torch
+
+            class Net(torch.nn.Module):
+                def forward(self, x):
+                    x = torch.sigmoid(x)
+                    x = x * 2
+                    x += 1
+                    return x
+            """,
+            note="reassignment clears: x is no longer the sigmoid output",
+        ),
+        Good(
+            """
+            import torch
+
+            def sgd(params, lr):
+                with torch.no_grad():
+                    for p in params:
+                        p -= lr * p.grad
+
+            def fit(x, y, lr):
+                w = torch.zeros(3, requires_grad=True)
+                loss = ((x @ w - y) ** 2).mean()
+                loss.backward()
+                with torch.no_grad():
+                    w -= lr * w.grad
+                w.grad.zero_()
+            """,
+            note="updates inside torch.no_grad()",
+        ),
+        Good(
+            """
+            import torch
+
+            @torch.no_grad()
+            def sgd_step(model, lr):
+                for p in model.parameters():
+                    p.add_(p.grad, alpha=-lr)
+
+            @torch.inference_mode()
+            def perturb(model):
+                w = torch.nn.Parameter(torch.zeros(3))
+                w.add_(1)
+
+            def shrink(model):
+                with torch.inference_mode():
+                    for p in model.parameters():
+                        p.sub_(p.grad)
+            """,
+            note="no_grad decorator and inference_mode",
+        ),
+        Good(
+            """
+            import torch
+
+            def step(model, lr):
+                for p in model.parameters():
+                    p.data.add_(p.grad, alpha=-lr)
+                    p.data -= lr * p.grad
+                    p.grad.zero_()
+                    p.grad += 1
+                    p.detach().mul_(0.5)
+            """,
+            note=".data, .grad and .detach() are not tracked by autograd",
+        ),
+        Good(
+            """
+            import torch
+
+            class Exp(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    y = torch.exp(x)
+                    y.add_(1)
+                    ctx.save_for_backward(y)
+                    return y
+
+                @staticmethod
+                def backward(ctx, grad):
+                    (y,) = ctx.saved_tensors
+                    grad.mul_(y)
+                    return grad
+            """,
+            note="custom autograd.Function runs with grad recording off",
+        ),
+        Good(
+            """
+            def ema_update(ema, model, decay):
+                for e, p in zip(ema.parameters(), model.parameters()):
+                    e.mul_(decay).add_(p, alpha=1 - decay)
+                for p in model.parameters():
+                    p.mul_(decay)
+            """,
+            note="EMA-style loop updates without .grad: params may not require grad, callers hold no_grad",
+        ),
+        Good(
+            """
+            import torch
+
+            def sgd(model, lr):
+                for p in model.parameters():
+                    p -= lr * p.grad
+
+            def train(model, lr):
+                with torch.no_grad():
+                    sgd(model, lr)
+            """,
+            note="the update function is only called under no_grad in this file",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def predict(model, x):
+                probs = F.softmax(model(x), dim=1)
+                probs[probs < 0.1] = 0
+                return probs
+
+            def transform(img):
+                img = img.sigmoid()
+                img *= 255
+                return img
+            """,
+            note="no backward here: eval-only code and data transforms",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def train_step(model, x, y, opt):
+                logits = model(x)
+                loss = F.cross_entropy(logits, y)
+                pred = torch.sigmoid(logits)
+                pred[pred > 0.5] = 1
+                acc = (pred == y).float().mean()
+                loss.backward()
+                opt.step()
+            """,
+            note="the modified sigmoid output only feeds a metric, not the loss",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    with torch.no_grad():
+                        g = torch.sigmoid(self.gate(x))
+                    g *= 2
+                    h = torch.tanh(x).detach()
+                    h += 1
+                    s = torch.softmax(x.detach(), -1)
+                    s += 1
+                    r = torch.relu(x).clone()
+                    r += 1
+                    return x * g + h + s + r
+            """,
+            note="outputs made under no_grad, detached or cloned",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.temp = nn.Parameter(torch.ones(1), requires_grad=False)
+                    self.weight = nn.Parameter(torch.ones(3))
+
+                def forward(self, x):
+                    self.temp.mul_(0.99)
+                    self.weight.data.clamp_(0, 1)
+                    return x * self.weight
+
+                def reset(self):
+                    with torch.no_grad():
+                        self.weight.fill_(1)
+            """,
+            note="a Parameter that does not require grad, .data, and no_grad outside forward",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def forward(self, x):
+                    x = torch.relu(x)
+                    if self.training:
+                        return x
+                    x = self.bn(x)
+                    x += 1
+                    return x
+            """,
+            note="an early return leaves no path with the relu output to modify",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class ToProbabilities(nn.Module):
+                def forward(self, img):
+                    out = img.exp()
+                    out /= out.sum()
+                    return out
+            """,
+            note="a layer-less module (a transform) on its raw input: the input may not require grad",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.scopes: list[Scope] = [Scope(function=None, owner=None)]
+        self.grad_modes: list[Optional[bool]] = []  # one per enclosing with/def, None if neutral
+        self.file_grad_off = False
+        self.class_facts: dict[int, ClassFacts] = {}
+        self.called_without_grad: set[str] = set()
+        self.candidates: list[Candidate] = []
+
+    # -- grad mode ----------------------------------------------------------------------------
+    def grad_enabled(self) -> bool:
+        if self.file_grad_off or any(scope.grad_switched_off for scope in self.scopes):
+            return False
+        for mode in reversed(self.grad_modes):
+            if mode is not None:
+                return mode
+        return True
+
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:  # `with ... as name` rebinds name
+            if item.asname is not None:
+                self.forget_targets(item.asname.name)
+        self.grad_modes.append(with_grad_effect(node))
+
+    def leave_With(self, node: cst.With) -> None:
+        self.grad_modes.pop()
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        switch = statement_grad_switch(node)
+        if switch is None:
+            return
+        if len(self.scopes) == 1:
+            self.file_grad_off = self.file_grad_off or switch is False
+        else:
+            self.scopes[-1].grad_switched_off = switch is False
+
+    # -- scopes -------------------------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scopes.append(Scope(function=None, owner=None))  # class bodies bind class attributes
+        if node.bases and not is_autograd_function_class(node):
+            self.class_facts[id(node)] = collect_class_facts(self, node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        owner = self.direct_owner()
+        self.grad_modes.append(function_grad_effect(node, owner))
+        self.scopes.append(Scope(function=node, owner=owner))
+
+    def direct_owner(self) -> Optional[cst.ClassDef]:
+        """The class whose body holds the function being entered (None for nested functions)."""
+        for ancestor in reversed(self.ctx.ancestors):
+            if isinstance(ancestor, cst.ClassDef):
+                return ancestor
+            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+                return None
+        return None
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.pop()
+        self.grad_modes.pop()
+
+    @property
+    def names(self) -> dict[str, Origin]:
+        return self.scopes[-1].names
+
+    # -- branches: each arm of an `if` starts from the state before it ------------------------
+    def visit_If(self, node: cst.If) -> None:
+        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
+        if isinstance(parent, cst.If) and parent.orelse is node:
+            self.enter_else(parent)
+        self.scopes[-1].if_frames[id(node)] = (dict(self.names), [])
+
+    def visit_Else(self, node: cst.Else) -> None:
+        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
+        if isinstance(parent, cst.If):
+            self.enter_else(parent)
+
+    def enter_else(self, if_node: cst.If) -> None:
+        before, ends = self.scopes[-1].if_frames[id(if_node)]
+        if not ends_abruptly(if_node.body):
+            ends.append(dict(self.names))
+        self.scopes[-1].names = dict(before)
+
+    def leave_If(self, node: cst.If) -> None:
+        before, ends = self.scopes[-1].if_frames.pop(id(node))
+        states = list(ends)
+        if node.orelse is None:
+            if not ends_abruptly(node.body):
+                states.append(self.names)
+            states.append(before)
+        elif isinstance(node.orelse, cst.If) or not ends_abruptly(node.orelse.body):
+            states.append(self.names)
+        merged: dict[str, Origin] = {}
+        for state in states or [before]:
+            for name, origin in state.items():
+                merged.setdefault(name, origin)
+        self.scopes[-1].names = merged
+
+    # -- bindings -----------------------------------------------------------------------------
+    def leave_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self.check_index_assignment(node, target.target)
+        origin = self.origin_of_value(node.value)
+        for target in node.targets:
+            if isinstance(target.target, cst.Attribute) and target.target.attr.value == "requires_grad":
+                self.mark_requires_grad(target.target.value, _literal_bool(node.value), node)
+            else:
+                self.bind(target.target, origin)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.check_index_assignment(node, node.target)
+            self.bind(node.target, self.origin_of_value(node.value))
+
+    def bind(self, target: cst.BaseExpression, origin: Optional[Origin]) -> None:
+        if isinstance(target, cst.Name):
+            self.scopes[-1].rebound.add(target.value)
+            if origin is None:
+                self.names.pop(target.value, None)
+            else:
+                self.names[target.value] = origin
+        else:
+            self.forget_targets(target)
+
+    def forget_targets(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.scopes[-1].rebound.add(target.value)
+            self.names.pop(target.value, None)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.forget_targets(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self.forget_targets(target.value)
+
+    def mark_requires_grad(self, receiver: cst.BaseExpression, flag: Optional[bool], node: cst.CSTNode) -> None:
+        """`x.requires_grad_()` / `x.requires_grad = True` as a statement makes x a leaf that
+        requires grad (it raises on anything else); False makes it an ordinary tensor."""
+        if not isinstance(receiver, cst.Name):
+            return
+        if flag is True:
+            self.names[receiver.value] = Origin("leaf", "`.requires_grad_()`", node)
+        else:
+            self.names.pop(receiver.value, None)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self.forget_targets(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.forget_targets(node.target)
+        item = parameter_loop_item(node)
+        if item is not None:
+            self.names[item] = Origin("param_item", f"`{self.source(node.iter)}`", node)
+
+    # -- in-place operations ------------------------------------------------------------------
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        symbol = AUGMENTED_OPERATORS.get(type(node.operator).__name__)
+        if symbol is None:
+            return
+        root = self.resolve_target(node.target, index_target=True)
+        if root is not None:
+            self.consider(node, root, f"`{symbol}`", fix=self.rewrite_hint(node.target, symbol), operands=[node.value])
+
+    def check_index_assignment(self, node: cst.CSTNode, target: cst.BaseExpression) -> None:
+        if not isinstance(target, cst.Subscript):
+            return
+        root = self.resolve_target(target, index_target=True)
+        if root is not None:
+            base = self.source(target.value)
+            self.consider(
+                node, root, f"index assignment `{base}[...] = ...`",
+                fix=f"build a new tensor instead (`torch.where(...)`, or `{base} = {base}.clone()` first)",
+                operands=[],
+            )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.grad_enabled():
+            self.note_called_without_grad(node)
+        func = node.func
+        qualname = self.ctx.qualname(func)
+        if qualname is None and isinstance(func, cst.Attribute):  # a method, not `torch.relu_`
+            method = func.attr.value
+            if method.endswith("_") and not method.startswith("_") and method not in NOT_INPLACE_METHODS:
+                self.check_inplace_method(node, func, method)
+                return
+            if method == "requires_grad_" and isinstance(self.ctx.ancestors[-1], cst.Expr):
+                self.mark_requires_grad(func.value, _requires_grad_flag(node), node)
+                return
+        if qualname is not None and qualname.startswith("torch."):
+            self.check_torch_call(node, qualname)
+        self.check_inplace_module_call(node)
+
+    def check_inplace_method(self, node: cst.Call, func: cst.Attribute, method: str) -> None:
+        root = self.resolve_target(func.value, index_target=False)
+        if root is not None:
+            self.consider(
+                node, root, f"`{method}`", fix=f"use the out-of-place `{method[:-1]}(...)` and assign the result",
+                operands=[arg.value for arg in node.args],
+            )
+        if _is_tensor_method(func, SAVED_OUTPUT_METHODS) and isinstance(func.value, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
+            self.mark_saved(func.value.value, f"`.{method}()`", node)
+
+    def check_torch_call(self, node: cst.Call, qualname: str) -> None:
+        out = _keyword(node, "out")
+        if out is not None:
+            root = self.resolve_target(out.value, index_target=False)
+            if root is not None:
+                self.consider(node, root, "`out=`", fix="drop `out=` and assign the result", operands=[])
+        first = _first_argument(node)
+        inplace_functional = qualname.startswith("torch.nn.functional.") and _is_true(_keyword(node, "inplace"))
+        inplace_function = qualname.endswith("_") and qualname.rpartition(".")[0] in ("torch", "torch.nn.functional")
+        if first is None or not (inplace_functional or inplace_function):
+            return
+        short = self.source(node.func)
+        root = self.resolve_target(first, index_target=False)
+        if root is not None:
+            label = f"`{short}(..., inplace=True)`{_dropout_note(qualname)}" if inplace_functional else f"`{short}`"
+            fix = "drop `inplace=True`" if inplace_functional else f"use `{short[:-1]}` and assign the result"
+            self.consider(node, root, label, fix=fix, operands=[])
+        saves = qualname in SAVED_WHEN_INPLACE_FUNCTIONALS if inplace_functional else qualname in SAVED_OUTPUT_FUNCTIONS
+        if saves and isinstance(first, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
+            self.mark_saved(first.value, f"`{short}`", node)
+
+    def check_inplace_module_call(self, node: cst.Call) -> None:
+        module = self.module_called(node.func)
+        if module is None or not module[1]:
+            return
+        qualname = module[0]
+        first = _first_argument(node)
+        if first is None:
+            return
+        label = f"`{self.source(node.func)}` (`{qualname.replace('torch.nn.', 'nn.')}(inplace=True)`{_dropout_note(qualname)})"
+        root = self.resolve_target(first, index_target=False)
+        if root is not None:
+            self.consider(node, root, label, fix="build the module without `inplace=True`", operands=[])
+        if _module_saves_output(qualname, True) and isinstance(first, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
+            self.mark_saved(first.value, f"`{self.source(node.func)}`", node)
+
+    # -- where tensors come from --------------------------------------------------------------
+    def resolve_target(self, expr: cst.BaseExpression, *, index_target: bool) -> Optional[tuple[str, Origin]]:
+        """The tracked tensor an in-place write on `expr` modifies: through views (basic
+        indexing, `.view()`, `.t()`, ...), never through `.data`, `.grad` or `.detach()`."""
+        if index_target and isinstance(expr, cst.Subscript):
+            expr = expr.value  # `w[mask] = v` writes into w whatever the index
+        while True:
+            if isinstance(expr, cst.Subscript) and _is_basic_index(expr):
+                expr = expr.value
+            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
+                expr = expr.func.value
+            elif isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRIBUTES:
+                expr = expr.value
+            else:
+                break
+        if isinstance(expr, cst.Name):
+            origin = self.names.get(expr.value)
+            return (expr.value, origin) if origin is not None else None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            origin = self.self_parameter(expr.attr.value)
+            return (f"self.{expr.attr.value}", origin) if origin is not None else None
+        return None
+
+    def self_parameter(self, attribute: str) -> Optional[Origin]:
+        """`self.<attribute>` when it is an nn.Parameter of this class and we are in its forward."""
+        scope = self.scopes[-1]
+        if scope.function is None or not is_forward_method(scope.function, scope.owner):
+            return None
+        facts = self.class_facts.get(id(scope.owner))
+        call = facts.parameters.get(attribute) if facts else None
+        if call is None:
+            return None
+        return Origin("self_param", f"`self.{attribute}`, an `nn.Parameter`", call)
+
+    def origin_of_value(self, value: cst.BaseExpression) -> Optional[Origin]:
+        """What a name bound to `value` holds, when that is a leaf that requires grad, a view of
+        a tracked tensor, or an output autograd saves."""
+        root = self.resolve_target(value, index_target=False)
+        if root is not None:
+            return root[1]  # a view of a tracked tensor (or the tensor itself)
+        core = value
+        while True:  # a view of a fresh result: `torch.sigmoid(x).view(-1)`, `x.softmax(-1)[0]`
+            if isinstance(core, cst.Subscript) and _is_basic_index(core):
+                core = core.value
+            elif isinstance(core, cst.Call) and isinstance(core.func, cst.Attribute) and core.func.attr.value in VIEW_METHODS:
+                core = core.func.value
+            elif isinstance(core, cst.Attribute) and core.attr.value in VIEW_ATTRIBUTES:
+                core = core.value
+            else:
+                break
+        if not isinstance(core, cst.Call):
+            return None
+        leaf = self.leaf_origin(core)
+        if leaf is not None:
+            return leaf if core is value else None  # views of a new leaf are not leaves
+        return self.saved_origin(core)
+
+    def leaf_origin(self, call: cst.Call) -> Optional[Origin]:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
+            return Origin("leaf", "`.requires_grad_()`", call) if _requires_grad_flag(call) else None
+        qualname = self.ctx.qualname(func)
+        if qualname in PARAMETER_CLASSES:
+            flag = _keyword(call, "requires_grad")
+            positional = [a for a in call.args if a.keyword is None]
+            if flag is None and len(positional) >= 2:
+                flag = positional[1]
+            if flag is not None and not _is_true(flag):
+                return None
+            return Origin("leaf", "`nn.Parameter`", call)
+        if qualname in FACTORIES and _is_true(_keyword(call, "requires_grad")):
+            return Origin("leaf", f"`{self.source(func)}(..., requires_grad=True)`", call)
+        return None
+
+    def saved_origin(self, call: cst.Call) -> Optional[Origin]:
+        if not self.grad_enabled():
+            return None  # made without recording: nothing saved
+        func = call.func
+        what = None
+        inputs: list[cst.BaseExpression] = [a.value for a in call.args if a.keyword is None][:1]
+        qualname = self.ctx.qualname(func)
+        if qualname in SAVED_OUTPUT_FUNCTIONS:
+            what = f"`{self.source(func)}`"
+        elif qualname in SAVED_WHEN_INPLACE_FUNCTIONALS and _is_true(_keyword(call, "inplace")):
+            what = f"`{self.source(func)}(..., inplace=True)`"
+        elif qualname is None and _is_tensor_method(func, SAVED_OUTPUT_METHODS):
+            what = f"`.{func.attr.value}()`"
+            inputs = [func.value]
+        else:
+            module = self.module_called(func)
+            if module is not None and _module_saves_output(module[0], module[1]):
+                what = f"`{self.source(func)}` (`{module[0].replace('torch.nn.', 'nn.')}`)"
+        if what is None or any(_untracked(expr) for expr in inputs):
+            return None
+        return Origin("saved", what, call, from_arguments_only=self.uses_arguments_only(call))
+
+    def uses_arguments_only(self, call: cst.Call) -> bool:
+        """Whether `call` reads nothing but the enclosing function's untouched arguments."""
+        scope = self.scopes[-1]
+        if scope.function is None:
+            return False
+        names: set[str] = set()
+        for arg in call.args:
+            names |= _names_in(arg.value)
+        if isinstance(call.func, cst.Attribute) and self.ctx.qualname(call.func) is None:
+            names |= _names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
+        arguments = _parameter_names(scope.function)
+        return bool(names) and names <= arguments - scope.rebound
+
+    def mark_saved(self, name: str, what: str, node: cst.CSTNode) -> None:
+        """`x.sigmoid_()` or `F.relu(x, inplace=True)` as a statement: x is now a saved output."""
+        current = self.names.get(name)
+        if self.grad_enabled() and name != "self" and (current is None or current.kind == "saved"):
+            self.names[name] = Origin("saved", what, node)  # a leaf stays a leaf
+
+    def module_called(self, func: cst.BaseExpression) -> Optional[tuple[str, bool, cst.Call]]:
+        """(nn class, built with inplace=True, its construction) for `self.act`, or an inline
+        `nn.ReLU(inplace=True)`."""
+        if isinstance(func, cst.Call):
+            qualname = self.ctx.qualname(func.func)
+            if qualname is not None and qualname.startswith("torch.nn."):
+                return qualname, _built_inplace(func, qualname), func
+            return None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            owner = self.scopes[-1].owner
+            facts = self.class_facts.get(id(owner)) if owner is not None else None
+            if facts is not None:
+                return facts.modules.get(func.attr.value)
+        return None
+
+    # -- deciding -----------------------------------------------------------------------------
+    def consider(self, node: cst.CSTNode, root: tuple[str, Origin], op: str, *, fix: str, operands: list[cst.BaseExpression]) -> None:
+        name, origin = root
+        if not self.grad_enabled():
+            return
+        if origin.kind == "saved":
+            message = self.saved_message(name, origin, op, fix)
+        elif origin.kind == "param_item":
+            if not any(_mentions_grad_of(expr, name) for expr in operands):
+                return  # EMA-style: params may not require grad, callers often hold no_grad
+            message = (
+                f"in-place {op} on a parameter from {origin.what} (line {self.line(origin.node)}) using its "
+                f"`.grad`, outside torch.no_grad(): raises 'a leaf Variable that requires grad is being used "
+                f"in an in-place operation'; wrap the update in `with torch.no_grad():`"
+            )
+        else:
+            where = " in `forward`" if origin.kind == "self_param" else ""
+            message = (
+                f"in-place {op} on a leaf that requires grad ({origin.what} at line {self.line(origin.node)}){where} "
+                f"outside torch.no_grad(): raises at once; wrap the update in `with torch.no_grad():`"
+            )
+        if message is None:
+            return
+        if origin.kind == "saved":
+            self.names.pop(name, None)  # one report per saved output: later writes repeat the fault
+        functions = tuple(s.function.name.value for s in self.scopes if s.function is not None)
+        self.candidates.append(Candidate(node, message, functions))
+
+    def saved_message(self, name: str, origin: Origin, op: str, fix: str) -> Optional[str]:
+        scope = self.scopes[-1]
+        if not self.backward_can_reach(scope, name):
+            return None
+        if origin.from_arguments_only and scope.backward_mode == "forward" and not self.owns_layers(scope.owner):
+            return None  # a layer-less module (a transform) may well get inputs without grad
+        return (
+            f"in-place {op} on the output of {origin.what} (line {self.line(origin.node)}), which autograd "
+            f"saves for backward; backward will fail with 'modified by an inplace operation'; {fix}"
+        )
+
+    def backward_can_reach(self, scope: Scope, name: str) -> bool:
+        """Only where a backward can run through this code: an nn.Module's forward (the value
+        reaches the return) or a function that calls backward (the value reaches the loss)."""
+        if scope.backward_mode is None:
+            scope.backward_mode, scope.sinks = backward_mode_and_sinks(scope, self.ctx.module)
+        if not scope.backward_mode or scope.sinks is None:
+            return False
+        return name.partition(".")[0] in scope.sinks
+
+    def owns_layers(self, owner: Optional[cst.ClassDef]) -> bool:
+        facts = self.class_facts.get(id(owner)) if owner is not None else None
+        return facts is not None and facts.has_layers
+
+    def note_called_without_grad(self, node: cst.Call) -> None:
+        """Functions called (or passed along, as to `model.apply(fn)`) under no_grad."""
+        for expr in (node.func, *(arg.value for arg in node.args)):
+            name = dotted_name(expr)
+            if name is not None:
+                self.called_without_grad.add(name.rpartition(".")[2])
+
+    def finish(self) -> None:
+        for candidate in self.candidates:
+            if any(function in self.called_without_grad for function in candidate.functions):
+                continue
+            self.report(candidate.node, candidate.message)
+
+    # -- small helpers ------------------------------------------------------------------------
+    def source(self, node: cst.CSTNode) -> str:
+        text = self.ctx.module.code_for_node(node).strip()
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.ctx.position(node)[0]
+
+    def rewrite_hint(self, target: cst.BaseExpression, symbol: str) -> str:
+        if isinstance(target, cst.Subscript):
+            base = self.source(target.value)
+            return f"build a new tensor instead (e.g. `{base} = {base}.clone()` first)"
+        text = self.source(target)
+        return f"write `{text} = {text} {symbol[:-1]} ...`"
+
+
+# --- module-level helpers ---------------------------------------------------------------------
+def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def _is_tensor_method(func: cst.BaseExpression, methods: frozenset[str]) -> bool:
+    """`x.sigmoid()`, not `self.norm(x)` or `self.encoder.norm(x)` (submodules)."""
+    if not (isinstance(func, cst.Attribute) and func.attr.value in methods):
+        return False
+    root = func.value
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if isinstance(func.value, cst.Name) and func.value.value == "self":
+        return False
+    return not (func.attr.value == "norm" and isinstance(root, cst.Name) and root.value == "self")
+
+
+def _dropout_note(qualname: str) -> str:
+    """Dropout writes in place only when it drops something (p > 0, training mode)."""
+    return ", which writes whenever p > 0 in training" if "dropout" in qualname.lower() else ""
+
+
+def _parameter_names(function: cst.FunctionDef) -> set[str]:
+    params = function.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    names.discard("self")
+    return names
+
+
+def _first_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+    found = _keyword(call, "input")
+    return found.value if found is not None else None
+
+
+def _is_true(arg: Optional[cst.Arg | cst.BaseExpression]) -> bool:
+    value = arg.value if isinstance(arg, cst.Arg) else arg
+    return isinstance(value, cst.Name) and value.value == "True"
+
+
+def _literal_bool(value: Optional[cst.BaseExpression]) -> Optional[bool]:
+    if isinstance(value, cst.Name) and value.value in ("True", "False"):
+        return value.value == "True"
+    return None
+
+
+def _requires_grad_flag(call: cst.Call) -> bool:
+    """`.requires_grad_()` and `.requires_grad_(True)`; not False or an expression."""
+    args = [a for a in call.args if not a.star]
+    return not args or _is_true(args[0])
+
+
+def _built_inplace(call: cst.Call, qualname: str) -> bool:
+    flag = _keyword(call, "inplace")
+    if flag is None:
+        position = INPLACE_MODULE_POSITION.get(qualname)
+        positional = [a for a in call.args if a.keyword is None]
+        if position is None or position >= len(positional):
+            return False
+        flag = positional[position]
+    return qualname in INPLACE_MODULE_POSITION and _is_true(flag)
+
+
+def _module_saves_output(qualname: str, inplace: bool) -> bool:
+    return qualname in SAVED_OUTPUT_MODULES or (inplace and qualname in SAVED_WHEN_INPLACE_MODULES)
+
+
+def _is_basic_index(node: cst.Subscript) -> bool:
+    """Integer, slice, None and `...` indexing returns a view; anything else may copy."""
+    for element in node.slice:
+        index = element.slice
+        if isinstance(index, cst.Slice):
+            continue
+        value = index.value
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+            value = value.expression
+        if isinstance(value, (cst.Integer, cst.Ellipsis)) or (isinstance(value, cst.Name) and value.value == "None"):
+            continue
+        return False
+    return True
+
+
+def _untracked(expr: cst.BaseExpression) -> bool:
+    """Input to an op that autograd does not record through (`x.detach()`, `x.data`)."""
+    while True:
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value == "data":
+                return True
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            if expr.func.attr.value in ("detach", "numpy"):
+                return True
+            expr = expr.func.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        else:
+            return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Tuple))
+
+
+def _mentions_grad_of(expr: cst.CSTNode, name: str) -> bool:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if (
+            isinstance(node, cst.Attribute)
+            and node.attr.value == "grad"
+            and isinstance(node.value, cst.Name)
+            and node.value.value == name
+        ):
+            return True
+        stack.extend(children(node))
+    return False
+
+
+def ends_abruptly(block: cst.BaseSuite) -> bool:
+    """The block's last statement returns, raises, breaks or continues."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        statements = block.body
+    else:
+        if not block.body:
+            return False
+        last = block.body[-1]
+        if not isinstance(last, cst.SimpleStatementLine):
+            return False
+        statements = last.body
+    return bool(statements) and isinstance(statements[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue))
+
+
+def parameter_loop_item(node: cst.For) -> Optional[str]:
+    """`p` in `for p in model.parameters()` or `for name, p in model.named_parameters()`
+    (also through `list(...)`)."""
+    iterable = node.iter
+    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "list" and iterable.args:
+        iterable = iterable.args[0].value
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute)):
+        return None
+    method = iterable.func.attr.value
+    target = node.target
+    if method == "parameters" and isinstance(target, cst.Name):
+        return target.value
+    if method == "named_parameters" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+        item = target.elements[1].value
+        return item.value if isinstance(item, cst.Name) else None
+    return None
+
+
+def collect_class_facts(rule: InplaceOnGradTensor, node: cst.ClassDef) -> ClassFacts:
+    """`self.<attr> = nn.Parameter(...)` and `self.<attr> = nn.ReLU(...)` in the class's
+    methods. An attribute assigned more than once, registered by name, or switched off with
+    `requires_grad = False` is left out."""
+    collector = _SelfAssignments()
+    for method in node.body.body:
+        if isinstance(method, cst.FunctionDef):
+            for statement in _small_statements(method.body):
+                collector.read(statement)
+    facts = ClassFacts()
+    facts.has_layers = any(
+        isinstance(value, cst.Call) and _class_like(value.func) for values in collector.assigned.values() for value in values
+    )
+    for attribute, values in collector.assigned.items():
+        if attribute in collector.frozen or len(values) != 1 or not isinstance(values[0], cst.Call):
+            continue
+        call = values[0]
+        qualname = rule.ctx.qualname(call.func)
+        if qualname in PARAMETER_CLASSES:
+            flag = _keyword(call, "requires_grad")
+            if flag is None or _is_true(flag):
+                facts.parameters[attribute] = call
+        elif qualname is not None and qualname.startswith("torch.nn.") and qualname[9:10].isupper():
+            facts.modules[attribute] = (qualname, _built_inplace(call, qualname), call)
+    return facts
+
+
+def _small_statements(block: cst.BaseSuite) -> Iterator[cst.BaseSmallStatement]:
+    """The simple statements of a block and its nested if/for/with/try blocks, not of nested
+    functions or classes (their `self` may be anything). Statements only: cheap."""
+    stack: list[cst.CSTNode] = [block]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            yield from node.body
+        elif isinstance(node, (cst.IndentedBlock, cst.Module)):
+            stack.extend(reversed(node.body))
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        elif isinstance(node, cst.Match):
+            stack.extend(case.body for case in node.cases)  # a match has cases, not a body
+        elif isinstance(node, cst.BaseCompoundStatement):
+            stack.append(node.body)
+            for attribute in ("orelse", "finalbody"):
+                extra = getattr(node, attribute, None)
+                if extra is not None:
+                    stack.append(extra.body if isinstance(extra, (cst.Else, cst.Finally)) else extra)
+            if isinstance(node, cst.Try):
+                stack.extend(handler.body for handler in node.handlers)
+        elif isinstance(node, (cst.Else, cst.Finally, cst.ExceptHandler)):
+            stack.append(node.body)
+
+
+class _SelfAssignments:
+    """Values assigned to `self.<attr>`; attributes frozen with `requires_grad = False` or
+    registered by name."""
+
+    def __init__(self) -> None:
+        self.assigned: dict[str, list[cst.BaseExpression]] = {}
+        self.frozen: set[str] = set()
+
+    def read(self, statement: cst.BaseSmallStatement) -> None:
+        if isinstance(statement, cst.Assign):
+            for target in statement.targets:
+                self._assign(target.target, statement.value)
+        elif isinstance(statement, cst.AnnAssign) and statement.value is not None:
+            self._assign(statement.target, statement.value)
+        elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+            self._call(statement.value)
+
+    def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad":
+            attribute = _self_attribute(target.value)
+            if attribute is not None and _literal_bool(value) is not True:
+                self.frozen.add(attribute)
+            return
+        attribute = _self_attribute(target)
+        if attribute is not None:
+            self.assigned.setdefault(attribute, []).append(value)
+
+    def _call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and not _requires_grad_flag(node):
+            attribute = _self_attribute(func.value)
+            if attribute is not None:
+                self.frozen.add(attribute)
+        name = dotted_name(func)
+        if name in ("self.register_parameter", "self.register_buffer", "self.register_module", "self.add_module", "setattr"):
+            for arg in node.args[:2]:  # registered by name: never tracked
+                if isinstance(arg.value, cst.SimpleString) and isinstance(arg.value.evaluated_value, str):
+                    self.frozen.add(arg.value.evaluated_value)
+
+
+def _class_like(func: cst.BaseExpression) -> bool:
+    name = dotted_name(func)
+    return name is not None and name.rpartition(".")[2][:1].isupper()
+
+
+def _self_attribute(target: cst.BaseExpression) -> Optional[str]:
+    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+        return target.attr.value
+    return None
+
+
+def backward_mode_and_sinks(scope: Scope, module: cst.Module) -> tuple[str, Optional[frozenset[str]]]:
+    """("forward", names reaching the return) for an nn.Module forward, ("backward", names
+    reaching a backward call) for code that calls backward, ("", None) elsewhere."""
+    function = scope.function
+    if function is not None and is_forward_method(function, scope.owner):
+        body: cst.CSTNode = function.body
+        mode = "forward"
+    else:
+        body = function.body if function is not None else module
+        mode = "backward"
+    flow = _FlowCollector(mode)
+    if function is None:
+        for statement in module.body:
+            if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                flow.read(statement)
+    else:
+        flow.read(body)
+    if not flow.sinks:
+        return "", None
+    return mode, frozenset(_close_over(flow.sinks, flow.edges))
+
+
+def is_forward_method(function: cst.FunctionDef, owner: Optional[cst.ClassDef]) -> bool:
+    """`forward` (and timm-style `forward_features`, `_forward_impl`) of a class with bases."""
+    name = function.name.value.lstrip("_")
+    return owner is not None and bool(owner.bases) and name.startswith("forward")
+
+
+def _close_over(sinks: set[str], edges: dict[str, set[str]]) -> set[str]:
+    reached = set(sinks)
+    stack = list(sinks)
+    while stack:
+        for source in edges.get(stack.pop(), ()):
+            if source not in reached:
+                reached.add(source)
+                stack.append(source)
+    return reached
+
+
+def _names_in(node: Optional[cst.CSTNode]) -> set[str]:
+    found: set[str] = set()
+    if node is None:
+        return found
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Name):
+            found.add(item.value)
+        elif isinstance(item, cst.Attribute):
+            stack.append(item.value)  # `x.shape`: x, never the attribute name
+            continue
+        elif isinstance(item, cst.Lambda):
+            continue
+        else:
+            stack.extend(children(item))
+    return found
+
+
+class _FlowCollector:
+    """Which names feed which (assignments, `a.append(b)`, `a[k] = b`), and the sinks: names in
+    return values (forward) or in backward calls. Nested functions and classes are skipped."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.sinks: set[str] = set()
+        self.edges: dict[str, set[str]] = {}
+
+    def read(self, root: cst.CSTNode) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
+                continue
+            self._read_node(node)
+            stack.extend(children(node))
+
+    def _read_node(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                self._flow(target.target, node.value)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            self._flow(node.target, node.value)
+        elif isinstance(node, cst.For):
+            self._flow(node.target, node.iter)
+        elif isinstance(node, cst.Return) and self.mode == "forward":
+            self.sinks |= _names_in(node.value)
+        elif isinstance(node, cst.Call):
+            self._read_call(node)
+
+    def _flow(self, target: cst.BaseExpression, value: Optional[cst.CSTNode]) -> None:
+        sources = _names_in(value)
+        for name in _target_roots(target):
+            self.edges.setdefault(name, set()).update(sources)
+
+    def _read_call(self, node: cst.Call) -> None:
+        func = node.func
+        if self.mode == "backward" and is_backward_call(node):
+            if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+                self.sinks |= _names_in(func.value)
+            for arg in node.args:
+                self.sinks |= _names_in(arg.value)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert", "update", "add"):
+            for name in _target_roots(func.value):
+                self.edges.setdefault(name, set()).update(*(_names_in(arg.value) for arg in node.args))
+
+
+def _target_roots(target: cst.BaseExpression) -> Iterator[str]:
+    while isinstance(target, (cst.Subscript, cst.Attribute)):
+        target = target.value
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_roots(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_roots(target.value)

@@ -1,0 +1,310 @@
+"""TL103 inplace-on-grad-tensor: behaviour beyond the rule's own Bad/Good cases."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchlint.testing import check_sources
+
+
+def findings(code: str) -> list[tuple[int, str]]:
+    result = check_sources({"m.py": textwrap.dedent(code).lstrip("\n")}, select=["TL103"])
+    return sorted((f.location.line, f.message) for f in result.findings if f.code == "TL103")
+
+
+def lines(code: str) -> list[int]:
+    return [line for line, _ in findings(code)]
+
+
+MODULE_HEADER = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+"""
+
+
+def module(forward_body: str) -> str:
+    return MODULE_HEADER + "\n    def forward(self, x):\n" + textwrap.indent(textwrap.dedent(forward_body).strip("\n"), " " * 8) + "\n"
+
+
+def test_saved_output_message_names_the_op_its_line_and_the_fix():
+    [(line, message)] = findings(module("y = torch.sigmoid(self.fc(x))\ny += 1\nreturn y"))
+    assert line == 12
+    assert "in-place `+=` on the output of `torch.sigmoid` (line 11)" in message
+    assert "modified by an inplace operation" in message
+    assert "write `y = y + ...`" in message
+
+
+def test_leaf_message_names_its_creation_and_no_grad():
+    code = """
+    import torch
+    w = torch.zeros(3, requires_grad=True)
+    w.uniform_()
+    """
+    [(line, message)] = findings(code)
+    assert line == 3
+    assert "leaf that requires grad (`torch.zeros(..., requires_grad=True)` at line 2)" in message
+    assert "with torch.no_grad():" in message
+
+
+def test_torch_inplace_functions_are_inplace_on_their_first_argument():
+    code = """
+    import torch
+    import torch.nn.functional as F
+    w = torch.nn.Parameter(torch.randn(3))
+    torch.relu_(w)
+    F.elu_(w)
+    """
+    assert lines(code) == [4, 5]
+
+
+def test_inplace_method_statement_makes_the_receiver_a_saved_output():
+    assert lines(module("h = self.fc(x)\nh.sigmoid_()\nh.mul_(2)\nreturn h")) == [13]
+    assert lines(module("h = self.fc(x)\nF.relu(h, inplace=True)\nh += x\nreturn h")) == [13]
+    # out-of-place GELU / SiLU do not save their output
+    assert lines(module("h = F.gelu(self.fc(x))\nh += x\nh = F.silu(h)\nh += x\nreturn h")) == []
+
+
+def test_branches_merge_as_may_paths():
+    all_reassigned = """
+    y = torch.softmax(self.fc(x), -1)
+    if self.a:
+        y = y * 2
+    elif self.b:
+        y = y + 1
+    else:
+        y = self.fc(y)
+    y += 1
+    return y
+    """
+    one_keeps_it = """
+    y = torch.softmax(self.fc(x), -1)
+    if self.a:
+        y = y * 2
+    y += 1
+    return y
+    """
+    assert lines(module(all_reassigned)) == []
+    assert lines(module(one_keeps_it)) == [14]
+
+
+def test_set_grad_enabled_false_statement():
+    in_function = """
+    import torch
+    def f():
+        torch.set_grad_enabled(False)
+        w = torch.ones(2, requires_grad=True)
+        w.add_(1)
+    """
+    at_module_level = """
+    import torch
+    torch.set_grad_enabled(False)
+    w = torch.ones(2, requires_grad=True)
+    w.add_(1)
+    """
+    assert lines(in_function) == []
+    assert lines(at_module_level) == []
+
+
+def test_enable_grad_inside_no_grad_turns_recording_back_on():
+    code = """
+    import torch
+    @torch.no_grad()
+    def f():
+        w = torch.ones(2, requires_grad=True)
+        w.add_(1)
+        with torch.enable_grad():
+            w.add_(1)
+    """
+    assert lines(code) == [7]
+
+
+def test_conditional_no_grad_context_is_treated_as_no_grad():
+    code = """
+    import contextlib, torch
+    def f(train):
+        w = torch.ones(2, requires_grad=True)
+        with torch.no_grad() if not train else contextlib.nullcontext():
+            w.add_(1)
+    """
+    assert lines(code) == []
+
+
+def test_nested_functions_do_not_see_outer_names():
+    code = """
+    import torch
+    def outer():
+        w = torch.ones(2, requires_grad=True)
+        def inner(w):
+            w.add_(1)
+        return inner
+    """
+    assert lines(code) == []
+
+
+def test_parameter_loops_flag_only_updates_with_their_grad():
+    code = """
+    def step(model, lr):
+        for name, p in model.named_parameters():
+            p.sub_(lr * p.grad)
+        for p in model.parameters():
+            p.mul_(0.5)
+        for p in model.parameters():
+            p.add_(q.grad)
+    """
+    assert lines(code) == [3]
+
+
+def test_requires_grad_attribute_and_method_statements():
+    code = """
+    import torch
+    x = torch.ones(3)
+    x.requires_grad = True
+    x += 1
+    y = torch.ones(3)
+    y.requires_grad_()
+    y.requires_grad_(False)
+    y += 1
+    """
+    assert lines(code) == [4]
+
+
+def test_views_of_leaves_but_not_copies():
+    code = """
+    import torch
+    w = torch.nn.Parameter(torch.randn(3, 3))
+    v = w.t()
+    v.add_(1)
+    w[idx].add_(1)
+    w[mask] = 0
+    w.data[0] = 1
+    w.detach().zero_()
+    w.clone().zero_()
+    """
+    assert lines(code) == [4, 6]
+
+
+def test_parameter_without_grad_is_not_a_grad_leaf():
+    code = """
+    import torch
+    a = torch.nn.Parameter(torch.ones(3), requires_grad=False)
+    a.add_(1)
+    b = torch.nn.Parameter(torch.ones(3), False)
+    b.add_(1)
+    """
+    assert lines(code) == []
+
+
+def test_frozen_self_parameter_is_not_flagged():
+    code = """
+    import torch
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(3))
+            self.w.requires_grad_(False)
+            self.v = nn.Parameter(torch.ones(3))
+        def forward(self, x):
+            self.w.mul_(0.9)
+            self.v.mul_(0.9)
+            return x * self.w * self.v
+    """
+    assert lines(code) == [11]
+
+
+def test_forward_of_a_class_without_bases_is_not_a_module_forward():
+    code = """
+    import torch
+    class Helper:
+        def forward(self, x):
+            y = torch.sigmoid(self.fc(x))
+            y += 1
+            return y
+    """
+    assert lines(code) == []
+
+
+def test_submodule_named_norm_is_not_tensor_norm():
+    code = module("y = self.norm(self.fc(x))\ny += 1\nz = self.fc(x).norm(dim=1)\nz += 1\nreturn y, z")
+    assert lines(code) == [14]
+
+
+def test_dropout_message_says_when_it_writes():
+    code = """
+    import torch.nn as nn
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qk = nn.Linear(4, 4)
+            self.drop = nn.Dropout(0.1, inplace=True)
+        def forward(self, x):
+            attn = self.qk(x).softmax(-1)
+            attn = self.drop(attn)
+            return attn
+    """
+    [(line, message)] = findings(code)
+    assert line == 9
+    assert "`nn.Dropout(inplace=True)`, which writes whenever p > 0 in training" in message
+
+
+def test_function_passed_along_under_no_grad_is_exempt():
+    code = """
+    import torch
+    def shrink(p):
+        for q in p.parameters():
+            q -= 0.1 * q.grad
+    def main(model):
+        with torch.no_grad():
+            model.apply(shrink)
+    """
+    assert lines(code) == []
+
+
+def test_saved_output_in_training_function_only_when_it_reaches_the_loss():
+    reaches = """
+    import torch
+    def step(model, x, y):
+        p = model(x).softmax(1)
+        p.clamp_(1e-6, 1.0)
+        losses = []
+        losses.append(-(p.log() * y).sum())
+        sum(losses).backward()
+    """
+    metric_only = """
+    import torch
+    def step(model, x, y):
+        out = model(x)
+        p = out.softmax(1)
+        p.clamp_(1e-6, 1.0)
+        (out - y).pow(2).mean().backward()
+        return p
+    """
+    assert lines(reaches) == [4]
+    assert lines(metric_only) == []
+
+
+def test_match_statements_in_init_do_not_crash():
+    from torchlint.testing import check_sources
+
+    source = (
+        "import torch\nfrom torch import nn\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self, kind):\n"
+        "        super().__init__()\n"
+        "        match kind:\n"
+        "            case 'a':\n"
+        "                self.w = nn.Parameter(torch.ones(3))\n"
+        "            case _:\n"
+        "                raise ValueError(kind)\n\n"
+        "    def forward(self, x):\n"
+        "        self.w.add_(1)\n"
+        "        return x * self.w\n"
+    )
+    result = check_sources({"m.py": source}, select=["TL103", "TL001"])
+    assert [f.code for f in result.findings] == ["TL103"]
