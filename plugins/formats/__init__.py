@@ -8,18 +8,19 @@ from torchlint.findings import Finding
 from torchlint.pluginmanager import hookimpl
 from torchlint.report import ReportContext
 
-from . import codeclimate, github, json_formats, junit, sarif, text
+import importlib
 
+# name -> (module, writer): a run imports only the module of the format it writes.
 WRITERS = {
-    "full": text.write_full,
-    "concise": text.write_concise,
-    "pylint": text.write_pylint,
-    "json": json_formats.write_json,
-    "json-lines": json_formats.write_json_lines,
-    "sarif": sarif.write_sarif,
-    "github": github.write_github,
-    "gitlab": codeclimate.write_gitlab,
-    "junit": junit.write_junit,
+    "full": ("text", "write_full"),
+    "concise": ("text", "write_concise"),
+    "pylint": ("text", "write_pylint"),
+    "json": ("json_formats", "write_json"),
+    "json-lines": ("json_formats", "write_json_lines"),
+    "sarif": ("sarif", "write_sarif"),
+    "github": ("github", "write_github"),
+    "gitlab": ("codeclimate", "write_gitlab"),
+    "junit": ("junit", "write_junit"),
 }
 
 
@@ -30,8 +31,9 @@ def torchlint_output_formats() -> list[str]:
 
 @hookimpl(trylast=True)
 def torchlint_report(findings: list[Finding], format: str, stream: TextIO, config, rules) -> bool | None:
-    writer = WRITERS.get(format)
-    if writer is None:
+    if format not in WRITERS:
         return None
+    module_name, function = WRITERS[format]
+    writer = getattr(importlib.import_module(f"{__name__}.{module_name}"), function)
     writer(findings, stream, ReportContext(config, rules or {}))
     return True

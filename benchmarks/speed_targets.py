@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""torchlint's own speed targets on one tree, measured in one run (standard library only).
+
+  cold-1     torchlint check --no-cache --jobs 1     CPU time vs the libcst parse floor (target <= 1.5x)
+  cold-N     torchlint check --no-cache (all cores)  wall time
+  warm       torchlint check, cache filled, nothing changed   (target <= 0.5 s wall)
+  commit-5   torchlint check on 5 files, as pre-commit runs it, interpreter start included (target <= 0.4 s)
+  peak RSS   of the largest process in cold-1                 (target <= 300 MB)
+
+Usage:
+  python3 benchmarks/speed_targets.py /work/corpora/timm --torchlint .venv/bin/torchlint --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_torchfix import LIBCST_FLOOR, measure, script_interpreter  # noqa: E402
+
+
+def python_files(root: str) -> list[str]:
+    found = []
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in (".git", "__pycache__"))
+        found.extend(os.path.join(directory, name) for name in sorted(filenames) if name.endswith(".py"))
+    return found
+
+
+def median_run(cmd: list[str], workdir: str, repeat: int, timeout: float) -> dict:
+    runs = [measure(cmd, workdir, timeout) for _ in range(repeat)]
+    good = [r for r in runs if "error" not in r]
+    if not good:
+        raise SystemExit(f"failed: {' '.join(cmd)}: {runs[0].get('error')}")
+    return {
+        "wall_s": statistics.median(r["wall_s"] for r in good),
+        "cpu_s": statistics.median(r["user_s"] + r["sys_s"] for r in good),
+        "rss_mb": max(r["maxrss_kib"] for r in good) / 1024,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("corpus")
+    parser.add_argument("--torchlint", default=shutil.which("torchlint") or "torchlint")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=1800)
+    args = parser.parse_args()
+    corpus = os.path.abspath(args.corpus)
+    python = script_interpreter(args.torchlint) or sys.executable
+    files = python_files(corpus)
+    with tempfile.TemporaryDirectory(prefix="torchlint-speed-") as workdir:
+        # The cache lives in the project root: give the copy its own pyproject so runs don't share one.
+        tree = os.path.join(workdir, "tree")
+        shutil.copytree(corpus, tree, ignore=shutil.ignore_patterns("__pycache__", ".git"))
+        with open(os.path.join(tree, "pyproject.toml"), "w") as handle:
+            handle.write("[tool.torchlint]\n")
+        base = [args.torchlint, "check", "--exit-zero", "-q"]
+        floor = median_run([python, "-c", LIBCST_FLOOR, tree, json.dumps([".git", "__pycache__"])], workdir, args.repeat, args.timeout)
+        cold_1 = median_run([*base, "--no-cache", "--jobs", "1", tree], workdir, args.repeat, args.timeout)
+        cold_n = median_run([*base, "--no-cache", tree], workdir, args.repeat, args.timeout)
+        measure([*base, tree], workdir, args.timeout)  # fill the cache
+        warm = median_run([*base, tree], workdir, args.repeat, args.timeout)
+        torch_files = [f for f in python_files(tree) if "torch" in open(f, encoding="utf-8", errors="replace").read()]
+        five = sorted(torch_files, key=os.path.getsize)[len(torch_files) // 2 :][:5]  # typical, not the smallest
+        commit = median_run([*base, "--no-cache", "--force-exclude", *five], workdir, args.repeat, args.timeout)
+    rows = [
+        ("libcst parse floor", floor, ""),
+        ("cold, --jobs 1", cold_1, f"CPU {cold_1['cpu_s'] / floor['cpu_s']:.2f}x floor (target <= 1.5x)"),
+        ("cold, all cores", cold_n, f"wall {cold_n['wall_s'] / floor['wall_s']:.2f}x floor wall"),
+        ("warm (cache, no change)", warm, f"target <= 0.5 s wall: {'met' if warm['wall_s'] <= 0.5 else 'MISSED'}"),
+        ("pre-commit, 5 files", commit, f"target <= 0.4 s wall: {'met' if commit['wall_s'] <= 0.4 else 'MISSED'}"),
+    ]
+    print(f"{len(files)} files in {corpus}; {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'run':<26}{'wall s':>9}{'CPU s':>9}{'RSS MB':>9}  note")
+    for label, row, note in rows:
+        print(f"{label:<26}{row['wall_s']:>9.2f}{row['cpu_s']:>9.2f}{row['rss_mb']:>9.0f}  {note}")
+    print(f"peak RSS of cold --jobs 1: {cold_1['rss_mb']:.0f} MB (target <= 300 MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
