@@ -19,7 +19,7 @@ def builtin_rules() -> dict:
     pm = make_plugin_manager()
     rules = dict(ENGINE_RULES)
     for code, rule in collect_rules(pm).items():
-        if rule.__module__.startswith("torchlint.plugins."):
+        if rule.__module__.startswith("torchlint."):  # built-ins: static rules and runtime codes
             rules[code] = rule
     return dict(sorted(rules.items()))
 

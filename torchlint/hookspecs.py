@@ -92,3 +92,27 @@ def torchlint_output_formats() -> list[str]:
 @hookspec
 def torchlint_sessionfinish(result: Any) -> None:
     """Called at the end of a run with the ``CheckResult``; may inspect or add to it."""
+
+
+@hookspec
+def torchlint_probes() -> list[type]:
+    """Return the runtime probe classes this plugin provides (subclasses of
+    ``torchlint.runtime.probing.Probe``).
+
+    Called once in the child process of ``torchlint run``, after torch is imported and
+    before the target runs, so a plugin module may defer its torch imports to this hook (the
+    static ``torchlint check`` loads every plugin and must not import torch). Each probe
+    declares the static codes it ``confirms`` and the TL7xx ``runtime_code`` of evidence that
+    matches no static finding.
+    """
+
+
+@hookspec(firstresult=True)
+def torchlint_select_device(requested: str) -> Any:
+    """Return the device mode for ``--device requested`` (a ``torchlint.runtime.devices.DeviceMode``),
+    or None if this plugin does not provide it.
+
+    Called once in the child process of ``torchlint run``. The first non-None result wins;
+    the built-in modes (cpu, cuda, fake-cuda, meta) are implemented ``trylast``, so a plugin
+    can add a mode or replace a built-in one.
+    """

@@ -1,0 +1,182 @@
+"""Autograd probe: confirms TL103 at the line that edits a tensor in place.
+
+Every tensor autograd saves for backward goes through ``saved_tensors_hooks``: the pack
+hook wraps it in a holder that records its version counter and the line that saved it, and
+a weak registry maps the tensor (and its base, for views) to live holders. After an in-place
+operation (``*_`` methods, ``+=`` and friends, item assignment, ``out=``, ``inplace=True``)
+the probe compares versions and reports the mutation line; ``detect_anomaly`` would point
+at the op that saved the tensor instead. A holder dies with its graph (after backward), so
+edits after ``backward()`` (the optimizer's) are not reported.
+
+Installing pack hooks turns off autograd's own version check for the tensors they handle,
+so the unpack hook repeats it and raises the same error, naming the mutation line: a
+program behaves exactly as without torchlint. In-place edits of a leaf that requires grad
+(or a view of one) are reported before torch raises its own error.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from torchlint.runtime.frames import Site
+from torchlint.runtime.probing import Probe, op_name
+
+Tensor = torch.Tensor
+
+_AUGMENTED = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
+              "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__", "__setitem__"}
+_NOT_DATA = {"requires_grad_", "share_memory_", "record_stream", "retain_grad", "_fix_weakref"}
+_INPLACE_KEYWORD = {F.relu, F.relu6, F.elu, F.selu, F.celu, F.leaky_relu, F.hardtanh, F.rrelu, F.threshold,
+                    F.hardsigmoid, F.hardswish, F.silu, F.mish, F.dropout, F.dropout1d, F.dropout2d, F.dropout3d,
+                    F.alpha_dropout, F.feature_alpha_dropout}
+
+
+def _mutating_name(func: Any) -> bool:
+    name = getattr(func, "__name__", "")
+    return name in _AUGMENTED or (name.endswith("_") and not name.startswith("_") and name not in _NOT_DATA)
+
+
+class _Saved:
+    __slots__ = ("tensor", "version", "saved_at", "mutated_at", "__weakref__")
+
+    def __init__(self, tensor: Tensor, saved_at: Site | None) -> None:
+        self.tensor = tensor
+        self.version = tensor._version
+        self.saved_at = saved_at
+        self.mutated_at: Site | None = None
+
+
+class AutogradProbe(Probe):
+    name = "autograd"
+    confirms = ("TL103",)
+    runtime_code = "TL705"
+    summary = "in-place edits of tensors autograd saved, and of leaves that require grad"
+
+    #: Dead entries are swept after this many packs (a weakref callback per saved tensor
+    #: cost more than the sweep).
+    SWEEP_EVERY = 4096
+
+    def install(self) -> None:
+        self.saved: dict[int, list[weakref.ref]] = {}
+        self._packs_since_sweep = 0
+        self._leaf_reported: set[int] = set()
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._hooks.__enter__()
+
+    def uninstall(self) -> None:
+        self._hooks.__exit__(None, None, None)
+
+    # -- saved tensors ----------------------------------------------------------------------
+    def _pack(self, tensor: Tensor) -> _Saved:
+        holder = _Saved(tensor, self.ctx.frames.user_site())
+        ref = weakref.ref(holder)
+        saved = self.saved
+        saved.setdefault(id(tensor), []).append(ref)
+        base = tensor._base
+        if base is not None:
+            saved.setdefault(id(base), []).append(ref)
+        self._packs_since_sweep += 1
+        if self._packs_since_sweep >= self.SWEEP_EVERY:
+            self._sweep()
+        return holder
+
+    def _unpack(self, holder: _Saved) -> Tensor:
+        tensor = holder.tensor
+        if tensor._version != holder.version:
+            where = f" at {holder.mutated_at.short()}" if holder.mutated_at else ""
+            error = RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; expected version "
+                f"{holder.version} instead. (torchlint: it was modified in place{where})"
+            )
+            self.ctx.explain(error, "TL103")
+            raise error
+        return tensor
+
+    def _sweep(self) -> None:
+        """Drop holders whose graph is gone (an id may be reused only once its tensor died)."""
+        self._packs_since_sweep = 0
+        live = {}
+        for key, refs in self.saved.items():
+            kept = [ref for ref in refs if ref() is not None]
+            if kept:
+                live[key] = kept
+        self.saved = live
+
+    # -- in-place operations ----------------------------------------------------------------
+    def watches(self, func: Any) -> bool:
+        # `out=` is honoured on the functions watched here; watching every torch.* function
+        # for a rare `out=` would cost every operation a Python call.
+        return _mutating_name(func) or func in _INPLACE_KEYWORD
+
+    def _target(self, func: Any, args: tuple, kwargs: dict) -> Tensor | None:
+        if kwargs:
+            out = kwargs.get("out")
+            if isinstance(out, Tensor):
+                return out
+            if kwargs.get("inplace") is True and func in _INPLACE_KEYWORD:
+                return args[0] if args and isinstance(args[0], Tensor) else None
+        if args and isinstance(args[0], Tensor) and _mutating_name(func):
+            return args[0]
+        return None
+
+    def before(self, func: Any, args: tuple, kwargs: dict) -> None:
+        if not torch.is_grad_enabled():
+            return
+        target = self._target(func, args, kwargs)
+        if target is None:
+            return
+        site = self.ctx.site()
+        self.ctx.observed(self, "TL103", site, "no tensor autograd needed was edited here")
+        if not target.requires_grad:
+            return
+        base = target._base
+        if target.is_leaf:
+            what = "a leaf tensor that requires grad"
+        elif base is not None and base.is_leaf and base.requires_grad:
+            what = "a view of a leaf tensor that requires grad"
+        else:
+            return
+        where = f" at {site.short()}" if site else ""
+        if self.ctx.evidence(self, code="TL103", at=site, sites=[site],
+                             message=f"in-place `{op_name(func)}`{where} on {what} (outside torch.no_grad())",
+                             data={"op": op_name(func), "kind": "leaf"}):
+            self._leaf_reported.add(id(target))
+
+    def after(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
+        if not self.saved:
+            return
+        target = self._target(func, args, kwargs)
+        if target is None:
+            return
+        refs = list(self.saved.get(id(target), ()))
+        if target._base is not None:
+            refs += self.saved.get(id(target._base), ())
+        for ref in refs:
+            holder = ref()
+            if holder is None or holder.mutated_at is not None or holder.tensor._version == holder.version:
+                continue
+            site = self.ctx.site()
+            holder.mutated_at = site
+            where = f" at {site.short()}" if site else ""
+            saved = f" by the operation at {holder.saved_at.short()} `{self.ctx.source(holder.saved_at)}`" if holder.saved_at else ""
+            self.ctx.evidence(
+                self,
+                code="TL103",
+                at=site,
+                sites=[site],
+                message=f"in-place `{op_name(func)}`{where} modified a tensor saved for backward{saved}; backward will fail",
+                data={"op": op_name(func), "kind": "saved", "saved_at": [holder.saved_at.path, holder.saved_at.line] if holder.saved_at else None},
+            )
+
+    def failed(self, func: Any, args: tuple, kwargs: dict, exc: BaseException) -> None:
+        target = self._target(func, args, kwargs)
+        if target is not None and id(target) in self._leaf_reported:
+            self.ctx.explain(exc, "TL103")
+
+
+PROBE = AutogradProbe

@@ -1,0 +1,92 @@
+"""Checkpoint probe: confirms TL301 by reading where a checkpoint's storages live.
+
+For each ``torch.load`` without ``map_location``, the probe reads the storage location tags
+(``cuda:0``, ``cpu``) from the file before torch does, without unpickling anything (see
+``torchlint.runtime.checkpoint_locations``), then lets ``torch.load`` run as usual.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+from typing import Any
+
+import torch
+import torch.serialization
+
+from torchlint.runtime.checkpoint_locations import storage_locations
+from torchlint.runtime.probing import Probe
+
+
+class CheckpointProbe(Probe):
+    name = "checkpoint"
+    confirms = ("TL301",)
+    runtime_code = "TL706"
+    summary = "torch.load without map_location of a checkpoint holding CUDA storages"
+
+    def install(self) -> None:
+        self._originals = (torch.load, torch.serialization.load)
+        original = torch.serialization.load
+
+        @functools.wraps(original)
+        def load(f: Any, *args: Any, **kwargs: Any) -> Any:
+            confirmed = False
+            if not args and "map_location" not in kwargs:
+                try:
+                    confirmed = self._inspect(f)
+                except Exception as exc:  # never let the probe break a load
+                    self.ctx.probe_crashed(self, "torch.load", exc)
+            try:
+                return original(f, *args, **kwargs)
+            except Exception as exc:
+                if confirmed:  # "Attempting to deserialize object on a CUDA device" is this finding
+                    self.ctx.explain(exc, "TL301")
+                raise
+
+        torch.load = torch.serialization.load = load
+
+    def uninstall(self) -> None:
+        torch.load, torch.serialization.load = self._originals
+
+    def _inspect(self, f: Any) -> bool:
+        """Report what the checkpoint holds; True when it holds CUDA storages."""
+        site = self.ctx.site()
+        locations = _locations_of(f)
+        if locations is None:
+            self.ctx.observed(self, "TL301", site, "the checkpoint's storage locations could not be read")
+            return False
+        cuda = {loc: n for loc, n in locations.items() if loc.startswith("cuda")}
+        if not cuda:
+            placed = ", ".join(sorted(locations)) or "no storages"
+            self.ctx.observed(self, "TL301", site, f"this checkpoint holds {placed} storages only; one saved on a GPU would not load on a CPU machine")
+            return False
+        summary = ", ".join(f"{n} storage{'s' * (n != 1)} on {loc}" for loc, n in sorted(cuda.items()))
+        where = f" at {site.short()}" if site else ""
+        name = os.path.basename(os.fspath(f)) if isinstance(f, (str, os.PathLike)) else type(f).__name__
+        self.ctx.evidence(
+            self,
+            code="TL301",
+            at=site,
+            sites=[site],
+            message=f"`torch.load`{where} without map_location read {name}, which holds {summary}: "
+                    "this fails on a machine without that GPU",
+            data={"locations": locations},
+        )
+        return True
+
+
+def _locations_of(f: Any) -> dict[str, int] | None:
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as stream:
+            return storage_locations(stream)
+    if isinstance(f, io.IOBase) and f.seekable():
+        position = f.tell()
+        try:
+            return storage_locations(f)
+        finally:
+            f.seek(position)
+    return None
+
+
+PROBE = CheckpointProbe

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "runtime"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one)")
+
+
+@dataclass
+class RunResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def report(self) -> dict:
+        try:
+            return json.loads(self.stdout)
+        except ValueError:
+            raise AssertionError(f"not a JSON report (exit {self.returncode}):\n{self.stdout}\n--- stderr ---\n{self.stderr[-3000:]}") from None
+
+    def findings(self, status: str | None = None) -> list[dict]:
+        return [f for f in self.report["findings"] if status is None or f["status"] == status]
+
+    def codes(self, status: str) -> set[str]:
+        return {f["code"] for f in self.findings(status)}
+
+
+def torchlint_run(*args: str, cwd: Path, timeout: float = 120) -> RunResult:
+    """`torchlint run ARGS` in a subprocess, as a user would type it."""
+    import time
+
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchlint", "run", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    )
+    return RunResult(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
+
+
+@pytest.fixture
+def write(tmp_path):
+    def write(name: str, text: str) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+        return path
+
+    return write

@@ -1,0 +1,93 @@
+"""Evidence to statuses, runtime-only findings and outcomes: plain data, no torch needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from torchlint.findings import Finding, Location
+from torchlint.runtime.matching import merge
+from torchlint.runtime.runner import ChildResult
+
+START = {"event": "start", "probes": [{"name": "device", "confirms": ["TL201"], "runtime_code": "TL701"},
+                                      {"name": "loss", "confirms": ["TL101"], "runtime_code": "TL704"}]}
+ENABLED = {"TL101", "TL201", "TL301"}
+
+
+def static(code: str, path: Path, line: int, end_line: int | None = None) -> Finding:
+    return Finding(code, code.lower(), "static message", str(path), Location(line, 5, end_line or line, 9))
+
+
+def child(*events: dict, **kwargs) -> ChildResult:
+    defaults = dict(returncode=0, timed_out=False, seconds=1.0, script="/p/train.py")
+    defaults.update(kwargs)
+    return ChildResult(events=[START, *events], **defaults)
+
+
+def completed(**counts) -> dict:
+    return {"event": "outcome", "status": "completed", "optimizer_steps": 1, "forward_calls": 1, **counts}
+
+
+def statuses(findings):
+    return {(f.code, f.location.line): f.evidence[0].status for f in findings}
+
+
+def test_confirmed_not_reproduced_not_reached_and_not_probed(tmp_path):
+    models = tmp_path / "models.py"
+    evidence = {"event": "evidence", "probe": "device", "code": "TL201", "runtime_code": "TL701",
+                "message": "add mixed cpu and cuda:0", "at": [str(models), 12], "sites": [[str(models), 11]], "data": {}}
+    observed = {"event": "observed", "code": "TL101", "path": str(models), "line": 30, "note": "its input was logits"}
+    findings, outcome = merge(
+        [static("TL201", models, 11), static("TL101", models, 29, 31), static("TL101", models, 40), static("TL301", models, 50)],
+        child(evidence, observed, completed()), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    assert statuses(findings) == {("TL201", 11): "confirmed", ("TL101", 29): "not reproduced",
+                                  ("TL101", 40): "not reached", ("TL301", 50): "not probed"}
+    assert findings[0].evidence[0].detail == "add mixed cpu and cuda:0"
+    assert outcome.succeeded
+
+
+def test_unexplained_evidence_becomes_a_runtime_only_finding(tmp_path):
+    evidence = {"event": "evidence", "probe": "device", "code": None, "runtime_code": "TL701",
+                "message": "conv2d mixed cpu and cuda:0", "at": [str(tmp_path / "train.py"), 7], "sites": [], "data": {}}
+    findings, _ = merge([], child(evidence, completed()), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    (finding,) = findings
+    assert (finding.code, finding.path, finding.location.line) == ("TL701", "train.py", 7)
+    assert finding.evidence[0].status == "runtime only"
+
+
+def test_evidence_for_a_disabled_rule_is_dropped(tmp_path):
+    evidence = {"event": "evidence", "probe": "loss", "code": "TL101", "runtime_code": "TL704",
+                "message": "m", "at": [str(tmp_path / "t.py"), 3], "sites": [[str(tmp_path / "t.py"), 3]], "data": {}}
+    findings, _ = merge([], child(evidence, completed()), enabled={"TL201"}, cwd=tmp_path, timeout=10)
+    assert findings == []
+
+
+def test_a_crash_explained_by_evidence_is_not_reported_twice(tmp_path):
+    raised = {"event": "outcome", "status": "raised", "optimizer_steps": 0, "forward_calls": 1,
+              "exception": {"type": "RuntimeError", "message": "m", "at": None, "explained_by": "TL201"}}
+    findings, outcome = merge([], child(raised), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    assert findings == [] and outcome.status == "raised"
+    raised["exception"]["explained_by"] = None
+    findings, _ = merge([], child(raised), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    assert [f.code for f in findings] == ["TL702"]
+
+
+def test_signal_death_and_timeout_without_an_outcome(tmp_path):
+    progress = {"event": "progress", "optimizer_steps": 4, "forward_calls": 4}
+    findings, outcome = merge([], child(progress, returncode=-6, signal_name="SIGABRT", output_tail="Fatal Python error: Aborted"),
+                              enabled=ENABLED, cwd=tmp_path, timeout=10)
+    assert outcome.status == "killed" and "after 4 optimizer steps" in outcome.summary
+    assert findings[0].code == "TL702" and "Fatal Python error" in findings[0].evidence[0].data["output_tail"]
+    findings, outcome = merge([], child(returncode=-9, timed_out=True), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    assert outcome.status == "timed-out" and [f.code for f in findings] == ["TL703"]
+
+
+def test_a_torn_last_event_line_is_skipped(tmp_path):
+    from torchlint.runtime.events import EventWriter, read_events
+
+    path = tmp_path / "events.jsonl"
+    writer = EventWriter(path)
+    writer.emit("progress", optimizer_steps=1)
+    writer.close()
+    with open(path, "a") as stream:
+        stream.write('{"event": "evid')
+    assert [e["event"] for e in read_events(path)] == ["progress"]

@@ -1,0 +1,6 @@
+"""`torchlint run`: execute the user's code in a child process under runtime probes.
+
+The parent side (this package minus ``child``, ``probing`` and ``devices``) never imports torch
+or the user's code; the child writes JSON-lines evidence that the parent matches to static
+findings.
+"""

@@ -1,0 +1,261 @@
+"""The child half of `torchlint run`: ``python -m torchlint.runtime.child SPEC.json``.
+
+Imports torch, selects the device mode, installs the probes, runs the target as ``__main__``
+(or calls its entry), and records one ``outcome`` event. Everything goes to the JSON-lines
+event file named in the spec; what the target prints goes to the parent through our stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from torchlint.runtime.events import EventWriter
+
+EXIT_OK, EXIT_USAGE, EXIT_SETUP = 0, 2, 3
+
+
+class EntryError(Exception):
+    """`file.py:entry` does not name a usable function (a usage error)."""
+
+
+class Progress:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def __call__(self, message: str) -> None:
+        if not self.quiet:
+            stream = sys.__stderr__
+            if stream is not None:
+                stream.write(f"torchlint: {message}\n")
+                stream.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    spec = json.loads(Path(argv[0]).read_text())
+    events = EventWriter(spec["events"])
+    progress = Progress(spec.get("quiet", False))
+    try:
+        import torch
+    except ImportError as exc:
+        events.emit("error", kind="setup", message=(
+            f"torch cannot be imported by {sys.executable} ({exc}); install the runtime extra: pip install 'torchlint[runtime]'"))
+        return EXIT_SETUP
+
+    from torchlint.pluginmanager import make_plugin_manager
+    from torchlint.runtime import devices
+    from torchlint.runtime.devices import DeviceUnavailable
+
+    pm = make_plugin_manager(tuple(spec.get("plugins", ())), Path(spec["project_root"]) if spec.get("project_root") else None)
+    pm.register(devices, name="torchlint-device-modes")
+    mode = pm.hook.torchlint_select_device(requested=spec["device"])
+    if mode is None:
+        events.emit("error", kind="usage", message=f"unknown --device {spec['device']!r} (built in: {', '.join(devices.BUILTIN_MODES)})")
+        return EXIT_USAGE
+    try:
+        mode.check()
+    except DeviceUnavailable as exc:
+        events.emit("error", kind="usage", message=str(exc))
+        return EXIT_USAGE
+    try:
+        return _run_under_probes(spec, events, progress, pm, mode, torch)
+    except Exception as exc:  # torchlint's own failure, not the target's (that one is caught inside)
+        events.emit("error", kind="internal", message=f"torchlint's child process failed: {type(exc).__name__}: {exc}",
+                    traceback=traceback.format_exc()[-8000:])
+        traceback.print_exc()
+        return EXIT_SETUP
+
+
+def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any) -> int:
+    from torchlint.runtime.devices import SimulationLimit
+    from torchlint.runtime.frames import default_classifier
+    from torchlint.runtime.probing import ProbeContext, ProbeDispatch
+    from torchlint.runtime.steps import StepCounter, StepLimitReached
+
+    ctx = ProbeContext(events, default_classifier(), mode, progress)
+    probe_classes = [cls for group in pm.hook.torchlint_probes() for cls in (group or ())]
+    probes = [cls(ctx) for cls in probe_classes]
+    events.emit(
+        "start",
+        torch=torch.__version__,
+        device=mode.name,
+        pid=os.getpid(),
+        probes=[{"name": p.name, "confirms": list(p.confirms), "runtime_code": p.runtime_code} for p in probes],
+    )
+
+    def on_progress(kind: str, steps: int, forwards: int) -> None:
+        events.emit("progress", optimizer_steps=steps, forward_calls=forwards)
+        limit = f"/{counter.limit}" if counter.limit else ""
+        progress(f"step {steps}{limit}" if kind == "step" else f"forward call {forwards}{limit} (no optimizer yet)")
+
+    counter = StepCounter(spec.get("steps"), on_progress)
+    progress(f"running {Path(spec['script']).name} on {mode.name} under probes: {', '.join(p.name for p in probes) or 'none'}")
+    started = time.monotonic()
+    outcome: dict[str, Any]
+    with contextlib.ExitStack() as stack:
+        installed = []
+        for probe in probes:
+            try:
+                probe.install()
+                installed.append(probe)
+            except Exception as exc:
+                ctx.probe_crashed(probe, "install", exc)
+        stack.callback(_uninstall, installed, ctx)
+        counter.install()
+        stack.callback(counter.uninstall)
+        stack.enter_context(mode.active())
+        # Entered last, so it sees each call first (with the device the user asked for),
+        # before the device mode rewrites it.
+        stack.enter_context(ProbeDispatch(installed, ctx))
+        try:
+            if spec.get("entry"):
+                _run_entry(Path(spec["script"]), spec["entry"], mode, torch)
+            else:
+                _run_script(Path(spec["script"]), spec.get("args", []))
+            outcome = {"status": "completed"}
+        except StepLimitReached as exc:
+            outcome = {"status": "steps-reached", "detail": f"stopped after {exc}"}
+        except SimulationLimit as exc:
+            site = ctx.frames.user_site(_innermost_frame(exc))
+            outcome = {"status": "stopped", "detail": str(exc), "op": exc.op, "at": [site.path, site.line] if site else None}
+        except EntryError as exc:
+            events.emit("error", kind="usage", message=str(exc))
+            return EXIT_USAGE
+        except SystemExit as exc:
+            code = exc.code
+            if code is None or code == 0:
+                outcome = {"status": "completed", "detail": "sys.exit(0)"}
+            else:
+                if not isinstance(code, int):
+                    print(code, file=sys.stderr)
+                outcome = {"status": "exited", "exit_code": code if isinstance(code, int) else 1}
+        except BaseException as exc:  # the target's own error, KeyboardInterrupt included
+            _print_user_traceback(exc, ctx)
+            outcome = {"status": "raised", "exception": _describe(exc, ctx, mode)}
+    outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
+    events.emit("outcome", **outcome)
+    progress(f"{outcome['status']} after {counter.optimizer_steps} optimizer steps, {counter.forward_calls} forward calls")
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    return EXIT_OK
+
+
+def _uninstall(probes: list, ctx: Any) -> None:
+    for probe in reversed(probes):
+        try:
+            probe.uninstall()
+        except Exception as exc:
+            ctx.probe_crashed(probe, "uninstall", exc)
+
+
+def _run_script(script: Path, args: list[str]) -> None:
+    import runpy
+
+    # As `python train.py` would: argv[0] is the script, sys.path[0] its folder.
+    sys.argv = [str(script), *args]
+    sys.path[0] = str(script.parent)
+    runpy.run_path(str(script), run_name="__main__")
+
+
+def _run_entry(script: Path, entry: str, mode: Any, torch: Any) -> None:
+    """Import the file as a module, call ``entry()`` -> (model, example_inputs), then run one
+    forward and one backward pass."""
+    import importlib.util
+
+    sys.argv = [str(script)]
+    sys.path[0] = str(script.parent)
+    module_spec = importlib.util.spec_from_file_location(script.stem, script)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[script.stem] = module
+    module_spec.loader.exec_module(module)
+    function = getattr(module, entry, None)
+    if not callable(function):
+        defined = sorted(name for name, value in vars(module).items() if callable(value) and not name.startswith("_")
+                         and getattr(value, "__module__", None) == script.stem)
+        hint = f" (it defines: {', '.join(defined)})" if defined else ""
+        raise EntryError(f"{script.name} has no function {entry!r}{hint}")
+    built = function()
+    if not (isinstance(built, (tuple, list)) and len(built) == 2 and isinstance(built[0], torch.nn.Module)):
+        raise EntryError(f"{script.name}:{entry}() must return (model, example_inputs), got {type(built).__name__}")
+    model, inputs = built
+    if mode.target_device:
+        model = model.to(mode.target_device)
+        inputs = _move(inputs, mode.target_device, torch)
+    if isinstance(inputs, dict):
+        output = model(**inputs)
+    elif isinstance(inputs, (tuple, list)):
+        output = model(*inputs)
+    else:
+        output = model(inputs)
+    tensor = _first_differentiable(output, torch)
+    if tensor is not None:
+        tensor.float().sum().backward()
+
+
+def _move(value: Any, device: str, torch: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_move(v, device, torch) for v in value)
+    if isinstance(value, dict):
+        return {k: _move(v, device, torch) for k, v in value.items()}
+    return value
+
+
+def _first_differentiable(value: Any, torch: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value if value.requires_grad else None
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+    for item in items:
+        found = _first_differentiable(item, torch)
+        if found is not None:
+            return found
+    return None
+
+
+def _print_user_traceback(exc: BaseException, ctx: Any) -> None:
+    """The traceback `python train.py` would print: from the target's first frame on."""
+    from torchlint.runtime.frames import USER
+
+    tb = exc.__traceback__
+    while tb is not None and ctx.frames.verdict(tb.tb_frame.f_code.co_filename) != USER:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
+
+
+def _innermost_frame(exc: BaseException) -> Any:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame if tb is not None else None
+
+
+def _describe(exc: BaseException, ctx: Any, mode: Any) -> dict[str, Any]:
+    from torchlint.runtime.frames import USER
+
+    site = None
+    for frame, _ in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        found = ctx.frames.user_site(frame)
+        if found is not None and ctx.frames.verdict(frame.f_code.co_filename) == USER:
+            site = found
+            break
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {
+        "type": type(exc).__name__,
+        "message": mode.explain(str(exc)),
+        "at": [site.path, site.line] if site else None,
+        "traceback": mode.explain(text[-8000:]),
+        "explained_by": getattr(exc, "__torchlint_explained__", None),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Which stack frame is the user's: the first one outside torch, torchlint and libraries.
+
+Every probe event carries the user line that caused it. Walking the stack is cheap when the
+verdict for each file name is cached; this runs inside the child only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import FrameType
+from typing import NamedTuple
+
+USER, LIBRARY, INTERNAL = 0, 1, 2
+
+
+class Site(NamedTuple):
+    path: str  # absolute
+    line: int
+    function: str
+
+    def short(self) -> str:
+        return f"{os.path.basename(self.path)}:{self.line}"
+
+
+class FrameClassifier:
+    def __init__(self, internal_dirs: list[str]) -> None:
+        self._internal = tuple(os.path.join(os.path.realpath(d), "") for d in internal_dirs)
+        paths = sysconfig.get_paths()
+        library_dirs = {paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")} - {None}
+        self._library = tuple(os.path.join(os.path.realpath(d), "") for d in library_dirs)
+        self._verdicts: dict[str, int] = {}
+        self._absolutes: dict[str, str] = {}
+
+    def verdict(self, filename: str) -> int:
+        verdict = self._verdicts.get(filename)
+        if verdict is None:
+            real = os.path.realpath(filename) if not filename.startswith("<") else filename
+            if filename.startswith("<") or real.startswith(self._internal):
+                verdict = INTERNAL
+            elif real.startswith(self._library):
+                verdict = LIBRARY
+            else:
+                verdict = USER
+            self._verdicts[filename] = verdict
+        return verdict
+
+    def user_site(self, frame: FrameType | None = None) -> Site | None:
+        """The innermost user frame; failing that the innermost library frame outside torch."""
+        frame = frame or sys._getframe(1)
+        fallback = None
+        verdicts = self._verdicts
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            verdict = verdicts.get(filename)
+            if verdict is None:
+                verdict = self.verdict(filename)
+            if verdict == USER:
+                return Site(self._absolute(filename), frame.f_lineno, frame.f_code.co_name)
+            if verdict == LIBRARY and fallback is None:
+                fallback = frame
+            frame = frame.f_back
+        if fallback is None:
+            return None
+        return Site(self._absolute(fallback.f_code.co_filename), fallback.f_lineno, fallback.f_code.co_name)
+
+    def _absolute(self, filename: str) -> str:
+        absolute = self._absolutes.get(filename)
+        if absolute is None:
+            absolute = self._absolutes[filename] = os.path.abspath(filename)
+        return absolute
+
+
+def default_classifier() -> FrameClassifier:
+    import torch
+
+    import torchlint
+
+    dirs = [os.path.dirname(torch.__file__), os.path.dirname(torchlint.__file__)]
+    try:
+        import torchlint.plugins as builtin_plugins
+
+        dirs.extend(builtin_plugins.__path__)
+    except ImportError:
+        pass
+    return FrameClassifier(dirs)

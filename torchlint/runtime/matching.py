@@ -1,0 +1,209 @@
+"""Turning the child's events into the report's findings (parent side, plain data only).
+
+A static finding of code C is ``confirmed`` when a probe's evidence for C names a line
+inside it, ``not reproduced`` when a probe checked C's condition on one of its lines and saw
+nothing wrong, ``not reached`` when no probe for C got there, and ``not probed`` when no
+installed probe can check C at all. Evidence no static finding explains becomes a runtime-only
+finding with the probe's TL7xx code; so do a crash and a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from torchlint.findings import Evidence, Finding, Location, Severity
+from torchlint.runtime.rules import RUNTIME_RULES
+from torchlint.runtime.runner import ChildResult
+
+CONFIRMED, NOT_REPRODUCED, NOT_REACHED, NOT_PROBED = "confirmed", "not reproduced", "not reached", "not probed"
+RUNTIME_ONLY = "runtime only"
+
+
+@dataclass
+class Outcome:
+    """How the run ended, in words, for the report's header."""
+
+    status: str  # completed, steps-reached, stopped, exited, raised, killed, timed-out, no-outcome
+    summary: str
+    optimizer_steps: int = 0
+    forward_calls: int = 0
+    seconds: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
+    short: str = ""  # the summary without details, e.g. "raised RuntimeError at train.py:20"
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status in ("completed", "steps-reached", "stopped")
+
+
+def _key(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def display_path(path: str, cwd: Path) -> str:
+    try:
+        return os.path.relpath(path, cwd) if not os.path.relpath(path, cwd).startswith("..") else path
+    except ValueError:
+        return path
+
+
+def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | frozenset[str], cwd: Path,
+          timeout: float) -> tuple[list[Finding], Outcome]:
+    start = child.first("start") or {}
+    probe_codes = {code for probe in start.get("probes", ()) for code in probe.get("confirms", ())}
+    evidence = [e for e in child.events if e["event"] == "evidence" and (e.get("code") is None or e["code"] in enabled)]
+    observed: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for event in child.events:
+        if event["event"] == "observed":
+            observed.setdefault((event["code"], _key(event["path"])), []).append((event["line"], event.get("note", "")))
+    outcome = describe_outcome(child, cwd, timeout)
+    used: set[int] = set()
+    findings: list[Finding] = []
+    for finding in static:
+        findings.append(replace(finding, evidence=(_status_of(finding, evidence, observed, probe_codes, used, outcome),)))
+    for index, event in enumerate(evidence):
+        if index not in used and event.get("runtime_code") in RUNTIME_RULES and event.get("at"):
+            findings.append(_runtime_finding(event["runtime_code"], event["message"], event["at"], cwd, event))
+    findings.extend(_outcome_findings(child, outcome, cwd))
+    findings.extend(_probe_crashes(child, cwd))
+    return _dedupe(findings), outcome
+
+
+def _inside(finding: Finding, path_key: str, line: int) -> bool:
+    loc = finding.location
+    return _key(finding.path) == path_key and loc.line <= line <= max(loc.end_line, loc.line)
+
+
+def _status_of(finding: Finding, evidence: list[dict], observed: dict, probe_codes: set[str], used: set[int],
+               outcome: Outcome) -> Evidence:
+    if finding.code not in probe_codes:
+        return Evidence(NOT_PROBED, "no runtime probe checks this rule")
+    confirmations = []
+    for index, event in enumerate(evidence):
+        if event.get("code") == finding.code and any(_inside(finding, _key(p), line) for p, line in event.get("sites", ())):
+            used.add(index)
+            confirmations.append(event)
+    if confirmations:
+        first = confirmations[0]
+        data = dict(first.get("data", {}), probe=first["probe"])
+        if len(confirmations) > 1:
+            data["more"] = [e["message"] for e in confirmations[1:]]
+        return Evidence(CONFIRMED, first["message"], data)
+    path_key = _key(finding.path)
+    for line, note in observed.get((finding.code, path_key), ()):
+        if finding.location.line <= line <= max(finding.location.end_line, finding.location.line):
+            return Evidence(NOT_REPRODUCED, f"this line ran and {note}" if note else "this line ran without the problem")
+    if outcome.succeeded and outcome.status != "stopped":
+        return Evidence(NOT_REACHED, "this line did not run")
+    return Evidence(NOT_REACHED, f"this line did not run before the program {outcome.short}")
+
+
+def _location(line: int) -> Location:
+    return Location(line, 1, line, 1)
+
+
+def _runtime_finding(code: str, message: str, at: list, cwd: Path, event: dict | None = None,
+                     severity: Severity | None = None) -> Finding:
+    rule = RUNTIME_RULES[code]
+    data = dict((event or {}).get("data", {}))
+    if event and event.get("probe"):
+        data["probe"] = event["probe"]
+    return Finding(
+        code=code,
+        name=rule.name,
+        message=message,
+        path=display_path(at[0], cwd),
+        location=_location(int(at[1])),
+        severity=severity or rule.severity,
+        evidence=(Evidence(RUNTIME_ONLY, message, data),),
+    )
+
+
+def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
+    event = child.first("outcome")
+    last = [e for e in child.events if e["event"] == "progress"]
+    steps = (event or (last[-1] if last else {})).get("optimizer_steps", 0)
+    forwards = (event or (last[-1] if last else {})).get("forward_calls", 0)
+    counts = dict(optimizer_steps=steps, forward_calls=forwards, seconds=round(child.seconds, 2))
+    far = f"after {steps} optimizer step{'s' * (steps != 1)} and {forwards} forward call{'s' * (forwards != 1)}"
+    if child.timed_out and event is None:
+        return Outcome("timed-out", f"timed out after {timeout:g} s ({far}); its process group was killed",
+                       short=f"timed out after {timeout:g} s", **counts)
+    if event is None:
+        if child.signal_name:
+            return Outcome("killed", f"was killed by {child.signal_name} {far}", short=f"was killed by {child.signal_name}", **counts)
+        if child.returncode == 0:
+            return Outcome("completed", f"exited with status 0 ({far})", **counts)
+        return Outcome("exited", f"exited with status {child.returncode} without reporting back {far}",
+                       short=f"exited with status {child.returncode}", **counts)
+    status = event["status"]
+    if status == "completed":
+        return Outcome(status, f"completed {far}", **counts)
+    if status == "steps-reached":
+        return Outcome(status, f"stopped as asked {far}", **counts)
+    if status == "stopped":
+        where = f" at {display_path(event['at'][0], cwd)}:{event['at'][1]}" if event.get("at") else ""
+        return Outcome(status, f"stopped{where} {far}: {event.get('detail', '')}", data={"at": event.get("at")},
+                       short=f"stopped{where} ({event.get('detail', '')})", **counts)
+    if status == "exited":
+        return Outcome(status, f"called sys.exit({event.get('exit_code')}) {far}", data=event,
+                       short=f"called sys.exit({event.get('exit_code')})", **counts)
+    exception = event.get("exception", {})
+    where = f" at {display_path(exception['at'][0], cwd)}:{exception['at'][1]}" if exception.get("at") else ""
+    return Outcome("raised", f"raised {exception.get('type')}{where} {far}: {exception.get('message', '')}".rstrip(": "),
+                   data=exception, short=f"raised {exception.get('type')}{where}", **counts)
+
+
+def _outcome_findings(child: ChildResult, outcome: Outcome, cwd: Path) -> list[Finding]:
+    tail = _tail(child.output_tail)
+    if outcome.status == "timed-out" or (child.timed_out and outcome.succeeded):
+        message = f"the program {outcome.summary}" if not outcome.succeeded else \
+            "the program finished but did not exit before the timeout (a thread or child process kept it alive)"
+        return [_crash("TL703", message, outcome, child, cwd, tail)]
+    if outcome.succeeded and not child.signal_name:
+        return []
+    if outcome.status == "raised" and outcome.data.get("explained_by"):
+        return []  # the evidence that explains the exception is already in the report
+    message = f"the program {outcome.summary}"
+    if child.signal_name and outcome.succeeded:
+        message = f"the program finished but its interpreter died by {child.signal_name} while shutting down"
+    return [_crash("TL702", message, outcome, child, cwd, tail)]
+
+
+def _crash(code: str, message: str, outcome: Outcome, child: ChildResult, cwd: Path, tail: str) -> Finding:
+    at = outcome.data.get("at") if isinstance(outcome.data.get("at"), list) else None
+    if at is None:
+        at = [child.script, 1]
+    finding = _runtime_finding(code, message, at, cwd)
+    data = {"output_tail": tail, "returncode": child.returncode}
+    if outcome.data.get("traceback"):
+        data["traceback"] = outcome.data["traceback"]
+    return replace(finding, evidence=(Evidence(RUNTIME_ONLY, message, data),))
+
+
+def _probe_crashes(child: ChildResult, cwd: Path) -> list[Finding]:
+    crashes = []
+    for event in child.events:
+        if event["event"] == "probe-crashed":
+            at = [child.script, 1]
+            crashes.append(_runtime_finding("TL707", event["message"], at, cwd, severity=Severity.WARNING))
+    return crashes
+
+
+def _tail(text: str, lines: int = 20) -> str:
+    kept = text.splitlines()[-lines:]
+    return "\n".join(line[:500] for line in kept)
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    seen = set()
+    unique = []
+    for finding in findings:
+        key = (finding.code, finding.path, finding.location.line, finding.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(finding)
+    return sorted(unique, key=Finding.sort_key)

@@ -1,0 +1,113 @@
+"""`torchlint run` from options to exit code: static check, child run, merge, report.
+
+The static check of the target's folder runs while the child imports torch, so the two
+overlap. Nothing here imports torch or the user's code.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from torchlint.findings import Finding, Severity
+from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, merge
+from torchlint.runtime.report import status_of, write_json, write_text
+from torchlint.runtime.runner import RunningChild, RunSpec
+from torchlint.runtime.target import Target, TargetError, parse_target
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    target: str
+    script_args: tuple[str, ...] = ()
+    device: str = "cpu"
+    steps: int | None = None
+    timeout: float = 300.0
+    quiet: bool = False
+    output_format: str = "text"
+    config_path: str | None = None
+
+
+def _error(message: str) -> int:
+    sys.stderr.write(f"torchlint: error: {message}\n")
+    return EXIT_ERROR
+
+
+def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
+    try:
+        target = parse_target(options.target, cwd)
+    except TargetError as exc:
+        return _error(str(exc))
+    if target.entry and options.script_args:
+        return _error(f"{options.target} is an entry; arguments after -- are for scripts only")
+
+    from torchlint.config import ConfigError
+    from torchlint.pluginmanager import PluginError
+    from torchlint.session import open_session
+
+    try:
+        session = open_session(Path(options.config_path) if options.config_path else None, target.path.parent, cwd)
+        enabled = session.enabled()
+    except (ConfigError, PluginError) as exc:
+        return _error(str(exc))
+
+    spec = RunSpec(
+        target=target,
+        args=options.script_args,
+        device=options.device,
+        steps=options.steps,
+        timeout=options.timeout,
+        quiet=options.quiet,
+        plugins=session.config.plugins,
+        project_root=str(session.config.root) if session.config.root else None,
+    )
+    child = RunningChild(spec, cwd=cwd)
+    try:
+        static = _static_findings(session, enabled, target, cwd, options.quiet)
+    except BaseException:
+        child.kill()
+        raise
+    result = child.finish()
+
+    error = result.first("error")
+    if error is not None:
+        return _error(error["message"])
+    findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout)
+    header = f"torchlint run {target.display} --device {options.device}"
+    if options.output_format == "json":
+        write_json(findings, outcome, {"path": str(target.path), "entry": target.entry, "device": options.device}, out)
+    else:
+        write_text(findings, outcome, header, out)
+    return EXIT_FINDINGS if any(_fails(f) for f in findings) else EXIT_CLEAN
+
+
+def _fails(finding: Finding) -> bool:
+    status = status_of(finding)
+    return status == CONFIRMED or (status == RUNTIME_ONLY and finding.severity == Severity.ERROR)
+
+
+def _static_findings(session, enabled: set[str], target: Target, cwd: Path, quiet: bool) -> list[Finding]:
+    from torchlint.config import ConfigError
+    from torchlint.static.engine import StaticEngine
+
+    try:
+        engine = StaticEngine(session.config, session.pm, session.rules, enabled)
+    except ConfigError as exc:
+        sys.stderr.write(f"torchlint: static check skipped: {exc}\n")
+        return []
+    result = engine.check_paths([target.path.parent], cwd=cwd)
+    if not quiet:
+        sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s) "
+                         f"under {_shown(target.path.parent, cwd)}\n")
+    return result.findings
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd)) or "."
+    except ValueError:
+        return str(path)

@@ -1,0 +1,232 @@
+"""The probe API and the one TorchFunctionMode that feeds every probe; child process only.
+
+A probe is a class with metadata (``name``, the static ``confirms`` codes, the TL7xx
+``runtime_code`` for evidence no static finding explains) and lifecycle methods. Probes that
+watch torch calls say which functions they want (``watches``); the dispatcher caches that
+answer per function, so an operation no probe wants costs one dict lookup. A probe that
+raises is switched off and reported (TL707); the target never sees the probe's error.
+
+Third-party probes subclass ``Probe`` and return their classes from a ``torchlint_probes``
+hook implementation, exactly like the built-in ones in ``torchlint.plugins.probes``.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import traceback
+from typing import Any, ClassVar, Iterable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from torchlint.runtime.devices import DeviceMode
+from torchlint.runtime.events import EventWriter
+from torchlint.runtime.frames import FrameClassifier, Site
+
+
+class Probe:
+    """Base class of runtime probes. Override what you need; every method is optional."""
+
+    #: Short name shown in progress lines and reports.
+    name: ClassVar[str] = ""
+    #: Static rule codes this probe can confirm (or find not reproduced).
+    confirms: ClassVar[tuple[str, ...]] = ()
+    #: Code for evidence that matches no static finding (a TL7xx runtime-only finding).
+    runtime_code: ClassVar[str | None] = None
+    summary: ClassVar[str] = ""
+
+    def __init__(self, ctx: ProbeContext) -> None:
+        self.ctx = ctx
+
+    def install(self) -> None:
+        """Called before the target runs (patch functions, register hooks)."""
+
+    def uninstall(self) -> None:
+        """Called after the target has run, whatever happened; undo ``install``."""
+
+    def watches(self, func: Any) -> bool:
+        """Whether ``before``/``after``/``failed`` want calls of this torch function."""
+        return False
+
+    def before(self, func: Any, args: tuple, kwargs: dict) -> None:
+        """Before a watched call runs."""
+
+    def after(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
+        """After a watched call returned ``result``."""
+
+    def failed(self, func: Any, args: tuple, kwargs: dict, exc: BaseException) -> None:
+        """A watched call raised ``exc`` (it is re-raised afterwards)."""
+
+
+class ProbeContext:
+    """What probes share: the event channel, user-frame lookup and the device mode."""
+
+    def __init__(self, events: EventWriter, frames: FrameClassifier, device: DeviceMode, progress: Any) -> None:
+        self.events = events
+        self.frames = frames
+        self.device = device
+        self.progress = progress
+        self._observed: set[tuple] = set()
+        self._reported: set[tuple] = set()
+
+    # -- where ------------------------------------------------------------------------------
+    def site(self) -> Site | None:
+        """The user line that is running now (the innermost frame outside torch/torchlint)."""
+        return self.frames.user_site(sys._getframe(1))
+
+    @staticmethod
+    def source(site: Site | None) -> str:
+        if site is None:
+            return ""
+        return linecache.getline(site.path, site.line).strip()
+
+    def device_name(self, device: Any) -> str:
+        return self.device.device_name(device)
+
+    # -- what -------------------------------------------------------------------------------
+    def observed(self, probe: Probe, code: str, site: Site | None, note: str = "") -> None:
+        """The probe checked ``code``'s condition at ``site`` (used for "not reproduced")."""
+        if site is None:
+            return
+        key = (code, site.path, site.line)
+        if key in self._observed:
+            return
+        self._observed.add(key)
+        self.events.emit("observed", probe=probe.name, code=code, path=site.path, line=site.line, note=note)
+
+    def evidence(
+        self,
+        probe: Probe,
+        *,
+        code: str | None,
+        at: Site | None,
+        message: str,
+        sites: Iterable[Site | None] = (),
+        runtime_code: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> bool:
+        """Report a problem seen at ``at``. ``sites`` are the lines where a static finding of
+        ``code`` would be the same problem (e.g. the factory line for a device mismatch).
+        Returns False when the same problem at the same line was already reported."""
+        where = (at.path, at.line) if at else None
+        key = (probe.name, code, runtime_code, where, message)
+        if key in self._reported:
+            return False
+        self._reported.add(key)
+        self.events.emit(
+            "evidence",
+            probe=probe.name,
+            code=code,
+            runtime_code=runtime_code or probe.runtime_code,
+            message=message,
+            at=list(where) if where else None,
+            sites=[[s.path, s.line] for s in sites if s is not None],
+            data=data or {},
+        )
+        return True
+
+    @staticmethod
+    def explain(exc: BaseException, code: str) -> None:
+        """Mark an exception as explained by evidence already reported (no separate TL702)."""
+        try:
+            exc.__torchlint_explained__ = code  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):
+            pass
+
+    def probe_crashed(self, probe: Probe, where: str, exc: BaseException) -> None:
+        frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+        origin = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
+        self.events.emit(
+            "probe-crashed",
+            probe=probe.name,
+            message=f"probe {probe.name!r} raised {type(exc).__name__}: {exc}{origin} in {where}; it is off for the rest of the run",
+        )
+
+
+_HOOKS = ("before", "after", "failed")
+
+
+class ProbeDispatch(TorchFunctionMode):
+    """One mode for all probes: a per-function table of the probe methods that want it."""
+
+    def __init__(self, probes: list[Probe], ctx: ProbeContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.probes = [p for p in probes if any(_overrides(p, hook) for hook in (*_HOOKS, "watches"))]
+        self._table: dict[Any, tuple[tuple, tuple, tuple]] = {}
+        self._empty = ((), (), ())
+
+    def _entry(self, func: Any) -> tuple[tuple, tuple, tuple]:
+        wanted = [p for p in self.probes if self._safe_watches(p, func)]
+        entry = tuple(tuple(getattr(p, hook) for p in wanted if _overrides(p, hook)) for hook in _HOOKS)
+        try:
+            self._table[func] = entry
+        except TypeError:  # an unhashable callable: decide each time
+            pass
+        return entry  # type: ignore[return-value]
+
+    def _safe_watches(self, probe: Probe, func: Any) -> bool:
+        try:
+            return bool(probe.watches(func))
+        except Exception as exc:
+            self.disable(probe, "watches", exc)
+            return False
+
+    def disable(self, probe: Probe, where: str, exc: BaseException) -> None:
+        if probe in self.probes:
+            self.probes.remove(probe)
+            self._table.clear()
+            self.ctx.probe_crashed(probe, where, exc)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        entry = self._table.get(func)
+        if entry is None:
+            entry = self._entry(func)
+        befores, afters, faileds = entry
+        if not (befores or afters or faileds):
+            return func(*args, **kwargs)
+        for hook in befores:
+            try:
+                hook(func, args, kwargs)
+            except Exception as exc:
+                self.disable(hook.__self__, "before", exc)
+        try:
+            result = func(*args, **kwargs)
+        except Exception as exc:
+            for hook in faileds:
+                try:
+                    hook(func, args, kwargs, exc)
+                except Exception as probe_exc:
+                    self.disable(hook.__self__, "failed", probe_exc)
+            raise
+        for hook in afters:
+            try:
+                hook(func, args, kwargs, result)
+            except Exception as exc:
+                self.disable(hook.__self__, "after", exc)
+        return result
+
+
+def _overrides(probe: Probe, hook: str) -> bool:
+    return getattr(type(probe), hook) is not getattr(Probe, hook)
+
+
+def op_name(func: Any) -> str:
+    """`add` for Tensor.__add__, `cross_entropy` for F.cross_entropy."""
+    name = getattr(func, "__name__", None) or repr(func)
+    return name.strip("_") or name
+
+
+def tensors_in(args: tuple, kwargs: dict) -> Iterable[torch.Tensor]:
+    """Tensor arguments, including those inside a list or tuple argument (torch.cat)."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, torch.Tensor):
+                    yield item

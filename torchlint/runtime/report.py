@@ -1,0 +1,62 @@
+"""The `torchlint run` report: text for people, JSON for tools."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any, TextIO
+
+from torchlint.findings import Finding
+from torchlint.runtime.matching import CONFIRMED, NOT_PROBED, NOT_REACHED, NOT_REPRODUCED, RUNTIME_ONLY, Outcome
+
+STATUS_ORDER = (CONFIRMED, RUNTIME_ONLY, NOT_REPRODUCED, NOT_REACHED, NOT_PROBED)
+
+
+def status_of(finding: Finding) -> str:
+    return finding.evidence[0].status if finding.evidence else NOT_PROBED
+
+
+def counts(findings: list[Finding]) -> dict[str, int]:
+    tally = Counter(status_of(f) for f in findings)
+    return {status: tally.get(status, 0) for status in STATUS_ORDER}
+
+
+def write_text(findings: list[Finding], outcome: Outcome, header: str, stream: TextIO) -> None:
+    stream.write(f"{header}: {outcome.summary} ({outcome.seconds:g} s)\n\n")
+    for finding in findings:
+        loc = finding.location
+        status = status_of(finding)
+        stream.write(f"{finding.path}:{loc.line}:{loc.column}: {finding.code} [{status}] {finding.message}\n")
+        evidence = finding.evidence[0] if finding.evidence else None
+        if evidence is None:
+            continue
+        if status != RUNTIME_ONLY and evidence.detail:
+            stream.write(f"    {'evidence' if status == CONFIRMED else 'runtime'}: {evidence.detail}\n")
+        for more in evidence.data.get("more", ()):
+            stream.write(f"    evidence: {more}\n")
+        tail = evidence.data.get("output_tail")
+        if tail:
+            stream.write("    last output:\n")
+            stream.write("".join(f"      | {line}\n" for line in tail.splitlines()[-12:]))
+    tally = counts(findings)
+    static = sum(n for status, n in tally.items() if status != RUNTIME_ONLY)
+    parts = ", ".join(f"{n} {status}" for status, n in tally.items() if n and status != RUNTIME_ONLY)
+    stream.write(f"\n{static} static finding{'s' * (static != 1)}" + (f": {parts}" if parts else ""))
+    stream.write(f"; {tally[RUNTIME_ONLY]} runtime-only finding{'s' * (tally[RUNTIME_ONLY] != 1)}.\n")
+
+
+def write_json(findings: list[Finding], outcome: Outcome, target: dict[str, Any], stream: TextIO) -> None:
+    document = {
+        "target": target,
+        "outcome": {
+            "status": outcome.status,
+            "summary": outcome.summary,
+            "optimizer_steps": outcome.optimizer_steps,
+            "forward_calls": outcome.forward_calls,
+            "seconds": outcome.seconds,
+        },
+        "findings": [dict(f.to_json(), status=status_of(f)) for f in findings],
+        "summary": counts(findings),
+    }
+    json.dump(document, stream, indent=2, ensure_ascii=False)
+    stream.write("\n")

@@ -1,0 +1,82 @@
+"""Counting optimizer steps and top-level forward calls, and stopping after ``--steps N``.
+
+Global hooks only (``register_optimizer_step_post_hook``, module forward hooks): the user's
+optimizer and model classes are not touched. Forward calls count only when no optimizer
+exists, so a training loop stops after its N-th step, not in the middle of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch.nn.modules import module as module_hooks
+from torch.optim import optimizer as optimizer_hooks
+
+
+class StepLimitReached(BaseException):
+    """Raised to stop the target; a BaseException so ``except Exception`` cannot swallow it."""
+
+
+def _progress_worthy(count: int) -> bool:
+    return count <= 10 or count % 100 == 0
+
+
+class StepCounter:
+    def __init__(self, limit: int | None, on_progress: Callable[[str, int, int], None]) -> None:
+        self.limit = limit
+        self.optimizer_steps = 0
+        self.forward_calls = 0
+        self._on_progress = on_progress
+        self._depth = 0
+        self._optimizer_seen = False
+        self._handles: list[Any] = []
+        self._original_optimizer_init: Any = None
+
+    def install(self) -> None:
+        self._handles = [
+            optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
+            module_hooks.register_module_forward_pre_hook(self._enter_forward),
+            module_hooks.register_module_forward_hook(self._leave_forward, always_call=True),
+        ]
+        original = self._original_optimizer_init = torch.optim.Optimizer.__init__
+        counter = self
+
+        def init_and_note(optimizer: Any, *args: Any, **kwargs: Any) -> None:
+            counter._optimizer_seen = True
+            original(optimizer, *args, **kwargs)
+
+        torch.optim.Optimizer.__init__ = init_and_note  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        if self._original_optimizer_init is not None:
+            torch.optim.Optimizer.__init__ = self._original_optimizer_init  # type: ignore[method-assign]
+
+    def as_dict(self) -> dict[str, int]:
+        return {"optimizer_steps": self.optimizer_steps, "forward_calls": self.forward_calls}
+
+    # -- hooks ------------------------------------------------------------------------------
+    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._optimizer_seen = True
+        self.optimizer_steps += 1
+        if _progress_worthy(self.optimizer_steps):
+            self._on_progress("step", self.optimizer_steps, self.forward_calls)
+        if self.limit is not None and self.optimizer_steps >= self.limit:
+            raise StepLimitReached(f"{self.optimizer_steps} optimizer steps")
+
+    def _enter_forward(self, module: Any, args: Any) -> None:
+        self._depth += 1
+
+    def _leave_forward(self, module: Any, args: Any, output: Any) -> None:
+        self._depth -= 1
+        # Loss modules are top-level calls too; only a module with parameters is "the model".
+        if self._depth != 0 or next(module.parameters(), None) is None:
+            return
+        self.forward_calls += 1
+        if _progress_worthy(self.forward_calls) and not self._optimizer_seen:
+            self._on_progress("forward", self.optimizer_steps, self.forward_calls)
+        if self.limit is not None and not self._optimizer_seen and self.forward_calls >= self.limit:
+            raise StepLimitReached(f"{self.forward_calls} forward calls")
