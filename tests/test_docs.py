@@ -9,6 +9,8 @@ def test_rule_docs_are_generated_and_current():
     stale = [name for name, text in pages.items() if not (docsgen.DOCS / name).exists() or (docsgen.DOCS / name).read_text() != text]
     extra = [p.name for p in docsgen.DOCS.glob("*.md") if p.name not in pages]
     assert stale == [] and extra == [], "run: python -m torchlint.docsgen"
+    readme = docsgen.README.read_text()
+    assert readme == docsgen.render_readme(readme), "README rule table is stale: run python -m torchlint.docsgen"
 
 
 def test_every_rule_doc_has_the_sections_users_expect():
