@@ -91,8 +91,15 @@ class Rule:
         self, node: cst.CSTNode, message: str, *, end_node: cst.CSTNode | None = None, fix: NodeFix | None = None
     ) -> None:
         """Report `node` (through `end_node`, if given). A `fix` replaces nodes with new ones;
-        it is offered only if its applicability is not riskier than the rule's `fix_safety`."""
-        self.ctx.report(self, node, message, end_node=end_node, fix=fix)
+        it is offered only if its applicability is not riskier than the rule's `fix_safety`.
+        Returns a handle for `withdraw`."""
+        return self.ctx.report(self, node, message, end_node=end_node, fix=fix)
+
+    def withdraw(self, handle: object) -> None:
+        """Take back a report once later code shows it was wrong (e.g. in `finish()`).
+        Report while visiting, not in `finish()`: positions and fix layout come from the
+        traversal context."""
+        self.ctx.withdraw(handle)
 
     def add_fact(self, key: str, value: Any) -> None:
         """Record a JSON-able fact about this file for ``project_check`` (cached with the file)."""

@@ -6,6 +6,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from torchlint.findings import Severity
+from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 from torchlint.static.names import dotted_name
 
@@ -114,8 +115,7 @@ class Origin:
 
 @dataclass
 class Candidate:
-    node: cst.CSTNode
-    message: str
+    report: object  # the handle `Rule.report` returned
     functions: tuple[str, ...]  # names of the enclosing functions, outermost first
 
 
@@ -192,6 +192,11 @@ class InplaceOnGradTensor(Rule):
             p -= lr * p.grad
     ```
 
+    ## Fix safety
+    For an augmented assignment to a saved output (`h += y`), the fix writes `h = h + y`:
+    unsafe, because any other reference to the old tensor no longer sees the update. Leaves
+    get no fix: rebinding the name would silently stop updating the parameter.
+
     ## Known limitations
     Names are followed within one function, in source order (the arms of an `if` are merged as
     possible paths); a tensor passed to another function or stored in a container or in an
@@ -209,6 +214,7 @@ class InplaceOnGradTensor(Rule):
     summary = "in-place op on a leaf that requires grad or on an output autograd saves for backward"
     severity = Severity.ERROR
     triggers = ("torch", "parameters(")
+    fix_safety = UNSAFE
     cases = [
         Bad(
             """
@@ -219,6 +225,16 @@ class InplaceOnGradTensor(Rule):
                 def forward(self, x):
                     gate = torch.sigmoid(self.fc(x))
                     gate *= self.scale  # error
+                    return x * gate
+            """,
+            fixed="""
+            import torch
+            import torch.nn as nn
+
+            class Gate(nn.Module):
+                def forward(self, x):
+                    gate = torch.sigmoid(self.fc(x))
+                    gate = gate * self.scale  # error
                     return x * gate
             """,
             note="saved output of torch.sigmoid modified in forward",
@@ -1000,7 +1016,13 @@ class InplaceOnGradTensor(Rule):
         if origin.kind == "saved":
             self.names.pop(name, None)  # one report per saved output: later writes repeat the fault
         functions = tuple(s.function.name.value for s in self.scopes if s.function is not None)
-        self.candidates.append(Candidate(node, message, functions))
+        fix_node = _out_of_place(node) if origin.kind == "saved" else None
+        handle = self.report(
+            node,
+            message,
+            fix=None if fix_node is None else NodeFix("Rewrite as an out-of-place assignment", UNSAFE, ((node, fix_node),)),
+        )
+        self.candidates.append(Candidate(handle, functions))
 
     def saved_message(self, name: str, origin: Origin, op: str, fix: str) -> Optional[str]:
         scope = self.scopes[-1]
@@ -1034,10 +1056,11 @@ class InplaceOnGradTensor(Rule):
                 self.called_without_grad.add(name.rpartition(".")[2])
 
     def finish(self) -> None:
+        # Reported while visiting (positions and fix layout need that context); withdrawn here
+        # when the enclosing function turns out to be called under no_grad in this file.
         for candidate in self.candidates:
             if any(function in self.called_without_grad for function in candidate.functions):
-                continue
-            self.report(candidate.node, candidate.message)
+                self.withdraw(candidate.report)
 
     # -- small helpers ------------------------------------------------------------------------
     def source(self, node: cst.CSTNode) -> str:
@@ -1426,3 +1449,25 @@ def _target_roots(target: cst.BaseExpression) -> Iterator[str]:
             yield from _target_roots(element.value)
     elif isinstance(target, cst.StarredElement):
         yield from _target_roots(target.value)
+
+
+_ATOMS = frozenset({"Name", "Attribute", "Call", "Subscript", "Integer", "Float", "Imaginary", "SimpleString"})
+
+
+def _out_of_place(node: cst.CSTNode) -> Optional[cst.Assign]:
+    """`h += y` -> `h = h + y` for a plain name (the right side parenthesised unless atomic)."""
+    if not isinstance(node, cst.AugAssign) or not isinstance(node.target, cst.Name):
+        return None
+    operator_name = type(node.operator).__name__
+    if not operator_name.endswith("Assign"):
+        return None
+    operator_class = getattr(cst, operator_name[: -len("Assign")], None)
+    if operator_class is None:
+        return None
+    right = node.value
+    if type(right).__name__ not in _ATOMS and not right.lpar:
+        right = right.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Assign(
+        targets=[cst.AssignTarget(target=node.target)],
+        value=cst.BinaryOperation(left=node.target, operator=operator_class(), right=right),
+    )

@@ -15,6 +15,7 @@ from torchlint.fix.apply import edit_from_span
 from torchlint.static.names import AliasTable, dotted_name, local_bindings
 
 if TYPE_CHECKING:
+    from torchlint.config import Config
     from torchlint.rule import Rule
 
 
@@ -32,8 +33,12 @@ class PendingReport:
 class FileContext:
     """Per-file state shared by every rule during the single traversal."""
 
-    def __init__(self, path: str, text: str, module: cst.Module, ancestors: list[cst.CSTNode]) -> None:
+    def __init__(
+        self, path: str, text: str, module: cst.Module, ancestors: list[cst.CSTNode], config: Config | None = None
+    ) -> None:
         self.path = path
+        #: The run's configuration: `config.target_torch`, `config.plugin_options(name)`.
+        self.config = config
         self.text = text
         self.module = module
         self.aliases = AliasTable(module)
@@ -107,7 +112,7 @@ class FileContext:
     # -- reporting --------------------------------------------------------------------------
     def report(
         self, rule: Rule, node: cst.CSTNode, message: str, *, end_node: cst.CSTNode | None = None, fix: NodeFix | None = None
-    ) -> None:
+    ) -> PendingReport:
         indents = ()
         if fix is not None:
             indents = tuple(
@@ -115,7 +120,12 @@ class FileContext:
                 for block in self.ancestors
                 if isinstance(block, cst.IndentedBlock)
             )
-        self.pending.append(PendingReport(rule, node, message, end_node, self._top_statement(node), fix, indents))
+        report = PendingReport(rule, node, message, end_node, self._top_statement(node), fix, indents)
+        self.pending.append(report)
+        return report
+
+    def withdraw(self, report: PendingReport) -> None:
+        self.pending = [item for item in self.pending if item is not report]
 
     def _top_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
         if len(self.ancestors) > 1:
