@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, ClassVar, Optional, Union
 
 import libcst as cst
 
+from torchlint.fix import NodeFix
 from torchlint.rule import Rule
 from torchlint.static.context import make_finding
 from torchlint.static.names import dotted_name
@@ -655,6 +656,29 @@ class ProbabilityFlowRule(Rule):
             return None
         return None
 
+    def _inline_fix(self, loss: cst.Call) -> Optional[NodeFix]:
+        """When the loss input is written as a softmax call right there, offer `fix_softmax`."""
+        arg = next((a for a in loss.args if a.keyword is not None and a.keyword.value == "input"), None)
+        if arg is None:
+            arg = next((a for a in loss.args if a.keyword is None and not a.star), None)
+        if arg is None or not isinstance(arg.value, cst.Call):
+            return None
+        softmax = arg.value
+        if self.ctx.qualname(softmax.func) in SOFTMAX_FUNCTIONS:
+            inner = next((a.value for a in softmax.args if a.keyword is None and not a.star), None)
+            method = None
+        elif isinstance(softmax.func, cst.Attribute) and softmax.func.attr.value == "softmax" and _looks_like_dim(softmax):
+            inner, method = softmax.func.value, softmax
+        else:
+            return None
+        if inner is None or "\n" in self.ctx.module.code_for_node(softmax):
+            return None  # multi-line rewrites are left to the author
+        return self.fix_softmax(softmax, inner, method is not None)
+
+    def fix_softmax(self, softmax: cst.Call, inner: cst.BaseExpression, is_method: bool) -> Optional[NodeFix]:
+        """The rule's rewrite of a softmax call that feeds the loss directly (None: no fix)."""
+        return None
+
     def _line(self, node: cst.CSTNode) -> int:
         return self.ctx.position(node)[0]
 
@@ -672,7 +696,7 @@ class ProbabilityFlowRule(Rule):
                     continue
             value = self.resolve(call.value)
             if isinstance(value, Prob):
-                self.report(call.node, self.message(call.label, self._where(value.origin)))
+                self.report(call.node, self.message(call.label, self._where(value.origin)), fix=self._inline_fix(call.node))
             elif isinstance(value, External):
                 self.add_fact(
                     "loss_input",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good
 
 from ._probability_flow import ProbabilityFlowRule
@@ -24,6 +25,10 @@ class NllLossWithoutLogSoftmax(ProbabilityFlowRule):
 
     `torch.log(F.softmax(x))` is log-probabilities and is not flagged here (it is numerically
     worse than `log_softmax`, which is another rule's business).
+
+    ## Fix safety
+    When the softmax is written inside the loss call, the fix turns it into `log_softmax`.
+    It is unsafe: the loss value changes — which is the point.
 
     ## Example
     ```python
@@ -57,6 +62,19 @@ class NllLossWithoutLogSoftmax(ProbabilityFlowRule):
         }
     )
     loss_kind = "nll"
+    fix_safety = UNSAFE
+
+    def fix_softmax(self, softmax, inner, is_method):
+        import libcst as cst
+
+        func = softmax.func
+        if isinstance(func, cst.Attribute):
+            renamed = func.with_changes(attr=cst.Name("log_softmax"))
+        elif isinstance(func, cst.Name):
+            renamed = func.with_changes(value="log_softmax")
+        else:
+            return None
+        return NodeFix("Use log_softmax", UNSAFE, ((func, renamed),))
     loss_label_functional = "nll_loss"
     loss_label_module = "NLLLoss"
 
@@ -65,6 +83,21 @@ class NllLossWithoutLogSoftmax(ProbabilityFlowRule):
         return f"{loss_label} expects log-probabilities; its input here is softmax output ({where}): use log_softmax"
 
     cases = [
+        Bad(
+            """
+            import torch.nn.functional as F
+
+            def step(logits, y):
+                return F.nll_loss(F.softmax(logits, dim=1), y)  # error
+            """,
+            fixed="""
+            import torch.nn.functional as F
+
+            def step(logits, y):
+                return F.nll_loss(F.log_softmax(logits, dim=1), y)  # error
+            """,
+            note="the fix turns the softmax into log_softmax",
+        ),
         Bad(
             """
             import torch.nn.functional as F

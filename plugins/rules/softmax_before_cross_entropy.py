@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good
 
 from ._probability_flow import ProbabilityFlowRule
@@ -28,6 +29,10 @@ class SoftmaxBeforeCrossEntropy(ProbabilityFlowRule):
     Only the input matters: probabilities as the TARGET (soft labels, distillation) are what
     `cross_entropy` expects there. Log-probabilities (`log_softmax`, `torch.log(softmax)`) as
     the input are mathematically fine.
+
+    ## Fix safety
+    When the softmax is written inside the loss call, the fix removes it (the loss receives
+    the logits). It is unsafe: the loss value changes — which is the point.
 
     ## Example
     ```python
@@ -58,6 +63,10 @@ class SoftmaxBeforeCrossEntropy(ProbabilityFlowRule):
         {"torch.nn.CrossEntropyLoss", "torch.nn.modules.CrossEntropyLoss", "torch.nn.modules.loss.CrossEntropyLoss"}
     )
     loss_kind = "cross_entropy"
+    fix_safety = UNSAFE
+
+    def fix_softmax(self, softmax, inner, is_method):
+        return NodeFix("Remove the softmax: pass the logits", UNSAFE, ((softmax, inner),))
     loss_label_functional = "cross_entropy"
     loss_label_module = "CrossEntropyLoss"
 
@@ -66,6 +75,27 @@ class SoftmaxBeforeCrossEntropy(ProbabilityFlowRule):
         return f"{loss_label} applies log_softmax itself; its input here is softmax output ({where}): pass the logits"
 
     cases = [
+        Bad(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def step(logits, y):
+                a = F.cross_entropy(torch.softmax(logits, dim=-1), y)  # error
+                b = F.cross_entropy(logits.softmax(1), y)  # error
+                return a + b
+            """,
+            fixed="""
+            import torch
+            import torch.nn.functional as F
+
+            def step(logits, y):
+                a = F.cross_entropy(logits, y)  # error
+                b = F.cross_entropy(logits, y)  # error
+                return a + b
+            """,
+            note="a softmax written right in the loss call: the fix passes the logits",
+        ),
         Bad(
             """
             import torch.nn.functional as F
