@@ -48,7 +48,7 @@ class FileContext:
         self.pending: list[PendingReport] = []
         self._positions = None
         self._bindings: dict[int, frozenset[str]] = {}
-        self._rebindable: dict[str, bool] = {}
+        self._rebindable: set[str] | None = None
 
     # -- names ------------------------------------------------------------------------------
     def qualname(self, node: cst.BaseExpression) -> str | None:
@@ -72,15 +72,24 @@ class FileContext:
         """False when the text proves no function re-binds `name` (no parameter, assignment,
         loop, `as`, def or class of that name anywhere): then no scope needs scanning. Most
         files never re-bind `torch`, `nn` or `F`, and most functions use them."""
-        known = self._rebindable.get(name)
-        if known is None:
-            pattern = re.compile(
-                rf"(?<![.\w]){re.escape(name)}\s*(?:[,)\]:]|=(?!=)|\s(?:in|for)\b)"
-                rf"|\b(?:as|def|class|for|global|nonlocal)\s+{re.escape(name)}\b"
-                rf"|[*]{re.escape(name)}\b"
-            )
-            known = self._rebindable[name] = pattern.search(self.text) is not None
-        return known
+        if self._rebindable is None:
+            self._rebindable = self._find_rebindable(set(self.aliases.aliases))
+        return name in self._rebindable
+
+    def _find_rebindable(self, heads: set[str]) -> set[str]:
+        """One pass over the text for every import-bound name at once."""
+        if not heads:
+            return set()
+        names = "|".join(sorted(map(re.escape, heads), key=len, reverse=True))
+        pattern = re.compile(
+            rf"(?<![.\w])({names})\s*(?:[,)\]:]|=(?!=)|\s(?:in|for)\b)"
+            rf"|\b(?:as|def|class|for|global|nonlocal)\s+({names})\b"
+            rf"|[*]({names})\b"
+        )
+        found: set[str] = set()
+        for match in pattern.finditer(self.text):
+            found.add(next(group for group in match.groups() if group))
+        return found
 
     def bindings_of(self, function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
         key = id(function)

@@ -151,21 +151,22 @@ def local_bindings(function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
         return frozenset(names)
     from torchlint.static.walker import iter_nodes
 
+    # Exact-type dispatch: libcst classes are ABCs, so each failed isinstance() is slow, and
+    # this runs over every node of a function body.
     scopes = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ImportAlias)
     for node in iter_nodes(function.body, skip=scopes):
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        kind = type(node).__name__
+        if kind in ("FunctionDef", "ClassDef"):
             names.add(node.name.value)  # nested scopes bind their name here, nothing inside
-        elif isinstance(node, cst.AssignTarget):
+        elif kind == "AssignTarget":
             names.update(_target_names(node.target))
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+        elif kind in ("AnnAssign", "AugAssign", "For"):
             names.update(_target_names(node.target))
-        elif isinstance(node, cst.For):
-            names.update(_target_names(node.target))
-        elif isinstance(node, cst.AsName) and isinstance(node.name, cst.BaseExpression):
+        elif kind == "AsName":
             names.update(_target_names(node.name))
-        elif isinstance(node, cst.NamedExpr):
+        elif kind == "NamedExpr":
             names.update(_target_names(node.target))
-        elif isinstance(node, cst.Global):
+        elif kind == "Global":
             names.difference_update(item.name.value for item in node.names)
         # ImportAlias is skipped: imports anywhere are already in the module alias table, and a
         # name two imports bind differently is dropped there as ambiguous.

@@ -22,6 +22,22 @@ _SKIPPED_FIELD_PREFIXES = (
 )
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_NODE_TYPES: frozenset[type] = frozenset()
+
+
+def _node_types() -> frozenset[type]:
+    """Every concrete libcst node class. `type(x) in` this set is a hash lookup, where
+    `isinstance(x, cst.CSTNode)` goes through ABC machinery (the walk's hottest line)."""
+    global _NODE_TYPES
+    if not _NODE_TYPES:
+        found: set[type] = set()
+        stack = [cst.CSTNode]
+        while stack:
+            cls = stack.pop()
+            found.add(cls)
+            stack.extend(cls.__subclasses__())
+        _NODE_TYPES = frozenset(found)
+    return _NODE_TYPES
 
 
 def _child_fields(cls: type) -> tuple[str, ...]:
@@ -74,6 +90,7 @@ class Dispatcher:
                 self._on_error(target, exc, node)
 
     def walk(self, root: cst.CSTNode) -> None:
+        node_types = _node_types()
         ancestors = self.ancestors
         visit_table, leave_table = self._visit, self._leave
         stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
@@ -96,39 +113,49 @@ class Dispatcher:
                 self._call(handlers, node)
             ancestors.append(node)
             push((node, True))
+            fields = _FIELDS.get(cls) or _child_fields(cls)
             children: list[cst.CSTNode] = []
-            for name in _child_fields(cls):
+            for name in fields:
                 value = getattr(node, name)
-                if isinstance(value, cst.CSTNode):
+                kind = type(value)
+                if kind in node_types:
                     children.append(value)
-                elif type(value) is tuple or type(value) is list:
+                elif kind is tuple or kind is list:
                     for item in value:
-                        if isinstance(item, cst.CSTNode):
+                        if type(item) in node_types:
                             children.append(item)
             for child in reversed(children):
                 push((child, False))
+
+
+_SKIP_TYPES: dict[tuple[type, ...], frozenset[type]] = {}
 
 
 def iter_nodes(root: cst.CSTNode, *, skip: tuple[type, ...] = ()) -> Iterator[cst.CSTNode]:
     """Every node under `root` (root included) in source order, without libcst's visitor
     machinery (which rebuilds each node and costs ~20x more). Subtrees of `skip` types
     below the root are yielded but not entered — e.g. nested functions."""
+    node_types = _node_types()
+    skip_types = _SKIP_TYPES.get(skip)
+    if skip_types is None:
+        skip_types = _SKIP_TYPES[skip] = frozenset(t for t in node_types if issubclass(t, skip)) if skip else frozenset()
     stack: list[cst.CSTNode] = [root]
     pop, extend = stack.pop, stack.extend
     while stack:
         node = pop()
         yield node
-        if skip and node is not root and isinstance(node, skip):
-            continue
         cls = type(node)
+        if cls in skip_types and node is not root:
+            continue
         children: list[cst.CSTNode] = []
-        for name in _child_fields(cls):
+        for name in _FIELDS.get(cls) or _child_fields(cls):
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
+            kind = type(value)
+            if kind in node_types:
                 children.append(value)
-            elif type(value) is tuple or type(value) is list:
+            elif kind is tuple or kind is list:
                 for item in value:
-                    if isinstance(item, cst.CSTNode):
+                    if type(item) in node_types:
                         children.append(item)
         children.reverse()
         extend(children)
