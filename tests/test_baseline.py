@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-LEGACY = "import torch\n\ndef a(p):\n    return torch.load(p)\n\ndef b(p):\n    return torch.load(p)\n"
+LEGACY = "import torch\n\ndef a(p):\n    return torch.load(p, weights_only=True)\n\ndef b(p):\n    return torch.load(p, weights_only=True)\n"
 
 
 def run(*args):
@@ -41,14 +41,14 @@ def test_baseline_hides_known_findings_and_reports_new_ones(repo):
 
 def test_a_third_identical_finding_is_new(repo):
     run("--write-baseline", "baseline.json", ".")
-    (repo / "legacy.py").write_text(LEGACY + "\ndef c(p):\n    return torch.load(p)\n")
+    (repo / "legacy.py").write_text(LEGACY + "\ndef c(p):\n    return torch.load(p, weights_only=True)\n")
     result = run("--baseline", "baseline.json", "--output-format", "json", "-q", ".")
     assert len(json.loads(result.output)) == 1
 
 
 def test_stale_entries_are_reported_and_can_fail_ci(repo):
     run("--write-baseline", "baseline.json", ".")
-    (repo / "legacy.py").write_text(LEGACY.replace("torch.load(p)", "torch.load(p, map_location='cpu')"))
+    (repo / "legacy.py").write_text(LEGACY.replace("torch.load(p, weights_only=True)", "torch.load(p, map_location='cpu', weights_only=True)"))
     result = run("--baseline", "baseline.json", ".")
     assert result.exit_code == 0
     assert "1 baseline entries no longer match" in result.output

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-BUGGY = "import torch\nstate = torch.load('ckpt.pt')\n"
+BUGGY = "import torch\nstate = torch.load('ckpt.pt', weights_only=True)\n"
 
 
 def run(*args):
@@ -24,7 +24,7 @@ def tree(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n")
     for index in range(30):
-        body = BUGGY if index % 3 else "import torch\nx = torch.load(p, map_location='cpu')\n"
+        body = BUGGY if index % 3 else "import torch\nx = torch.load(p, map_location='cpu', weights_only=True)\n"
         (tmp_path / f"m{index:02d}.py").write_text(body + f"# file {index}\n" + "y = 1\n" * index)
     (tmp_path / "broken.py").write_text("def f(:\n")
     return tmp_path

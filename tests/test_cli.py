@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-BUGGY = "import torch\nstate = torch.load('ckpt.pt')\n"
-CLEAN = "import torch\nstate = torch.load('ckpt.pt', map_location='cpu')\n"
+BUGGY = "import torch\nstate = torch.load('ckpt.pt', weights_only=True)\n"
+CLEAN = "import torch\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n"
 
 
 @pytest.fixture
@@ -47,16 +47,16 @@ def test_json_output_is_ruff_shaped(run, tmp_path):
     result = run("check", "--output-format", "json", "buggy.py")
     data = json.loads(result.output)
     assert [(d["code"], d["filename"], d["location"], d["end_location"]) for d in data] == [
-        ("TL301", "buggy.py", {"row": 2, "column": 9}, {"row": 2, "column": 30})
+        ("TL301", "buggy.py", {"row": 2, "column": 9}, {"row": 2, "column": 49})
     ]
     assert data[0]["fix"] == {
         "message": 'Add `map_location="cpu"`',
         "applicability": "unsafe",
         "edits": [
             {
-                "content": "torch.load('ckpt.pt', map_location=\"cpu\")",
+                "content": "torch.load('ckpt.pt', weights_only=True, map_location=\"cpu\")",
                 "location": {"row": 2, "column": 9},
-                "end_location": {"row": 2, "column": 30},
+                "end_location": {"row": 2, "column": 49},
             }
         ],
     }
@@ -99,7 +99,7 @@ def test_select_and_ignore(run, tmp_path, flags, expected):
 
 
 def test_statistics_counts_per_rule(run, tmp_path):
-    write(tmp_path / "a.py", BUGGY + "other = torch.load('x.pt')\n")
+    write(tmp_path / "a.py", BUGGY + "other = torch.load('x.pt', weights_only=True)\n")
     result = run("check", "--statistics", "a.py")
     assert result.output.split() == ["2", "TL301", "load-without-map-location"]
 
@@ -131,7 +131,7 @@ def test_rule_docs_and_rules_table(run):
 
 def test_findings_are_sorted_by_path_line_column(run, tmp_path):
     write(tmp_path / "z.py", BUGGY)
-    write(tmp_path / "pkg" / "a.py", "import torch\nx = [torch.load(a), torch.load(b)]\n" + BUGGY)
+    write(tmp_path / "pkg" / "a.py", "import torch\nx = [torch.load(a, weights_only=True), torch.load(b, weights_only=True)]\n" + BUGGY)
     data = json.loads(run("check", "--output-format", "json", ".").output)
     keys = [(d["filename"], d["location"]["row"], d["location"]["column"]) for d in data]
     assert keys == sorted(keys)

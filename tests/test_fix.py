@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from torchlint.cli import main
 
 SOURCE = (
-    "import torch\n\n\ndef resume(model, path):\n    model.load_state_dict(torch.load(path))\n"
-    "    return torch.load(path)\n\n\nkept = torch.load('x.pt')  # noqa: TL301\n"
+    "import torch\n\n\ndef resume(model, path):\n    model.load_state_dict(torch.load(path, weights_only=True))\n"
+    "    return torch.load(path, weights_only=True)\n\n\nkept = torch.load('x.pt', weights_only=True)  # noqa: TL301\n"
 )
 
 
@@ -24,14 +24,14 @@ def run(*args):
 def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.py").write_text(SOURCE)
-    (tmp_path / "clean.py").write_text("import torch\nx = torch.load(p, map_location='cpu')\n")
+    (tmp_path / "clean.py").write_text("import torch\nx = torch.load(p, map_location='cpu', weights_only=True)\n")
     return tmp_path
 
 
 def test_diff_writes_nothing_and_exits_1(project):
     result = run("--diff", "--unsafe-fixes", ".")
     assert result.exit_code == 1
-    assert "+    model.load_state_dict(torch.load(path, map_location=\"cpu\"))" in result.output
+    assert "+    model.load_state_dict(torch.load(path, weights_only=True, map_location=\"cpu\"))" in result.output
     assert (project / "a.py").read_text() == SOURCE
 
 
@@ -39,11 +39,11 @@ def test_fix_applies_safe_fixes_only_unless_asked(project):
     result = run("--fix", "--output-format", "concise", ".")
     assert result.exit_code == 1  # the unsafe one remains
     text = (project / "a.py").read_text()
-    assert "load_state_dict(torch.load(path, map_location=\"cpu\"))" in text
-    assert "return torch.load(path)\n" in text
-    assert "kept = torch.load('x.pt')  # noqa: TL301" in text  # suppressed findings are not fixed
+    assert "load_state_dict(torch.load(path, weights_only=True, map_location=\"cpu\"))" in text
+    assert "return torch.load(path, weights_only=True)\n" in text
+    assert "kept = torch.load('x.pt', weights_only=True)  # noqa: TL301" in text  # suppressed findings are not fixed
     assert run("--fix", "--unsafe-fixes", ".").exit_code == 0
-    assert "return torch.load(path, map_location=\"cpu\")" in (project / "a.py").read_text()
+    assert "return torch.load(path, weights_only=True, map_location=\"cpu\")" in (project / "a.py").read_text()
 
 
 def test_fixing_twice_changes_nothing(project):
@@ -63,10 +63,10 @@ def test_files_without_fixable_findings_are_not_rewritten(project):
 
 def test_permissions_and_encoding_are_kept(project):
     path = project / "latin.py"
-    path.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9'\nx = torch.load(p)\n")
+    path.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9'\nx = torch.load(p, weights_only=True)\n")
     path.chmod(0o751)
     run("--fix", "--unsafe-fixes", "latin.py")
-    assert path.read_bytes() == b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9'\nx = torch.load(p, map_location=\"cpu\")\n"
+    assert path.read_bytes() == b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9'\nx = torch.load(p, weights_only=True, map_location=\"cpu\")\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o751
 
 
@@ -90,14 +90,14 @@ def test_a_fix_that_breaks_the_file_is_dropped(project, tmp_path):
         fix_safety = SAFE
 
         def visit_Call(self, node):
-            self.report(node, "broken fix", fix=NodeFix("break it", SAFE, ((node, "torch.load(p))"),)))
+            self.report(node, "broken fix", fix=NodeFix("break it", SAFE, ((node, "torch.load(p, weights_only=True))"),)))
 
     class Pack:
         @hookimpl
         def torchlint_rules(self):
             return [Breaker]
 
-    (project / "b.py").write_text("import torch\nx = torch.load(p)\n")
+    (project / "b.py").write_text("import torch\nx = torch.load(p, weights_only=True)\n")
     from pathlib import Path
 
     from torchlint.config import Config
@@ -109,7 +109,7 @@ def test_a_fix_that_breaks_the_file_is_dropped(project, tmp_path):
     engine = StaticEngine(Config(root=project), pm, collect_rules(pm), {"XX200"})
     result = engine.check_paths([Path("b.py")], cwd=project)
     outcome = fix_findings(engine, result.findings, unsafe=False, write=True)
-    assert (project / "b.py").read_text() == "import torch\nx = torch.load(p)\n"
+    assert (project / "b.py").read_text() == "import torch\nx = torch.load(p, weights_only=True)\n"
     assert "would produce invalid code" in outcome.files[0].rejected[0]
 
 

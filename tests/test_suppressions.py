@@ -27,7 +27,7 @@ def lines_flagged(source: str) -> list[int]:
     ],
 )
 def test_line_comments(comment, suppressed):
-    source = f"import torch\nx = torch.load(p)  {comment}\n"
+    source = f"import torch\nx = torch.load(p, weights_only=True)  {comment}\n"
     assert lines_flagged(source) == ([] if suppressed else [2])
 
 
@@ -52,15 +52,15 @@ def test_comment_on_a_middle_line_does_not_suppress():
     ],
 )
 def test_file_level_disable(header, flagged):
-    source = f"{header}\nimport torch\nx = torch.load(p)\ny = torch.load(q)\n"
+    source = f"{header}\nimport torch\nx = torch.load(p, weights_only=True)\ny = torch.load(q, weights_only=True)\n"
     assert lines_flagged(source) == flagged
 
 
 def test_noqa_inside_a_string_on_another_line_does_not_leak():
-    source = 'import torch\nmsg = "# noqa"\nx = torch.load(p)\n'
+    source = 'import torch\nmsg = "# noqa"\nx = torch.load(p, weights_only=True)\n'
     assert lines_flagged(source) == [3]
 
 
 def test_suppressed_findings_are_counted():
-    result = check_sources({"a.py": "import torch\nx = torch.load(p)  # noqa\n"}, select=["TL301"])
+    result = check_sources({"a.py": "import torch\nx = torch.load(p, weights_only=True)  # noqa\n"}, select=["TL301"])
     assert result.findings == [] and result.suppressed == 1

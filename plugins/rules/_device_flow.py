@@ -91,8 +91,16 @@ CROSS_DEVICE_METHODS = frozenset({
 CROSS_DEVICE_FUNCTIONS = frozenset({
     "torch.broadcast_tensors", "torch.broadcast_shapes", "torch.is_tensor", "torch.numel",
     "torch.save", "torch.jit.annotate", "torch.jit.isinstance", "torch._assert",
-    "torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential",
+    # these take index or length tensors that must (or may) stay on the CPU
+    "torch.tensor_split", "torch.nn.utils.rnn.pack_padded_sequence", "torch.nn.functional.ctc_loss",
+    "torch.ctc_loss",
 })
+#: Namespaces whose functions move, save, trace, test or communicate tensors rather than compute
+#: with them (`torch.cuda.comm.broadcast`, process-group collectives whose rules vary by backend).
+CROSS_DEVICE_PREFIXES = (
+    "torch.cuda.", "torch.distributed.", "torch.utils.", "torch.jit.", "torch.onnx.", "torch.testing.",
+    "torch.fx.", "torch.export.", "torch.compiler.", "torch._dynamo.", "torch.func.", "torch.library.",
+)
 TORCH_DTYPES = frozenset(
     f"torch.{name}"
     for name in (
@@ -104,6 +112,7 @@ TORCH_DTYPES = frozenset(
 #: Namespaces of functions that take and return tensors.
 TENSOR_FUNCTION_PREFIXES = ("torch.", "torchvision.ops.", "einops.")
 NOT_TENSOR_FUNCTIONS = frozenset({
+    "torch._shape_as_tensor",  # always a CPU tensor, whatever its input's device
     "torch.Size", "torch.device", "torch.finfo", "torch.iinfo", "torch.no_grad", "torch.enable_grad",
     "torch.is_grad_enabled", "torch.get_default_dtype", "torch.manual_seed",
 })
@@ -607,11 +616,16 @@ class Flow:
         flat = list(_flatten(values))
         cpus = [v for v in flat if isinstance(v, Cpu)]
         devices = [v for v in flat if isinstance(v, Device)]
-        if qualname in CROSS_DEVICE_FUNCTIONS:
-            return None
+        if qualname in CROSS_DEVICE_FUNCTIONS or qualname.startswith(CROSS_DEVICE_PREFIXES) or "cpu" in name:
+            return None  # `*_for_cpu` kernels want CPU operands
+        device = keyword(node, "device")
+        if device is not None:
+            # constructors such as sparse_coo_tensor(indices, values, device=d) move their inputs
+            return self._device_argument(device.value)
         if cpus and devices:
             device_node = _node_of_value(node.args, values, devices[0])
-            self.meet(cpus[0], devices[0], device_node, node)
+            for cpu in cpus:
+                self.meet(cpu, devices[0], device_node, node)
             return devices[0]
         if devices:
             return devices[0]
@@ -638,9 +652,12 @@ class Flow:
         if isinstance(receiver, Device):
             if method in ("cpu", "numpy", "tolist"):
                 return None
-            cpus = [v for v in flat if isinstance(v, Cpu)]
-            if cpus and method not in CROSS_DEVICE_METHODS and not method.startswith("index_put"):
-                self.meet(cpus[0], receiver, receiver_node, node)
+            if method == "to" and not self._dtype_only(node):
+                # `.to("cpu")` or `.to(device)` may leave the function's device; `.to(y)` follows y
+                return self._destination(node, flat)
+            if method not in CROSS_DEVICE_METHODS and not method.startswith("index_put"):
+                for cpu in (v for v in flat if isinstance(v, Cpu)):
+                    self.meet(cpu, receiver, receiver_node, node)
             return receiver
         return None
 
@@ -649,12 +666,14 @@ class Flow:
         if method in MOVING_METHODS:
             if method == "to" and self._dtype_only(node):
                 return receiver
-            return devices[0] if devices else None
+            return self._destination(node, flat)
         if method.startswith("new_"):
             return None
         if devices and method not in CROSS_DEVICE_METHODS:
             device_node = _node_of_value(node.args, values, devices[0])
             self.meet(receiver, devices[0], device_node, node)
+            for cpu in (v for v in flat if isinstance(v, Cpu)):
+                self.meet(cpu, devices[0], device_node, node)
             return devices[0]
         if method == "unsqueeze":
             return Cpu(receiver.origin, None if receiver.ndim is None else receiver.ndim + 1)
@@ -667,6 +686,19 @@ class Flow:
             return Cpu(receiver.origin, 1 if not node.args else None)
         if method in REDUCTIONS:
             return self._reduced(node, receiver)
+        return None
+
+    def _destination(self, node: cst.Call, flat: list) -> Value:
+        """Where `.to(...)`/`.type_as(...)` sends a tensor: with `y` for `.to(y)` or
+        `.to(y.device)`; unknown otherwise (`.to("cpu")`, `.to(device)`)."""
+        for value in flat:
+            if isinstance(value, Device):
+                return value
+        for arg in node.args:
+            if isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "device":
+                moved = self._device_argument(arg.value)
+                if moved is not None:
+                    return moved
         return None
 
     def _reduced(self, node: cst.Call, receiver: Cpu) -> Value:
@@ -708,8 +740,8 @@ class Flow:
         cpus = [v for v in flat if isinstance(v, Cpu)]
         devices = [v for v in flat if isinstance(v, Device)]
         root = devices[0].root if devices else self._first_param_root() or f"self.{method}"
-        if cpus:
-            self.meetings.setdefault(id(cpus[0].origin), Meeting(cpus[0], f"self.{method}", root, node))
+        for cpu in cpus:
+            self.meetings.setdefault(id(cpu.origin), Meeting(cpu, f"self.{method}", root, node))
         return Device(root)
 
     def _first_param_root(self) -> Optional[str]:

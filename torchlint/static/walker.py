@@ -10,7 +10,7 @@ expression must not hit Python's recursion limit.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import libcst as cst
 
@@ -52,7 +52,7 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
-Handler = Callable[[cst.CSTNode], object]
+Handler = Callable[[Any], object]  # not cst.CSTNode: module import must not load libcst
 
 
 class Dispatcher:

@@ -1,0 +1,699 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from torchlint.rule import Bad, Good, Rule
+from torchlint.static.names import dotted_name
+from torchlint.static.walker import iter_nodes
+
+from ._device_flow import (
+    FACTORIES,
+    FACTORY_NAMES,
+    NEW_TWINS,
+    Flow,
+    FlowSetup,
+    Meeting,
+    annotation_text,
+    is_literal,
+    is_tensor_annotation,
+    iter_params,
+)
+
+#: torch.nn layers that own parameters: a CPU tensor passed to one meets its weights.
+PARAM_LAYERS = frozenset(
+    f"torch.nn.{name}"
+    for name in (
+        "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+        "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "Embedding",
+        "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d",
+        "BatchNorm3d", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention",
+        "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+        "TransformerDecoderLayer", "PReLU",
+    )
+)
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+#: Parameter uses that show it is a tensor (numpy shares .shape and .dtype; the spec accepts them).
+TENSOR_EVIDENCE_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim"})
+TENSOR_EVIDENCE_METHODS = frozenset({"size", "dim"})
+#: Calls that take a size or an int: a parameter passed to one is no tensor.
+INT_CONSUMERS = frozenset({"range", "int", "float", "bool", "str"})
+
+
+def _nested_scopes() -> tuple[type, ...]:
+    """Nested scopes are read on their own (their factories belong to them). A function, not
+    a module constant: touching libcst at import time would load it for every run."""
+    return (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+DATA_LOADING_METHODS = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__"})
+DATA_LOADING_BASES = ("Dataset", "Sampler", "DataPipe")
+#: A file that changes the default device makes every factory follow it.
+DEFAULT_DEVICE_SETTERS = ("set_default_device", "set_default_tensor_type")
+
+
+class TensorWithoutDevice(Rule):
+    """
+    ## What it does
+    Flags tensor factories (`torch.zeros`, `ones`, `empty`, `full`, `rand`, `randn`, `randint`,
+    `randperm`, `arange`, `linspace`, `logspace`, `eye`, `tensor`, `as_tensor`, `tril_indices`,
+    `triu_indices`, the window functions) called without `device=` in code that runs on a device —
+    an `nn.Module`'s `forward`, or a function that takes a tensor — when the new tensor is then
+    combined with that code's tensors: arithmetic or comparison with them, passed with them to a
+    torch function or tensor method (`torch.cat`, `torch.where`, `masked_fill`, `matmul`), or given
+    to a submodule that holds parameters (`self.embed(pos)`).
+
+    The finding is reported on the factory call and names the line where the tensors meet.
+
+    Not flagged: `*_like` factories and `x.new_*` methods, any `device=` argument, a tensor moved
+    with `.to(...)`, `.cuda()` or `.type_as(x)` before it meets others, index tensors used only
+    for indexing (`x[torch.arange(n)]`), 0-dim tensors (`torch.tensor(0.5)`, `torch.zeros(())`:
+    PyTorch mixes a 0-dim CPU tensor with tensors on any device), `__init__` (buffers are moved
+    with the module), code under `with torch.device(...)`, files that call
+    `torch.set_default_device`, dataset/sampler methods and collate functions (they build batches
+    on the CPU by design), and functions that want CPU index or length tensors
+    (`pack_padded_sequence`, `ctc_loss` lengths, `tensor_split`, `*_for_cpu` kernels).
+
+    A function other than `forward` is read only when one of its parameters is evidently a
+    tensor (annotated `Tensor`, or its `.shape`, `.size()`, `.device`, `.dtype`, `.ndim` or
+    `.dim()` is used), and only meetings with that parameter or values computed from it count.
+
+    ## Why is this bad?
+    Factories make CPU tensors unless told otherwise. The model works on the CPU and fails the
+    first time it runs on a GPU with "Expected all tensors to be on the same device, but found at
+    least two devices, cuda:0 and cpu!" — an error that names the line where the tensors meet,
+    not the line that made the CPU tensor.
+
+    ## Example
+    ```python
+    class Model(nn.Module):
+        def forward(self, x, lengths):
+            mask = torch.arange(x.size(1))[None] < lengths[:, None]
+            return x * mask[..., None]
+    ```
+
+    ## Use instead
+    ```python
+    class Model(nn.Module):
+        def forward(self, x, lengths):
+            mask = torch.arange(x.size(1), device=x.device)[None] < lengths[:, None]
+            return x * mask[..., None]
+    ```
+
+    ## Known limitations
+    The data flow is local to one function and reads branches one after another: a tensor made
+    in a helper and returned to `forward`, a CPU tensor returned or stored without meeting
+    another, or one moved on only one branch, is not followed. Comprehensions and lambdas are
+    not read. Values
+    of unknown kind (results of your own functions, `self.` attributes that are not parameters,
+    buffers or layers) are never assumed to be tensors, so some real cases are missed. A
+    `forward` parameter is taken for a tensor unless its annotation, default or use says
+    otherwise.
+    """
+
+    code = "TL201"
+    name = "tensor-without-device"
+    summary = "A tensor factory without `device=` in device code makes a CPU tensor that meets device tensors"
+    triggers = tuple(sorted(FACTORY_NAMES | {"_window"}))
+    cases = [
+        Bad(
+            """
+            import torch
+            from torch import nn
+
+            class Masked(nn.Module):
+                def forward(self, x, lengths):
+                    T = x.size(1)
+                    mask = torch.arange(T)[None] < lengths[:, None]  # error
+                    return x * mask.unsqueeze(-1)
+            """,
+            note="the sequence-mask pattern",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class GPT(nn.Module):
+                def __init__(self, vocab, block, dim):
+                    super().__init__()
+                    self.wte = nn.Embedding(vocab, dim)
+                    self.wpe = nn.Embedding(block, dim)
+
+                def forward(self, idx):
+                    b, t = idx.size()
+                    pos = torch.arange(0, t, dtype=torch.long)  # error
+                    return self.wte(idx) + self.wpe(pos)
+            """,
+            note="positional ids into an embedding",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+            import torch.nn.functional as F
+
+            class Attention(nn.Module):
+                def forward(self, q, k, v):
+                    T = q.size(-2)
+                    att = q @ k.transpose(-2, -1)
+                    causal = torch.tril(torch.ones(T, T))  # error
+                    att = att.masked_fill(causal == 0, float("-inf"))
+                    return F.softmax(att, dim=-1) @ v
+            """,
+            note="causal mask via torch.ones + tril",
+        ),
+        Bad(
+            """
+            import torch
+            from torch import nn
+
+            class Pad(nn.Module):
+                def forward(self, x):
+                    B = x.shape[0]
+                    cls = torch.zeros(B, 1, x.shape[2])  # error
+                    return torch.cat([cls, x], dim=1)
+            """,
+            note="passed with a device tensor to torch.cat",
+        ),
+        Bad(
+            """
+            import torch
+            from torch import Tensor
+
+            def sequence_mask(lengths: Tensor, max_len: int) -> Tensor:
+                steps = torch.arange(max_len)  # error
+                return steps.unsqueeze(0) < lengths.unsqueeze(1)
+            """,
+            note="a helper whose parameter is annotated Tensor",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def clip_loss(image_features, text_features):
+                logits = image_features @ text_features.t()
+                labels = torch.arange(image_features.shape[0])  # error
+                return F.cross_entropy(logits, labels)
+            """,
+            note="CPU targets meet logits computed from a parameter whose .shape is read",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Scale(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.weight = nn.Parameter(torch.ones(dim))
+
+                def forward(self, x):
+                    offset = torch.linspace(0, 1, x.shape[-1])  # error
+                    return x * self.weight + offset.to(x.dtype)
+            """,
+            note=".to(dtype) changes the type, not the device",
+        ),
+        Bad(
+            """
+            import torch
+
+            def spectrogram(wave: torch.Tensor, n_fft=400):
+                window = torch.hann_window(n_fft)  # error
+                return torch.stft(wave.float(), n_fft, window=window, return_complex=True).abs()
+
+            def bias_for(x):
+                noise = torch.randn(x.shape)  # error
+                x += noise
+                return x
+            """,
+            note="a window passed with the input; an augmented assignment",
+        ),
+        Bad(
+            """
+            import torch
+            from torch import nn
+
+            class Head(nn.Module):
+                def forward(self, x, mask=None):
+                    if mask is None:
+                        mask = torch.ones(x.shape[0], x.shape[1])  # error
+                    return (x * mask[..., None]).sum(1)
+            """,
+            note="a default mask made on one branch",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Masked(nn.Module):
+                def forward(self, x, lengths):
+                    T = x.size(1)
+                    mask = torch.arange(T, device=x.device)[None] < lengths[:, None]
+                    pos = torch.arange(T, device=lengths.device)
+                    return x * mask.unsqueeze(-1) + pos[None, :, None]
+            """,
+            note="device= given",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    a = torch.zeros_like(x)
+                    b = x.new_zeros(x.shape[0], 4)
+                    c = torch.ones_like(x[:, :1])
+                    return torch.cat([x + a, b, c], dim=1)
+            """,
+            note="*_like factories and new_* follow the tensor",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x, lengths):
+                    T = x.size(1)
+                    steps = torch.arange(T).to(x.device)
+                    mask = steps[None] < lengths[:, None]
+                    causal = torch.ones(T, T).tril().cuda()
+                    ids = torch.arange(T)
+                    ids = ids.type_as(lengths)
+                    return x * mask[..., None] + x.masked_fill(causal == 0, 0.0) + ids
+            """,
+            note="moved with .to/.cuda/.type_as before meeting (also by re-assignment)",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def __init__(self, block_size):
+                    super().__init__()
+                    self.register_buffer("causal", torch.tril(torch.ones(block_size, block_size)))
+                    self.register_buffer("pos", torch.arange(block_size))
+
+                def forward(self, x):
+                    T = x.size(1)
+                    return x.masked_fill(self.causal[:T, :T] == 0, 0.0) + self.pos[:T, None]
+            """,
+            note="buffers registered in __init__ move with the module",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Pick(nn.Module):
+                def forward(self, x, labels):
+                    B = x.shape[0]
+                    picked = x[torch.arange(B), labels]
+                    rows = torch.randperm(B)
+                    shuffled = x[rows]
+                    return picked.sum() + shuffled.sum()
+            """,
+            note="index tensors used only for indexing",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    scale = torch.tensor(0.5)
+                    zero = torch.zeros(())
+                    eps = torch.full((), 1e-6)
+                    return (x * scale + zero) / (x.norm() + eps) + torch.tensor(3)
+            """,
+            note="0-dim CPU tensors mix with tensors on any device",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    grid = torch.arange(8)
+                    print(grid.tolist(), grid.shape, len(grid), grid.sum().item())
+                    n = int(torch.randint(0, 4, (1,)).item())
+                    return x[:, :n]
+            """,
+            note="factory values that only meet print, .tolist(), .item(), .shape, len()",
+        ),
+        Good(
+            """
+            import torch
+
+            def make_causal_mask(T):
+                return torch.ones(T, T).tril() == 0
+
+            def positions(n, offset):
+                return torch.arange(n) + offset
+            """,
+            note="functions that receive no tensor: the caller decides where the result goes",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x):
+                    with torch.device(x.device):
+                        pos = torch.arange(x.shape[1])
+                        mask = torch.ones(x.shape[1], x.shape[1]).tril()
+                    return x.masked_fill(mask == 0, 0.0) + pos
+            """,
+            note="factories under `with torch.device(...)` follow that device",
+        ),
+        Good(
+            """
+            import torch
+
+            class Fn(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, x, k):
+                    weights = torch.ones(k)
+                    ctx.save_for_backward(weights)
+                    return x.clone()
+
+            def cpu_helper(n, steps):
+                grid = torch.linspace(0, 1, steps)
+                return grid * n
+            """,
+            note="autograd.Function forward with ctx; a helper without tensor parameters",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.act = nn.ReLU()
+
+                def forward(self, x, n_layers: int, scale=2.0):
+                    ramp = torch.arange(n_layers) * scale
+                    steps = self.act(ramp)
+                    return x, steps
+            """,
+            note="combined only with non-tensors; a parameter-free submodule",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Model(nn.Module):
+                def forward(self, x, torch):
+                    return x * torch.ones(3)
+
+            def torch_free(x):
+                zeros = x.new_zeros(x.shape[0])
+                out = x.clone()
+                out[:3] = torch.zeros(3)
+                return out + zeros
+            """,
+            note="a parameter shadows torch; assignment into a slice copies across devices",
+        ),
+        Good(
+            """
+            import torch
+            from torch.utils.data import Dataset
+
+            class Clips(Dataset):
+                def augment(self, clip):
+                    return clip + 0.01 * torch.randn(clip.shape)
+
+            def pad_collate(frames, lengths):
+                mask = torch.arange(frames.shape[1])[None] < lengths[:, None]
+                return frames * mask[..., None]
+            """,
+            note="dataset methods and collate functions build batches on the CPU by design",
+        ),
+    ]
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._enabled = not any(setter in ctx.text for setter in DEFAULT_DEVICE_SETTERS)
+        self._class_info: dict[int, tuple[frozenset, frozenset]] = {}
+        self._with_factories: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Remember which functions call something named like a factory; only those are read."""
+        func = node.func
+        short = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if short in FACTORY_NAMES:
+            function = self.ctx.enclosing_function()
+            if function is not None:
+                self._with_factories.add(id(function))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not self._enabled or node.name.value == "__init__" or id(node) not in self._with_factories:
+            return
+        try:
+            self._check_function(node)
+        except RecursionError:
+            return  # a pathological expression (libcst's visitors recurse too); stay quiet
+
+    def _check_function(self, node: cst.FunctionDef) -> None:
+        qualname = self._qualname_in(node)
+        scan = _scan_body(node, qualname)
+        if not scan.makes_tensors:
+            return
+        cls = self._method_class(node)
+        module_forward = cls is not None and _is_module_forward(self, node, cls)
+        if module_forward:
+            setup = self._forward_setup(node, cls, scan, qualname)
+        elif _runs_in_data_loading(node, cls):
+            return
+        else:
+            setup = self._helper_setup(node, scan, qualname)
+        if not setup.tensor_params and not setup.self_tensors and not setup.self_modules:
+            return
+        flow = Flow(setup)
+        flow.run(node.body)
+        for meeting in flow.meetings.values():
+            self._report(node, meeting, setup, module_forward)
+
+    # -- setting up ---------------------------------------------------------------------------
+    def _method_class(self, node: cst.FunctionDef) -> Optional[cst.ClassDef]:
+        ancestors = self.ctx.ancestors
+        if len(ancestors) >= 2 and isinstance(ancestors[-1], cst.IndentedBlock) and isinstance(ancestors[-2], cst.ClassDef):
+            return ancestors[-2]
+        return None
+
+    def _qualname_in(self, function: cst.FunctionDef):
+        def resolve(expr: cst.BaseExpression) -> Optional[str]:
+            resolved = self.ctx.qualname(expr)
+            if resolved is None:
+                return None
+            dotted = dotted_name(expr) or ""
+            if dotted.partition(".")[0] in self.ctx.bindings_of(function):
+                return None
+            return resolved
+
+        return resolve
+
+    def _forward_setup(self, node: cst.FunctionDef, cls: cst.ClassDef, scan: _BodyScan, qualname) -> FlowSetup:
+        params = list(iter_params(node))
+        self_name = params[0].name.value if params else None
+        not_tensors = scan.int_like
+        tensor_params = {}
+        for param in params[1:]:
+            name = param.name.value
+            if name in not_tensors:
+                continue
+            annotation = annotation_text(self.ctx.module, param)
+            if annotation is not None and not is_tensor_annotation(annotation):
+                continue
+            if param.default is not None and (is_literal(param.default) and not _is_none(param.default)):
+                continue
+            if param.default is not None and isinstance(param.default, (cst.Tuple, cst.List, cst.Dict)):
+                continue
+            tensor_params[name] = name
+        tensors, modules = self._self_attributes(cls)
+        return FlowSetup(tensor_params, qualname, tensors, modules, self_name)
+
+    def _helper_setup(self, node: cst.FunctionDef, scan: _BodyScan, qualname) -> FlowSetup:
+        evident = scan.evident
+        tensor_params = {}
+        for param in iter_params(node):
+            name = param.name.value
+            annotation = annotation_text(self.ctx.module, param)
+            if (annotation is not None and is_tensor_annotation(annotation)) or name in evident:
+                tensor_params[name] = name
+        tensor_params.pop("self", None)
+        tensor_params.pop("cls", None)
+        return FlowSetup(tensor_params, qualname)
+
+    def _self_attributes(self, cls: cst.ClassDef) -> tuple[frozenset, frozenset]:
+        """Parameters/buffers and parameter-holding submodules that a class's methods assign."""
+        cached = self._class_info.get(id(cls))
+        if cached is not None:
+            return cached
+        collector = _SelfAttributes(self, cls)
+        result = (frozenset(collector.tensors), frozenset(collector.modules - collector.methods))
+        self._class_info[id(cls)] = result
+        return result
+
+    # -- reporting ----------------------------------------------------------------------------
+    def _report(self, function: cst.FunctionDef, meeting: Meeting, setup: FlowSetup, module_forward: bool) -> None:
+        origin = meeting.cpu.origin
+        factory = self.ctx.module.code_for_node(origin.func)
+        line = self.ctx.position(meeting.node)[0]
+        where = "forward" if module_forward else f"`{function.name.value}()`"
+        root = meeting.root
+        if root.startswith("self.") and root[5:] in setup.self_modules:
+            advice = "pass `device=` with the model's device"
+        else:
+            short = (self.ctx.qualname(origin.func) or factory).rpartition(".")[2]
+            advice = f"pass `device={root}.device`"
+            if short in NEW_TWINS:
+                twin = "new_tensor" if short == "tensor" else f"new_{short}"
+                advice += f" (or use `{root}.{twin}(...)`)"
+        self.report(
+            origin,
+            f"`{factory}(...)` creates a CPU tensor in {where}; it meets `{meeting.other}` at line {line} — {advice}",
+        )
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _runs_in_data_loading(node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
+    """Datasets, samplers and collate functions build batches on the CPU by design."""
+    name = node.name.value
+    if name in DATA_LOADING_METHODS or "collate" in name.lower():
+        return True
+    if cls is None:
+        return False
+    return any((dotted_name(base.value) or "").endswith(DATA_LOADING_BASES) for base in cls.bases)
+
+
+def _is_module_forward(rule: Rule, node: cst.FunctionDef, cls: cst.ClassDef) -> bool:
+    """`forward` of a class with bases; not autograd.Function's static `forward(ctx, ...)`."""
+    if node.name.value != "forward" or not cls.bases:
+        return False
+    for decorator in node.decorators:
+        if dotted_name(decorator.decorator) in ("staticmethod", "classmethod"):
+            return False
+    for base in cls.bases:
+        qualname = rule.ctx.qualname(base.value) or dotted_name(base.value) or ""
+        if qualname.endswith("Function"):
+            return False
+    params = list(iter_params(node))
+    return bool(params) and params[0].name.value != "ctx"
+
+
+@dataclass
+class _BodyScan:
+    """What one pass over a function body tells before the flow runs."""
+
+    makes_tensors: bool = False  # calls a factory at all
+    evident: set = field(default_factory=set)  # names whose .shape/.size()/.device/... is read
+    int_like: set = field(default_factory=set)  # names passed to range(), int() or as a size
+
+
+def _scan_body(function: cst.FunctionDef, qualname) -> _BodyScan:
+    scan = _BodyScan()
+    for node in iter_nodes(function.body, skip=_nested_scopes()):
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES:
+                scan.evident.add(node.value.value)
+        elif isinstance(node, cst.Call):
+            _scan_call(node, qualname, scan)
+    return scan
+
+
+def _scan_call(node: cst.Call, qualname, scan: _BodyScan) -> None:
+    func = node.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in TENSOR_EVIDENCE_METHODS:
+        scan.evident.add(func.value.value)
+    short = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+    if short is None:
+        return
+    consumer = isinstance(func, cst.Name) and short in INT_CONSUMERS
+    if short in FACTORY_NAMES and qualname(func) in FACTORIES:
+        scan.makes_tensors = True
+        consumer = short not in ("tensor", "as_tensor")
+    if consumer:
+        for arg in node.args:
+            if isinstance(arg.value, cst.Name):
+                scan.int_like.add(arg.value.value)
+            elif isinstance(arg.value, (cst.Tuple, cst.List)):
+                scan.int_like.update(e.value.value for e in arg.value.elements if isinstance(e.value, cst.Name))
+
+
+class _SelfAttributes:
+    """Reads a class's methods for `self.X = nn.Parameter(...)`, `self.register_buffer("X", ...)`
+    and `self.X = <layer with parameters>(...)`."""
+
+    def __init__(self, rule: TensorWithoutDevice, cls: cst.ClassDef) -> None:
+        self.rule = rule
+        self.tensors: set[str] = set()
+        self.modules: set[str] = set()
+        self.methods: set[str] = set()
+        self.local_classes = {
+            statement.name.value
+            for statement in rule.ctx.module.body
+            if isinstance(statement, cst.ClassDef) and statement.bases
+        }
+        for statement in cls.body.body:
+            if isinstance(statement, cst.FunctionDef):
+                self.methods.add(statement.name.value)
+                self._read_method(statement)
+
+    def _read_method(self, method: cst.FunctionDef) -> None:
+        params = list(iter_params(method))
+        if not params:
+            return
+        self_name = params[0].name.value
+        for node in iter_nodes(method.body, skip=_nested_scopes()):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+                for target in node.targets:
+                    attr = _self_attribute(target.target, self_name)
+                    if attr is not None:
+                        self._classify(attr, node.value)
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                if _self_attribute(node.func, self_name) in ("register_buffer", "register_parameter") and node.args:
+                    first = node.args[0].value
+                    if isinstance(first, cst.SimpleString):
+                        self.tensors.add(first.evaluated_value)
+
+    def _classify(self, attr: str, value: cst.Call) -> None:
+        qualname = self.rule.ctx.qualname(value.func)
+        if qualname in PARAMETER_CLASSES:
+            self.tensors.add(attr)
+        elif self._holds_parameters(value):
+            self.modules.add(attr)
+
+    def _holds_parameters(self, call: cst.Call) -> bool:
+        qualname = self.rule.ctx.qualname(call.func)
+        if qualname in PARAM_LAYERS:
+            return True
+        if qualname == "torch.nn.Sequential":
+            return any(isinstance(arg.value, cst.Call) and self._holds_parameters(arg.value) for arg in call.args)
+        if isinstance(call.func, cst.Name):
+            name = call.func.value
+            return name in self.local_classes or name in self.rule.ctx.aliases.relative_imports
+        return False
+
+
+def _self_attribute(node: cst.BaseExpression, self_name: str) -> Optional[str]:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name:
+        return node.attr.value
+    return None

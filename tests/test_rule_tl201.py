@@ -1,0 +1,274 @@
+"""TL201 tensor-without-device: behaviour beyond the rule's own Bad/Good cases."""
+
+from __future__ import annotations
+
+import textwrap
+
+from torchlint.testing import check_sources
+
+
+def findings(code: str):
+    result = check_sources({"model.py": textwrap.dedent(code).lstrip("\n")}, select=["TL201"])
+    assert not [f for f in result.findings if f.code != "TL201"], result.findings
+    return [f for f in result.findings if f.code == "TL201"]
+
+
+def lines(code: str) -> list[int]:
+    return sorted(f.location.line for f in findings(code))
+
+
+def test_message_names_factory_meeting_line_and_an_in_scope_tensor():
+    (finding,) = findings(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, lengths):
+                steps = torch.arange(x.size(1))
+                h = x * 2
+                mask = steps[None] < lengths[:, None]
+                return h * mask[..., None]
+        """
+    )
+    assert finding.location.line == 6
+    assert finding.location.column == 17
+    assert "`torch.arange(...)` creates a CPU tensor in forward" in finding.message
+    assert "meets `lengths` at line 8" in finding.message
+    assert "device=lengths.device" in finding.message
+
+
+def test_message_for_a_submodule_suggests_a_forward_input_and_new_twin():
+    (finding,) = findings(
+        """
+        import torch
+        import torch.nn as nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cell = nn.GRUCell(4, 8)
+
+            def forward(self, inp):
+                h = torch.zeros(inp.size(0), 8)
+                return self.cell(inp, h)
+        """
+    )
+    assert "meets `self.cell` at line 11" in finding.message
+    assert "device=inp.device" in finding.message and "inp.new_zeros(...)" in finding.message
+
+
+def test_every_cpu_factory_meeting_in_one_call_is_reported():
+    assert lines(
+        """
+        import torch
+        import torch.nn as nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTMCell(1, 8)
+
+            def forward(self, x):
+                h = torch.zeros(x.size(0), 8)
+                c = torch.zeros(x.size(0), 8)
+                h, c = self.lstm(x, (h, c))
+                return h
+        """
+    ) == [10, 11]
+
+
+def test_one_finding_per_factory_even_when_it_meets_twice():
+    assert lines(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, y):
+                ramp = torch.linspace(0, 1, x.shape[-1])
+                return x * ramp + y * ramp
+        """
+    ) == [6]
+
+
+def test_device_tensor_moved_to_cpu_is_no_longer_a_device_tensor():
+    assert lines(
+        """
+        import torch
+
+        def stats(x):
+            y = x.flatten().to(dtype=x.dtype, device="cpu")
+            q = torch.quantile(y, torch.tensor([0.1, 0.9]))
+            return q != torch.tensor([0])
+        """
+    ) == []
+
+
+def test_dtype_only_to_keeps_the_device_tensor():
+    assert lines(
+        """
+        import torch
+
+        def scale(x: torch.Tensor):
+            y = x.to(torch.float32)
+            return y * torch.tensor([1.0, 2.0])
+        """
+    ) == [5]
+
+
+def test_cpu_kernels_and_constructors_with_device_are_not_meetings():
+    assert lines(
+        """
+        import torch
+
+        def repack(W):
+            K = W.size(-1)
+            eye = torch.eye(K)
+            return torch.ops.aten._weight_int4pack_mm_for_cpu(eye, W, 32, None)
+
+        def to_sparse(values, n):
+            crow = torch.tensor([0, n])
+            return torch.sparse_csr_tensor(crow, values.new_zeros(n), values, (1, n), device=values.device)
+        """
+    ) == []
+
+
+def test_set_default_device_in_the_file_silences_the_rule():
+    assert lines(
+        """
+        import torch
+        from torch import nn
+
+        torch.set_default_device("cuda")
+
+        class M(nn.Module):
+            def forward(self, x):
+                return x + torch.ones(3)
+        """
+    ) == []
+
+
+def test_forward_parameters_that_are_ints_are_not_tensors():
+    assert lines(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x, seq_len, n: int, scale=2.0, dims=(1, 2)):
+                pos = torch.arange(seq_len)
+                return x, pos * n * scale + pos.sum() + torch.ones(n) * dims[0]
+        """
+    ) == []
+
+
+def test_integer_index_of_a_1d_factory_is_a_0dim_scalar():
+    assert lines(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x):
+                table = torch.linspace(0, 1, 10)
+                return x * table[3] + x * torch.ones(4).sum() + x * table[None, 2:5]
+        """
+    ) == [6]
+
+
+def test_non_module_forward_and_classes_without_bases():
+    assert lines(
+        """
+        import torch
+
+        class Plain:
+            def forward(self, x):
+                return x + torch.ones(3)
+
+        class WithBase(object):
+            def forward(self, x):
+                return x + torch.ones(3)
+        """
+    ) == [9]
+
+
+def test_nested_function_is_read_on_its_own():
+    assert lines(
+        """
+        import torch
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x):
+                def pad(t):
+                    return torch.cat([t, torch.zeros(1, t.shape[1])])
+                ones = torch.ones(3)
+                return pad(x), ones.tolist()
+        """
+    ) == [7]
+
+
+def test_aliases_and_from_imports_resolve():
+    assert lines(
+        """
+        import torch as th
+        from torch import arange
+        from torch import nn
+
+        class M(nn.Module):
+            def forward(self, x):
+                return x + th.ones(x.shape[-1]) + arange(x.shape[-1])
+        """
+    ) == [7, 7]
+
+
+def test_huge_expression_does_not_break_the_rule_or_the_run():
+    terms = " + ".join(["x"] * 3000)
+    code = f"import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n        return {terms} + torch.ones(3)\n"
+    result = check_sources({"model.py": code}, select=["TL201", "TL001"])
+    assert [f.code for f in result.findings if f.code != "TL201"] == []
+
+
+def test_shape_as_tensor_is_a_cpu_tensor():
+    assert lines(
+        """
+        import torch
+
+        def topk_min(input: torch.Tensor, k: int):
+            dim = torch._shape_as_tensor(input)[0].unsqueeze(0)
+            return torch.min(torch.cat((torch.tensor([k], dtype=dim.dtype), dim), 0))
+        """
+    ) == []
+
+
+def test_functions_that_want_cpu_lengths_are_not_meetings():
+    assert lines(
+        """
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+        from torch.nn.utils.rnn import pack_padded_sequence
+
+        class M(nn.Module):
+            def forward(self, x, log_probs, targets, lens):
+                packed = pack_padded_sequence(x, torch.tensor([3, 2]), batch_first=True)
+                input_lengths = torch.full((x.shape[0],), log_probs.shape[0], dtype=torch.long)
+                target_lengths = torch.tensor([4, 4])
+                loss = F.ctc_loss(log_probs, targets, input_lengths, target_lengths)
+                parts = torch.tensor_split(x, torch.tensor([1, 3]))
+                return packed, loss, parts
+        """
+    ) == []
+
+
+def test_gradient_penalty_grad_outputs_on_cpu_is_flagged():
+    assert lines(
+        """
+        import torch
+
+        def gradient_penalty(critic_out, inputs):
+            grad, = torch.autograd.grad(critic_out, inputs, grad_outputs=torch.ones(critic_out.size()), create_graph=True)
+            return grad.norm(2, dim=1)
+        """
+    ) == [4]
