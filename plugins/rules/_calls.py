@@ -28,3 +28,23 @@ def argument(call: cst.Call, name: str, position: int) -> cst.Arg | None:
         return found
     args = positional(call)
     return args[position] if position < len(args) else None
+
+
+def with_keyword(call: cst.Call, name: str, value: str) -> cst.Call:
+    """`call` with `name=value` appended. A one-argument-per-line call keeps its layout: the
+    new argument inherits the trailing comma (and the newline before `)`), and the old last
+    argument gets the layout of the first (without the comment that may follow `(`)."""
+    new_arg = cst.Arg(
+        keyword=cst.Name(name),
+        value=cst.parse_expression(value),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    args = list(call.args)
+    last = args[-1] if args else None
+    if last is not None and isinstance(last.comma, cst.Comma):
+        new_arg = new_arg.with_changes(comma=last.comma)
+        layout = call.whitespace_before_args
+        if isinstance(layout, cst.ParenthesizedWhitespace):
+            layout = layout.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+        args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=layout))
+    return call.with_changes(args=[*args, new_arg])

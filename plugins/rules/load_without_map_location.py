@@ -5,7 +5,7 @@ import libcst as cst
 from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 
-from ._calls import argument, has_star_args
+from ._calls import argument, has_star_args, with_keyword
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 
@@ -195,19 +195,4 @@ class LoadWithoutMapLocation(Rule):
 
 
 def _with_map_location(call: cst.Call, device: str) -> cst.Call:
-    new_arg = cst.Arg(
-        keyword=cst.Name("map_location"),
-        value=cst.parse_expression(device),
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )
-    args = list(call.args)
-    last = args[-1] if args else None
-    if last is not None and isinstance(last.comma, cst.Comma):
-        # Keep a one-argument-per-line layout: the new argument inherits the trailing comma
-        # (and the newline before `)`); the old last argument gets the layout of the first.
-        new_arg = new_arg.with_changes(comma=last.comma)
-        layout = call.whitespace_before_args
-        if isinstance(layout, cst.ParenthesizedWhitespace):
-            layout = layout.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])  # not its comment
-        args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=layout))
-    return call.with_changes(args=[*args, new_arg])
+    return with_keyword(call, "map_location", device)

@@ -5,10 +5,12 @@ from typing import Optional
 
 import libcst as cst
 
+from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
+from ._calls import with_keyword
 from ._device_flow import (
     FACTORIES,
     FACTORY_NAMES,
@@ -101,6 +103,13 @@ class TensorWithoutDevice(Rule):
             return x * mask[..., None]
     ```
 
+    ## Fix safety
+    The fix adds `device=<tensor>.device` naming the tensor the factory's value meets. It is
+    safe for deterministic factories (`zeros`, `ones`, `arange`, `full`, `eye`, `tensor`...):
+    the values are the same, only their device changes. It is unsafe for random ones (`rand`,
+    `randn`, `randint`...): on a GPU they draw from the CUDA generator, so a seeded run gives
+    different numbers.
+
     ## Known limitations
     The data flow is local to one function and reads branches one after another: a tensor made
     in a helper and returned to `forward`, a CPU tensor returned or stored without meeting
@@ -116,6 +125,7 @@ class TensorWithoutDevice(Rule):
     name = "tensor-without-device"
     summary = "A tensor factory without `device=` in device code makes a CPU tensor that meets device tensors"
     triggers = tuple(sorted(FACTORY_NAMES | {"_window"}))
+    fix_safety = UNSAFE
     cases = [
         Bad(
             """
@@ -128,7 +138,17 @@ class TensorWithoutDevice(Rule):
                     mask = torch.arange(T)[None] < lengths[:, None]  # error
                     return x * mask.unsqueeze(-1)
             """,
-            note="the sequence-mask pattern",
+            fixed="""
+            import torch
+            from torch import nn
+
+            class Masked(nn.Module):
+                def forward(self, x, lengths):
+                    T = x.size(1)
+                    mask = torch.arange(T, device=lengths.device)[None] < lengths[:, None]  # error
+                    return x * mask.unsqueeze(-1)
+            """,
+            note="the sequence-mask pattern; the fix takes the device of the tensor it meets",
         ),
         Bad(
             """
@@ -562,13 +582,28 @@ class TensorWithoutDevice(Rule):
             if short in NEW_TWINS:
                 twin = "new_tensor" if short == "tensor" else f"new_{short}"
                 advice += f" (or use `{root}.{twin}(...)`)"
+        fix = None
+        if not (root.startswith("self.") and root[5:] in setup.self_modules) and _is_dotted_name(root):
+            short = (self.ctx.qualname(origin.func) or factory).rpartition(".")[2]
+            safety = UNSAFE if short in RANDOM_FACTORIES else SAFE
+            fix = NodeFix(f"Add `device={root}.device`", safety, ((origin, with_keyword(origin, "device", f"{root}.device")),))
         self.report(
             origin,
             f"`{factory}(...)` creates a CPU tensor in {where}; it meets `{meeting.other}` at line {line} — {advice}",
+            fix=fix,
         )
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+#: On a GPU these draw from the CUDA generator: same distribution, different numbers than on
+#: the CPU, so moving them changes a seeded run's results (the fix is unsafe).
+RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "poisson"})
+
+
+def _is_dotted_name(text: str) -> bool:
+    return all(part.isidentifier() for part in text.split("."))
+
 
 def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
