@@ -5,6 +5,8 @@ import libcst as cst
 from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 
+from torchlint.static.names import dotted_name
+
 from ._calls import argument, has_star_args, with_keyword
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
@@ -22,7 +24,9 @@ class LoadWithoutMapLocation(Rule):
     deserialize object on a CUDA device but torch.cuda.is_available() is False"), or piles
     every rank's weights onto GPU 0 in multi-GPU jobs.
 
-    A call that forwards `*args` or `**kwargs` may carry `map_location` and is not flagged.
+    A call that forwards `*args` or `**kwargs` may carry `map_location` and is not flagged;
+    neither is a load inside a `Dataset` subclass, which reads caches it wrote itself on the
+    CPU to build CPU batches.
 
     ## Example
     ```python
@@ -121,6 +125,17 @@ class LoadWithoutMapLocation(Rule):
         ),
         Good(
             """
+            import torch
+            from torchvision.datasets import VisionDataset
+
+            class Digits(VisionDataset):
+                def _load_data(self):
+                    return torch.load(self.processed_file)
+            """,
+            note="a dataset reading its own processed cache",
+        ),
+        Good(
+            """
             import json, pickle
 
             def load(path):
@@ -159,6 +174,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if has_star_args(node) or argument(node, "map_location", 1) is not None:
             return
+        if self._in_dataset_class():
+            return  # datasets read caches they wrote themselves, on the CPU, for CPU batches
         device = self._device_in_scope()
         self.report(
             node,
@@ -170,6 +187,15 @@ class LoadWithoutMapLocation(Rule):
                 ((node, _with_map_location(node, device)),),
             ),
         )
+
+    def _in_dataset_class(self) -> bool:
+        for ancestor in self.ctx.ancestors:
+            if isinstance(ancestor, cst.ClassDef):
+                for base in ancestor.bases:
+                    name = dotted_name(base.value) or ""
+                    if name.rpartition(".")[2].endswith("Dataset"):
+                        return True
+        return False
 
     def _device_in_scope(self) -> str:
         function = self.ctx.enclosing_function()
