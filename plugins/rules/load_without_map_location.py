@@ -26,7 +26,8 @@ class LoadWithoutMapLocation(Rule):
 
     A call that forwards `*args` or `**kwargs` may carry `map_location` and is not flagged;
     neither is a load inside a `Dataset` subclass, which reads caches it wrote itself on the
-    CPU to build CPU batches.
+    CPU to build CPU batches, nor a round trip (`torch.save(obj, buffer)` then
+    `torch.load(buffer)` in one function), where the devices necessarily exist.
 
     ## Example
     ```python
@@ -125,6 +126,19 @@ class LoadWithoutMapLocation(Rule):
         ),
         Good(
             """
+            import io
+            import torch
+
+            def round_trip(model):
+                buffer = io.BytesIO()
+                torch.save(model.state_dict(), buffer)
+                buffer.seek(0)
+                return torch.load(buffer)
+            """,
+            note="saved and loaded again in one function",
+        ),
+        Good(
+            """
             import torch
             from torchvision.datasets import VisionDataset
 
@@ -176,6 +190,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if self._in_dataset_class():
             return  # datasets read caches they wrote themselves, on the CPU, for CPU batches
+        if self._round_trip(node):
+            return  # saved and loaded again in this function: the devices exist
         device = self._device_in_scope()
         self.report(
             node,
@@ -187,6 +203,22 @@ class LoadWithoutMapLocation(Rule):
                 ((node, _with_map_location(node, device)),),
             ),
         )
+
+    def _round_trip(self, node: cst.Call) -> bool:
+        """`torch.save(obj, buffer)` ... `torch.load(buffer)` in one function."""
+        source = argument(node, "f", 0)
+        function = self.ctx.enclosing_function()
+        if source is None or function is None or not isinstance(source.value, cst.Name):
+            return False
+        target = source.value.value
+        from torchlint.static.walker import iter_nodes
+
+        for inner in iter_nodes(function.body):
+            if type(inner) is cst.Call and self.ctx.qualname(inner.func) in ("torch.save", "torch.serialization.save"):
+                written = argument(inner, "f", 1)
+                if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
+                    return True
+        return False
 
     def _in_dataset_class(self) -> bool:
         for ancestor in self.ctx.ancestors:
