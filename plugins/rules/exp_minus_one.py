@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.fix import SAFE, NodeFix
+from torchlint.rule import Bad, Good, Rule
+
+from ._numerics import is_one, only_positional
+from .log_of_one_plus import _sibling_function
+
+EXP_FUNCTIONS = frozenset({"torch.exp"})
+
+
+class ExpMinusOne(Rule):
+    """
+    ## What it does
+    Flags `torch.exp(x) - 1` (also with `1.0`).
+
+    ## Why is this bad?
+    For small `x`, `exp(x)` is `1 + x` to within rounding, and subtracting `1` cancels every
+    significant digit: in float32, `torch.exp(1e-8) - 1` is `0.0` while `torch.expm1(1e-8)` is
+    `1e-8`. `torch.expm1` computes `exp(x) - 1` directly. It keeps the dtype `torch.exp(x) - 1`
+    has (int and bool inputs give float32 in both).
+
+    Only a subtraction whose left side is the `torch.exp(...)` call itself is flagged:
+    `y - torch.exp(x) - 1` is `(y - exp(x)) - 1` and is left alone.
+
+    ## Example
+    ```python
+    y = torch.exp(x) - 1
+    ```
+
+    ## Use instead
+    ```python
+    y = torch.expm1(x)
+    ```
+
+    ## Fix safety
+    Safe: `torch.expm1(x)` computes the same function, only more accurately near zero, with the
+    same dtype promotion. Calls with more arguments (`out=`) are reported but not fixed.
+    """
+
+    code = "TL402"
+    name = "exp-minus-one"
+    summary = "`torch.exp(x) - 1` loses precision for small `x`; use `torch.expm1(x)`"
+    triggers = ("exp(",)
+    fix_safety = SAFE
+    cases = [
+        Bad(
+            """
+            import torch
+
+            def elu_like(x, alpha):
+                neg = alpha * (torch.exp(x) - 1)  # error
+                return torch.exp(x / 2) - 1.0 + neg  # error
+            """,
+            fixed="""
+            import torch
+
+            def elu_like(x, alpha):
+                neg = alpha * (torch.expm1(x))  # error
+                return torch.expm1(x / 2) + neg  # error
+            """,
+        ),
+        Bad(
+            """
+            import torch
+            from torch import exp
+
+            y = exp(x) - 1  # error
+            z = torch.exp(x, out=buf) - 1  # error
+            """,
+            fixed="""
+            import torch
+            from torch import exp
+
+            y = torch.expm1(x)  # error
+            z = torch.exp(x, out=buf) - 1  # error
+            """,
+            note="a bare imported `exp`; `out=` is reported but not fixed",
+        ),
+        Good("import torch\ny = torch.exp(x) - 2\nz = 1 - torch.exp(x)\nw = torch.exp(x) + 1"),
+        Good("import torch\ny = a - torch.exp(x) - 1\nz = a * torch.exp(x) - 1", note="`(a - exp(x)) - 1`, `(a * exp(x)) - 1`"),
+        Good("import math, numpy as np\na = math.exp(x) - 1\nb = np.exp(x) - 1", note="not torch"),
+        Good("import torch\ny = x.exp() - 1", note="method form: the receiver may not be a tensor (`Decimal.exp`)"),
+    ]
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Subtract) or not is_one(node.right):
+            return
+        call = node.left
+        if not isinstance(call, cst.Call) or call.lpar or self.ctx.qualname(call.func) not in EXP_FUNCTIONS:
+            return
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return
+        fix = None
+        func = _sibling_function(self, call.func, "expm1")
+        if func is not None and only_positional(call, 1):
+            fix = NodeFix("Replace with `torch.expm1`", SAFE, ((node, cst.Call(func=func, args=[cst.Arg(call.args[0].value)])),))
+        self.report(node, "`torch.exp(x) - 1` loses precision for small `x`: use `torch.expm1(x)`", fix=fix)

@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.fix import SAFE, NodeFix
+from torchlint.rule import Bad, Good, Rule
+
+from ._numerics import is_one, only_positional
+
+LOG_FUNCTIONS = frozenset({"torch.log"})
+
+
+class LogOfOnePlus(Rule):
+    """
+    ## What it does
+    Flags `torch.log(1 + x)` and `torch.log(x + 1)` (also with `1.0`).
+
+    ## Why is this bad?
+    For small `x`, `1 + x` rounds to `1` before the logarithm sees it, so the result loses
+    every significant digit: in float32, `torch.log(1 + 1e-8)` is `0.0` while
+    `torch.log1p(1e-8)` is `1e-8`. `torch.log1p` computes `log(1 + x)` without forming `1 + x`.
+    It keeps the dtype `torch.log(1 + x)` has (int and bool inputs give float32 in both).
+
+    ## Example
+    ```python
+    y = torch.log(1 + x)
+    ```
+
+    ## Use instead
+    ```python
+    y = torch.log1p(x)
+    ```
+
+    ## Fix safety
+    Safe: `torch.log1p(x)` computes the same function, only more accurately near zero, with the
+    same dtype promotion. Calls with more arguments (`out=`) are reported but not fixed.
+    """
+
+    code = "TL401"
+    name = "log-of-one-plus"
+    summary = "`torch.log(1 + x)` loses precision for small `x`; use `torch.log1p(x)`"
+    triggers = ("log(",)
+    fix_safety = SAFE
+    cases = [
+        Bad(
+            """
+            import torch
+
+            def entropy_bonus(x, rate):
+                a = torch.log(1 + x)  # error
+                b = torch.log(rate.exp() + 1.0) * 2  # error
+                return a + b
+            """,
+            fixed="""
+            import torch
+
+            def entropy_bonus(x, rate):
+                a = torch.log1p(x)  # error
+                b = torch.log1p(rate.exp()) * 2  # error
+                return a + b
+            """,
+        ),
+        Bad(
+            """
+            import torch as T
+            from torch import log
+
+            def f(x, y):
+                return T.log(1 + x * y), log(1 + x)  # error
+            """,
+            fixed="""
+            import torch as T
+            from torch import log
+
+            def f(x, y):
+                return T.log1p(x * y), T.log1p(x)  # error
+            """,
+            note="aliases; the fix keeps the module alias in use",
+        ),
+        Bad(
+            """
+            import torch
+
+            y = torch.log(1 + x, out=buf)  # error
+            """,
+            fixed="""
+            import torch
+
+            y = torch.log(1 + x, out=buf)  # error
+            """,
+            note="reported but not fixed: extra arguments",
+        ),
+        Good("import torch\ny = torch.log(2 + x)\nz = torch.log(1 - x)\nw = torch.log(x + 1e-8)"),
+        Good("import torch\ny = torch.log(1 + x + y)", note="`(1 + x) + y`: not a `1 + x` at the top"),
+        Good("import math, numpy as np\na = math.log(1 + x)\nb = np.log(1 + x)", note="not torch"),
+        Good(
+            """
+            import torch
+
+            def f(torch, x):
+                return torch.log(1 + x)
+            """,
+            note="a parameter named torch is not the module",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualname(node.func) not in LOG_FUNCTIONS:
+            return
+        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+            return
+        rest = _one_plus_rest(node.args[0].value)
+        if rest is None:
+            return
+        fix = None
+        func = _sibling_function(self, node.func, "log1p")
+        if func is not None and only_positional(node, 1):
+            new = cst.Call(func=func, args=[cst.Arg(rest.with_changes(lpar=[], rpar=[]) if _is_atomic(rest) else rest)])
+            fix = NodeFix("Replace with `torch.log1p`", SAFE, ((node, new),))
+        self.report(node, "`torch.log(1 + x)` loses precision for small `x`: use `torch.log1p(x)`", fix=fix)
+
+
+def _one_plus_rest(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`x` for `1 + x` or `x + 1`, else None."""
+    if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Add):
+        return None
+    if is_one(expr.left):
+        return expr.right
+    if is_one(expr.right):
+        return expr.left
+    return None
+
+
+def _is_atomic(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+
+
+def _sibling_function(rule: Rule, func: cst.BaseExpression, name: str) -> cst.BaseExpression | None:
+    """`torch.<name>` spelled the way the file spells torch: `T.log` -> `T.<name>`; for a bare
+    `log` imported from torch, `<alias>.<name>` when the torch module itself is imported (and
+    not re-bound here); else None."""
+    if isinstance(func, cst.Attribute):
+        return func.with_changes(attr=cst.Name(name))
+    for local in sorted(rule.ctx.aliases.aliases):
+        if rule.ctx.aliases.aliases[local] == "torch" and rule.ctx.qualname(cst.Name(local)) == "torch":
+            return cst.Attribute(value=cst.Name(local), attr=cst.Name(name))
+    return None
