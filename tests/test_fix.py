@@ -127,3 +127,59 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
         atomic.write_atomic(path, "new\n")
     assert path.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x.py"]
+
+
+def test_a_fix_that_cannot_be_built_drops_the_fix_not_the_run():
+    from torchlint.fix import SAFE, NodeFix
+    from torchlint.pluginmanager import hookimpl
+    from torchlint.rule import Rule
+    from torchlint.testing import check_sources
+
+    class BadFix(Rule):
+        code = "XX201"
+        name = "bad-fix"
+        summary = "a fix whose replacement is not a node"
+        fix_safety = SAFE
+
+        def visit_ImportFrom(self, node):
+            # Not a node: generating its code raises inside the engine, after the visit.
+            self.report(node, "import", fix=NodeFix("rename", SAFE, ((node, object()),)))
+
+    class Pack:
+        @hookimpl
+        def torchlint_rules(self):
+            return [BadFix]
+
+    source = "from torch import (\n    load,\n    save,\n)\n"
+    result = check_sources({"a.py": source}, select=["XX201"], extra_plugins=[Pack()])
+    assert [(f.code, f.location.line) for f in result.findings] == [("XX201", 1)]
+
+
+def test_parenthesised_from_import_can_be_replaced():
+    import libcst as cst
+
+    from torchlint.fix import SAFE, NodeFix
+    from torchlint.fix.apply import apply_fixes
+    from torchlint.pluginmanager import hookimpl
+    from torchlint.rule import Rule
+    from torchlint.testing import check_sources
+
+    class RenameModule(Rule):
+        code = "XX202"
+        name = "rename-module"
+        summary = "functorch -> torch.func"
+        fix_safety = SAFE
+
+        def visit_ImportFrom(self, node):
+            new = node.with_changes(module=cst.parse_expression("torch.func"))
+            self.report(node, "use torch.func", fix=NodeFix("rename", SAFE, ((node, new),)))
+
+    class Pack:
+        @hookimpl
+        def torchlint_rules(self):
+            return [RenameModule]
+
+    source = "from functorch import (\n    vmap,\n    grad,\n)\n"
+    result = check_sources({"a.py": source}, select=["XX202"], extra_plugins=[Pack()])
+    fixed, _ = apply_fixes(source, [f.fix for f in result.findings])
+    assert fixed == "from torch.func import (\n    vmap,\n    grad,\n)\n"

@@ -169,7 +169,7 @@ class FileContext:
                     path=self.path,
                     location=Location(line, column, end_line, end_column),
                     severity=rule.severity,
-                    fix=self._fix(item),
+                    fix=self._safe_fix(item),
                 )
             )
         return out
@@ -187,6 +187,13 @@ class FileContext:
         node._codegen(state)
         return "".join(state.tokens)
 
+    def _safe_fix(self, item: PendingReport) -> Fix | None:
+        """A fix that cannot be built is dropped; the finding stands and the run goes on."""
+        try:
+            return self._fix(item)
+        except Exception:
+            return None
+
     def _fix(self, item: PendingReport) -> Fix | None:
         fix = item.fix
         if fix is None or fix.applicability not in (SAFE, UNSAFE):
@@ -198,8 +205,9 @@ class FileContext:
             if isinstance(new, str):
                 content = new
             else:
-                # Positions exclude a node's own parentheses; its generated code includes them.
-                if getattr(new, "lpar", None):
+                # Positions exclude an expression's own parentheses; its generated code includes
+                # them. (ImportFrom's lpar is a single optional node, part of its syntax: kept.)
+                if isinstance(getattr(new, "lpar", None), (list, tuple)) and new.lpar:
                     new = new.with_changes(lpar=[], rpar=[])
                 content = self._code_at_depth(new, item.indents)
             edits.append(edit_from_span(content, self.position(old, item.statement)))

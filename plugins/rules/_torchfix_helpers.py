@@ -1,0 +1,260 @@
+"""Helpers shared by the TorchFix-parity rules (TL104, TL105, TL302, TL403, TL501-TL509).
+
+Kept apart from `_calls.py` (shared by every rule) so these rules can evolve on their own.
+libcst is imported at module level: rule modules are only imported once a file needs parsing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Iterator
+
+import libcst as cst
+
+from torchlint.static.names import dotted_name
+
+if TYPE_CHECKING:
+    from torchlint.static.context import FileContext
+
+_VERSION_RE = re.compile(r"^\s*(\d+)(?:\.(\d+))?")
+
+
+def parse_version(text: str | None) -> tuple[int, int] | None:
+    """"2.4" -> (2, 4); "2.6.0+cu124" -> (2, 6); None or junk -> None."""
+    if not text:
+        return None
+    match = _VERSION_RE.match(str(text))
+    if match is None:
+        return None
+    return int(match.group(1)), int(match.group(2) or 0)
+
+
+def target_torch(ctx: FileContext) -> tuple[int, int] | None:
+    """The configured `target-torch` as (major, minor), or None when not configured."""
+    config = getattr(ctx, "config", None)
+    return parse_version(getattr(config, "target_torch", None)) if config is not None else None
+
+
+def targets_before(ctx: FileContext, version: str | None) -> bool:
+    """True only when a target torch is configured and it is older than `version`."""
+    target, wanted = target_torch(ctx), parse_version(version)
+    return target is not None and wanted is not None and target < wanted
+
+
+# -- compatibility fallbacks ---------------------------------------------------------------------
+
+_FALLBACK_EXCEPTIONS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
+_GUARD_WORDS = re.compile(r"version|hasattr|TORCH_\w+|_TORCH\w*|is_torch\w*|torch_\w*at_least", re.IGNORECASE)
+
+
+def in_compat_fallback(ctx: FileContext) -> bool:
+    """True when the node being visited is a deliberate compatibility path: inside an
+    `except ImportError/ModuleNotFoundError/AttributeError/TypeError:` handler (TypeError:
+    "unexpected keyword argument" from an older signature), or inside any branch of
+    an `if` whose test looks like a version or feature check (`torch.__version__`,
+    `hasattr(torch, ...)`, `TORCH_VERSION >= ...`, `is_torch_greater_or_equal(...)`).
+    Old APIs there are there on purpose, for old torch versions."""
+    for ancestor in ctx.ancestors:
+        if isinstance(ancestor, cst.ExceptHandler) and _catches_import_error(ancestor):
+            return True
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and _GUARD_WORDS.search(_code(ctx, ancestor.test)):
+            return True
+    return False
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    kind = handler.type
+    if kind is None:
+        return False
+    names = kind.elements if isinstance(kind, cst.Tuple) else [cst.Element(kind)]
+    for element in names:
+        dotted = dotted_name(element.value) or ""
+        if dotted.rpartition(".")[2] in _FALLBACK_EXCEPTIONS:
+            return True
+    return False
+
+
+def _code(ctx: FileContext, node: cst.CSTNode) -> str:
+    return ctx.module.code_for_node(node)
+
+
+# -- imports ----------------------------------------------------------------------------------------
+
+
+def imported_names(node: cst.ImportFrom) -> Iterator[tuple[cst.ImportAlias, str]]:
+    """(alias node, "module.name") for each name an absolute `from module import ...` binds.
+    Relative and star imports yield nothing; odd aliases (`import range as r`) are fine."""
+    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        return
+    module = dotted_name(node.module)
+    if module is None:
+        return
+    for alias in node.names:
+        name = dotted_name(alias.name)
+        if name is not None:
+            yield alias, f"{module}.{name}"
+
+
+def replace_import_module(node: cst.ImportFrom, new_module: str) -> cst.ImportFrom:
+    """`from old import a, b as c` -> `from new import a, b as c`."""
+    return node.with_changes(module=cst.parse_expression(new_module))
+
+
+# -- expressions ------------------------------------------------------------------------------------
+
+
+def is_name(node: cst.BaseExpression, value: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == value
+
+
+def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional_args(call: cst.Call) -> list[cst.Arg]:
+    return [arg for arg in call.args if arg.keyword is None and not arg.star]
+
+
+def has_star(call: cst.Call) -> bool:
+    return any(arg.star for arg in call.args)
+
+
+def has_double_star(call: cst.Call) -> bool:
+    return any(arg.star == "**" for arg in call.args)
+
+
+def spelled_in_scope(ctx: FileContext, qualified: str) -> str | None:
+    """How `qualified` (e.g. "torch.linalg.norm") can be spelled here through an existing
+    import: via an alias whose target is a prefix of it (`T.linalg.norm` after `import torch
+    as T`, `nn.Upsample` for "torch.nn.Upsample"). The longest such alias wins; None if no
+    import reaches it (fixes then are not offered: they would need a new import)."""
+    best: tuple[int, str] | None = None
+    for local, target in ctx.aliases.aliases.items():
+        if qualified == target or qualified.startswith(target + "."):
+            if ctx.qualname(cst.Name(local)) != target:
+                continue  # shadowed in this function
+            candidate = local + qualified[len(target):]
+            if best is None or len(target) > best[0]:
+                best = (len(target), candidate)
+    return best[1] if best else None
+
+
+def with_keyword(call: cst.Call, name: str, value: str) -> cst.Call:
+    """`call` with `name=value` appended, keeping a one-argument-per-line layout."""
+    new_arg = cst.Arg(
+        keyword=cst.Name(name),
+        value=cst.parse_expression(value),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    args = list(call.args)
+    last = args[-1] if args else None
+    if last is not None and isinstance(last.comma, cst.Comma):
+        new_arg = new_arg.with_changes(comma=last.comma)
+        layout = call.whitespace_before_args
+        if isinstance(layout, cst.ParenthesizedWhitespace):
+            layout = layout.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+        args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=layout))
+    elif last is not None:
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return call.with_changes(args=[*args, new_arg])
+
+
+# -- a base for "this qualified API is deprecated" rules -------------------------------------------
+
+from torchlint.fix import NodeFix  # noqa: E402  (kept next to its only user)
+from torchlint.rule import Rule  # noqa: E402
+
+
+class QualifiedApiRule(Rule):
+    """Flags uses of qualified names a subclass knows about (`entry`), once per place:
+
+    - `from mod import name` of such a name is reported at the imported name; uses of that
+      local name are then not reported again (one finding, one fix point);
+    - calls through a module attribute (`torch.norm(x)`, `T.cuda.amp.autocast()`) are reported
+      at the call.
+
+    Nothing is reported inside a compatibility fallback (`except ImportError:` or a version
+    check), nor when the configured target torch predates the deprecation (`since`).
+    """
+
+    def entry(self, qualified: str):  # -> object with .replacement and .since, or None
+        raise NotImplementedError
+
+    def call_message(self, qualified: str, entry) -> str:
+        raise NotImplementedError
+
+    def import_message(self, qualified: str, entry) -> str:
+        return self.call_message(qualified, entry)
+
+    def call_fix(self, node: cst.Call, qualified: str, entry) -> NodeFix | None:
+        return None
+
+    def import_target(self, qualified: str, entry) -> str | None:
+        """Where a `from` import of `qualified` may be pointed instead, if that is exactly
+        equivalent for every use of the imported name; None for no import fix."""
+        return None
+
+    def import_fix_safety(self) -> str:
+        from torchlint.fix import SAFE
+
+        return SAFE
+
+    # -- traversal -----------------------------------------------------------------------------
+    def _active(self, qualified: str | None):
+        if qualified is None:
+            return None
+        found = self.entry(qualified)
+        if found is None or targets_before(self.ctx, getattr(found, "since", None)):
+            return None
+        return found
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Attribute):
+            return  # a bare name comes from a `from` import, which is reported instead
+        qualified = self.ctx.qualname(node.func)
+        found = self._active(qualified)
+        if found is None or in_compat_fallback(self.ctx):
+            return
+        self.report(node, self.call_message(qualified, found), fix=self.call_fix(node, qualified, found))
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        hits = [(alias, q, self._active(q)) for alias, q in imported_names(node)]
+        hits = [(alias, q, found) for alias, q, found in hits if found is not None]
+        if not hits or in_compat_fallback(self.ctx):
+            return
+        fix = self._import_fix(node)
+        for index, (alias, qualified, found) in enumerate(hits):
+            self.report(alias, self.import_message(qualified, found), fix=fix if index == 0 else None)
+
+    def _import_fix(self, node: cst.ImportFrom) -> NodeFix | None:
+        """Rewrite the whole statement when every name in it has an equivalent in one module:
+        `from functorch import vmap` -> `from torch.func import vmap`; renamed names keep their
+        local name (`from torch import ger` -> `from torch import outer as ger`)."""
+        # Edits touch only the module and the renamed names, never the whole statement, so
+        # parentheses, comments and trailing commas of the import stay as they were.
+        new_module = None
+        edits: list[tuple[cst.CSTNode, str]] = []
+        count = 0
+        for alias, qualified in imported_names(node):
+            count += 1
+            found = self._active(qualified)
+            target = self.import_target(qualified, found) if found is not None else None
+            if target is None:
+                return None
+            module, _, name = target.rpartition(".")
+            if new_module not in (None, module):
+                return None
+            new_module = module
+            if alias.evaluated_name != name:
+                local = alias.evaluated_alias or alias.evaluated_name
+                edits.append((alias.name, name if alias.asname is not None else f"{name} as {local}"))
+        if new_module is None or count != len(node.names):
+            return None
+        if new_module != dotted_name(node.module):
+            edits.insert(0, (node.module, new_module))
+        if not edits:
+            return None
+        return NodeFix(f"Import from `{new_module}`", self.import_fix_safety(), tuple(edits))
