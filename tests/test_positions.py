@@ -32,6 +32,7 @@ def test_statement_positions_match_libcst(source):
             ), cst.Module([]).code_for_node(node)
             checked += 1
     assert checked > 5
+    assert positions._whole is None  # every node was found by the statement-local path
 
 
 def _descendants(node):

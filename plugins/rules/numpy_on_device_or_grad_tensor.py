@@ -191,8 +191,8 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
             return self._call_taint(expr)
         return None
 
-    def _where(self, node: cst.CSTNode, text: str) -> str:
-        return f"{text} at line {self.ctx.position(node)[0]}"
+    def _where(self, node: cst.CSTNode, text: str) -> "_Where":
+        return _Where(self.ctx, node, text)
 
     def _call_taint(self, call: cst.Call) -> Optional[Taint]:
         qualname = self.ctx.qualname(call.func)
@@ -337,3 +337,22 @@ def _true_or_absent(call: cst.Call, name: str, position: int) -> bool:
         args = positional(call)
         arg = args[position] if len(args) > position else None
     return arg is None or _is_true(arg.value)
+
+
+class _Where:
+    """"`.cuda()` at line 12", with the line looked up only if a message is written: most
+    taints never reach a report, and positions cost code generation."""
+
+    __slots__ = ("ctx", "node", "text")
+
+    def __init__(self, ctx, node: cst.CSTNode, text: str) -> None:
+        self.ctx, self.node, self.text = ctx, node, text
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        return f"{self.text} at line {self.ctx.position(self.node)[0]}"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)

@@ -49,11 +49,19 @@ class FileContext:
         self._positions = None
         self._bindings: dict[int, frozenset[str]] = {}
         self._rebindable: set[str] | None = None
+        self._qualnames: dict[int, str | None] = {}
 
     # -- names ------------------------------------------------------------------------------
     def qualname(self, node: cst.BaseExpression) -> str | None:
         """`torch.nn.functional.softmax` for `F.softmax` after `import torch.nn.functional as F`;
         None when the name is not bound by an import or a function re-binds it locally."""
+        key = id(node)
+        if key in self._qualnames:
+            return self._qualnames[key]  # thirty rules ask about the same call
+        result = self._qualnames[key] = self._resolve_qualname(node)
+        return result
+
+    def _resolve_qualname(self, node: cst.BaseExpression) -> str | None:
         dotted = dotted_name(node)
         if dotted is None:
             return None

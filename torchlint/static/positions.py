@@ -1,26 +1,108 @@
 """Positions for the few nodes that are reported, without resolving them for the whole file.
 
 libcst's PositionProvider runs a position-tracking code generation over the entire module
-(2x the parse). A finding needs the position of one node, so: count the lines of the
-top-level statements before the one holding it (plain code generation, which libcst
-round-trips exactly), then run the position-tracking generator over that one statement.
+(2x the parse), entering a context manager and splitting every token for every node. A
+finding needs the position of one node, so: count the lines of the top-level statements
+before the one holding it, then generate that one statement with a code generation state
+that only tracks the wanted nodes and derives their line and column from the tokens
+emitted so far. libcst round-trips code exactly, so the positions equal its provider's
+(tests/test_positions.py checks every node of several tricky files).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 from libcst.metadata import MetadataWrapper, PositionProvider
-from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+Span = tuple[tuple[int, int], tuple[int, int]]  # ((line, column), (end_line, end_column)), column 0-based
 
 
-class _Sink:
-    """Stands in for the provider object that libcst's codegen state writes into."""
+class _NullContext:
+    __slots__ = ()
 
-    def __init__(self) -> None:
-        self._computed: dict[cst.CSTNode, Any] = {}
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
+
+
+_NULL = _NullContext()
+
+
+class _Recorder:
+    __slots__ = ("state", "key", "start_node", "end_node", "start")
+
+    def __init__(self, state: _TrackingState, key: int, start_node: Any, end_node: Any) -> None:
+        self.state, self.key, self.start_node, self.end_node = state, key, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = self.state.here()
+
+    def __exit__(self, *exc: object) -> bool:
+        results = self.state.results
+        start = results[id(self.start_node)][0] if self.start_node is not None else self.start
+        end = results[id(self.end_node)][1] if self.end_node is not None else self.state.here()
+        results[self.key] = (start, end)
+        return False
+
+
+class _TrackingState(CodegenState):
+    """libcst's code generation state, tracking positions of `wanted` nodes only."""
+
+    def setup(self, line: int, wanted: set[int]) -> None:
+        self.wanted = wanted
+        self.results: dict[int, Span] = {}
+        self._open: dict[int, tuple[int, int]] = {}
+        self._seen = 0
+        self._line = line
+        self._column = 0
+
+    def here(self) -> tuple[int, int]:
+        tokens = self.tokens
+        for index in range(self._seen, len(tokens)):
+            token = tokens[index]
+            if "\n" in token or "\r" in token:
+                parts = _NEWLINE.split(token)
+                self._line += len(parts) - 1
+                self._column = len(parts[-1])
+            else:
+                self._column += len(token)
+        self._seen = len(tokens)
+        return (self._line, self._column)
+
+    # Nodes that never record a syntactic position get their whitespace-inclusive range, as in
+    # libcst's provider (which fills those in from before/after_codegen).
+    def before_codegen(self, node) -> None:  # type: ignore[override]
+        if id(node) in self.wanted:
+            self._open[id(node)] = self.here()
+
+    def after_codegen(self, node) -> None:  # type: ignore[override]
+        key = id(node)
+        if key in self._open:
+            start = self._open.pop(key)
+            self.results.setdefault(key, (start, self.here()))
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+        key = id(node)
+        if key not in self.wanted:
+            return _NULL
+        for inner in (start_node, end_node):
+            if inner is not None:
+                self.wanted.add(id(inner))
+        return _Recorder(self, key, start_node, end_node)
+
+
+def _new_state(module: cst.Module, line: int = 1, wanted: set[int] | None = None) -> _TrackingState:
+    state = _TrackingState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.setup(line, wanted if wanted is not None else set())
+    return state
 
 
 class Positions:
@@ -29,8 +111,9 @@ class Positions:
         self._starts: dict[int, int] = {}  # id(top-level statement) -> its first line
         self._next_index = 0
         self._next_line = 1 + len(module.header)
-        self._by_statement: dict[int, dict[cst.CSTNode, Any]] = {}
+        self._spans: dict[int, Span] = {}
         self._whole: Any = None
+        self._owner: dict[int, cst.CSTNode] | None = None
 
     def _start_line(self, statement: cst.CSTNode) -> int | None:
         key = id(statement)
@@ -38,37 +121,48 @@ class Positions:
         while key not in self._starts and self._next_index < len(body):
             current = body[self._next_index]
             self._starts[id(current)] = self._next_line
+            state = _new_state(self.module)
             with _deep_recursion():
-                self._next_line += self.module.code_for_node(current).count("\n")
+                current._codegen(state)
+            self._next_line += sum(len(_NEWLINE.findall(token)) for token in state.tokens if "\n" in token or "\r" in token)
             self._next_index += 1
         return self._starts.get(key)
 
     def span(self, node: cst.CSTNode, statement: cst.CSTNode | None) -> tuple[int, int, int, int]:
         """(line, column, end_line, end_column), 1-based, end exclusive."""
-        code_range = None
-        if statement is not None:
-            code_range = self._statement_ranges(statement).get(node)
-        if code_range is None:
+        found = self._spans.get(id(node))
+        if found is None:
+            if statement is None:
+                statement = self._statement_of(node)
+            if statement is not None:
+                found = self._track(statement, node)
+        if found is None:
             code_range = self._whole_module()[node]
-        return (code_range.start.line, code_range.start.column + 1, code_range.end.line, code_range.end.column + 1)
+            found = ((code_range.start.line, code_range.start.column), (code_range.end.line, code_range.end.column))
+        (line, column), (end_line, end_column) = found
+        return (line, column + 1, end_line, end_column + 1)
 
-    def _statement_ranges(self, statement: cst.CSTNode) -> dict[cst.CSTNode, Any]:
-        ranges = self._by_statement.get(id(statement))
-        if ranges is None:
-            start = self._start_line(statement)
-            if start is None:
-                return {}
-            sink = _Sink()
-            state = PositionProvidingCodegenState(
-                default_indent=self.module.default_indent,
-                default_newline=self.module.default_newline,
-                provider=sink,
-            )
-            state.line = start
-            with _deep_recursion():
-                statement._codegen(state)
-            ranges = self._by_statement[id(statement)] = sink._computed
-        return ranges
+    def _track(self, statement: cst.CSTNode, node: cst.CSTNode) -> Span | None:
+        start = self._start_line(statement)
+        if start is None:
+            return None
+        state = _new_state(self.module, start, {id(node)})
+        with _deep_recursion():
+            statement._codegen(state)
+        self._spans.update(state.results)
+        return state.results.get(id(node))
+
+    def _statement_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The top-level statement holding `node`, for reports made after the traversal (a
+        walk of the tree, ~0.1x the parse, instead of whole-file positions, ~2x)."""
+        if self._owner is None:
+            from torchlint.static.walker import iter_nodes
+
+            self._owner = {}
+            for statement in self.module.body:
+                for inner in iter_nodes(statement):
+                    self._owner[id(inner)] = statement
+        return self._owner.get(id(node))
 
     def _whole_module(self) -> Any:
         if self._whole is None:
