@@ -152,7 +152,7 @@ class StaticEngine:
                 )
             )
 
-        ctx = FileContext(path, text, module, [])
+        ctx = FileContext(path, text, module, [], self.config)
         instances = [rule(ctx) for rule in candidates]
         dispatcher = Dispatcher(instances, on_error, ancestors=ctx.ancestors)
         dispatcher.walk(module)
