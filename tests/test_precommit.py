@@ -27,7 +27,7 @@ def test_pre_commit_try_repo(tmp_path):
     work.mkdir()
     git("init", "-q", cwd=work)
     (work / "train.py").write_text("import torch\nstate = torch.load('ckpt.pt')\n")
-    (work / "ok.py").write_text("import torch\nstate = torch.load('ckpt.pt', map_location='cpu')\n")
+    (work / "ok.py").write_text("import torch\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n")
     (work / "notes.txt").write_text("torch.load('x')\n")
     git("add", ".", cwd=work)
     env = {

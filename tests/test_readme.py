@@ -25,4 +25,4 @@ def test_readme_lists_every_builtin_rule():
 
     text = (ROOT / "README.md").read_text()
     for code, rule in builtin_rules().items():
-        assert f"| {code} |" in text and rule.name in text, code
+        assert f"| [{code}](docs/rules/{code}.md) | {rule.name} |" in text, code

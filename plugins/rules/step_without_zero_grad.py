@@ -1,0 +1,197 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from torchlint.rule import Bad, Good, Rule
+from torchlint.static.names import dotted_name
+
+from ._loops import enclosing_loops, has_backward, loop_nodes
+
+_OPTIMIZER_NAME = re.compile(r"(^|_)(optim|optimizer|optimiser|opt)(\d*|_.*)$|optimi[sz]er", re.IGNORECASE)
+#: Calls and attributes that clear gradients: `zero_grad()`, a project's `clear_grads()`, `p.grad.zero_()`.
+_CLEARING = re.compile(r"zero_grad|clear_grad|reset_grad|zero_grads", re.IGNORECASE)
+
+
+class StepWithoutZeroGrad(Rule):
+    """
+    ## What it does
+    Flags `optimizer.step()` (and `scaler.step(optimizer)`) inside a training loop — the
+    innermost loop around it that calls `backward()` — when nothing in that loop clears the
+    gradients: no `zero_grad()` on any object (optimizer or model), no `p.grad = None`, no
+    `p.grad.zero_()`, including inside closures defined in the loop.
+
+    Gradient accumulation that zeroes every k steps (`if (i + 1) % k == 0: opt.step();
+    opt.zero_grad()`) is fine: the clearing is in the loop. `optimizer.step(closure)` is left
+    alone (the closure owns the step), and so are loops that call no `backward()` themselves
+    and optimizers constructed inside the loop (one-off steps of a check, not training).
+
+    ## Why is this bad?
+    `backward()` *adds* into `.grad`. Without clearing, step `n` applies the sum of the
+    gradients of steps `1..n`: the effective learning rate grows every step and training
+    diverges or stalls — silently, since nothing raises.
+
+    ## Example
+    ```python
+    optimizer.zero_grad()
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad(set_to_none=True)
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Known limitations
+    A loop that clears gradients through a helper of another name (`self.reset()`) is
+    reported; a loop whose clearing happens only in an outer loop is reported too, which is
+    right unless the accumulation is intended.
+    """
+
+    code = "TL602"
+    name = "step-without-zero-grad"
+    summary = "`optimizer.step()` in a loop that never clears gradients: they accumulate across steps"
+    triggers = ("step(",)
+    cases = [
+        Bad(
+            """
+            def train(model, loader, criterion, optimizer):
+                optimizer.zero_grad()
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()  # error
+            """,
+            note="zeroed once, before the loop",
+        ),
+        Bad(
+            """
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    for batch in self.loader:
+                        self.scaler.scale(self.loss(batch)).backward()
+                        self.scaler.step(self.opt)  # error
+                        self.scaler.update()
+            """,
+            note="a scaler step",
+        ),
+        Good(
+            """
+            def train(model, loader, criterion, optimizer, accum=4):
+                for i, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y) / accum
+                    loss.backward()
+                    if (i + 1) % accum == 0:
+                        optimizer.step()
+                        optimizer.zero_grad(set_to_none=True)
+            """,
+            note="gradient accumulation that zeroes every k steps",
+        ),
+        Good(
+            """
+            def train(model, loader, criterion, opt_g, opt_d):
+                for x, y in loader:
+                    model.zero_grad()
+                    criterion(model(x), y).backward()
+                    opt_g.step()
+                    for p in model.parameters():
+                        p.grad = None
+                    criterion(model(y), x).backward()
+                    opt_d.step()
+            """,
+            note="model.zero_grad() and p.grad = None clear too",
+        ),
+        Good(
+            """
+            def train(model, loader, criterion, optimizer, scheduler):
+                for x, y in loader:
+                    def closure():
+                        optimizer.zero_grad()
+                        loss = criterion(model(x), y)
+                        loss.backward()
+                        return loss
+                    optimizer.step(closure)
+                    scheduler.step()
+            """,
+            note="LBFGS-style closure, and a scheduler step",
+        ),
+        Good(
+            """
+            def train(model, loader, optimizer):
+                for x in loader:
+                    loss = compute_loss(model, x)
+                    optimizer.step()
+            """,
+            note="no backward in the loop: gradients are handled where we cannot see",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        optimizer = _stepped_optimizer(node)
+        if optimizer is None:
+            return
+        loop = next((loop for loop in enclosing_loops(self.ctx.ancestors) if has_backward(loop)), None)
+        if loop is None or _clears_gradients(loop) or _made_in_loop(loop, optimizer):
+            return
+        self.report(
+            node,
+            f"`{optimizer}` steps in a loop that never clears gradients: `backward()` adds into `.grad`, so each "
+            f"step applies the sum of all previous gradients; call `{optimizer}.zero_grad()` each iteration",
+        )
+
+
+def _stepped_optimizer(call: cst.Call) -> str | None:
+    """`optimizer` for `optimizer.step()` and `scaler.step(optimizer)`; None otherwise."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
+        return None
+    receiver = dotted_name(func.value)
+    if receiver is None:
+        return None
+    last = receiver.rpartition(".")[2]
+    if "scaler" in last.lower() and len(call.args) >= 1:
+        stepped = dotted_name(call.args[0].value)
+        return stepped if stepped is not None else None
+    if call.args or not _OPTIMIZER_NAME.search(last):
+        return None
+    return receiver
+
+
+def _clears_gradients(loop: cst.CSTNode) -> bool:
+    for node in loop_nodes(loop, into_closures=True):
+        if isinstance(node, cst.Name) and _CLEARING.search(node.value):
+            return True
+        if isinstance(node, cst.Attribute):
+            if _CLEARING.search(node.attr.value):
+                return True
+            if node.attr.value in ("zero_", "detach_", "fill_") and _mentions_grad(node.value):
+                return True
+        if isinstance(node, cst.Assign) and any(
+            isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in node.targets
+        ):
+            return True
+        if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value == "set_to_none":
+            return True
+    return False
+
+
+def _made_in_loop(loop: cst.CSTNode, optimizer: str) -> bool:
+    """An optimizer built afresh in each iteration takes one-off steps (a numeric check, a
+    probe), not the steps of a training loop."""
+    return any(
+        isinstance(node, cst.Assign) and any(dotted_name(t.target) == optimizer for t in node.targets)
+        for node in loop_nodes(loop)
+    )
+
+
+def _mentions_grad(node: cst.BaseExpression) -> bool:
+    name = dotted_name(node) or ""
+    return "grad" in name.split(".")
