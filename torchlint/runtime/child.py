@@ -80,7 +80,10 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     from torchlint.runtime.steps import StepCounter, StepLimitReached
 
     ctx = ProbeContext(events, default_classifier(), mode, progress)
+    ctx.options = dict(spec.get("options") or {})  # --compile, --profile, --report (see RunSpec.options)
     probe_classes = [cls for group in pm.hook.torchlint_probes() for cls in (group or ())]
+    # An optional probe (compile, profile) says from the options whether this run wants it.
+    probe_classes = [cls for cls in probe_classes if getattr(cls, "wanted", lambda options: True)(ctx.options)]
     probes = [cls(ctx) for cls in probe_classes]
     events.emit(
         "start",
@@ -142,10 +145,25 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
     events.emit("outcome", **outcome)
     progress(f"{outcome['status']} after {counter.optimizer_steps} optimizer steps, {counter.forward_calls} forward calls")
+    _after_run(installed, ctx)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
     return EXIT_OK
+
+
+def _after_run(probes: list, ctx: Any) -> None:
+    """Work a probe does once the target has finished and every probe is uninstalled (the
+    compile probe's backend ladder, the profile probe's trace analysis). The outcome is
+    already recorded, so a failure or a timeout here cannot hide how the target ended."""
+    for probe in probes:
+        after_run = getattr(probe, "after_run", None)
+        if after_run is None:
+            continue
+        try:
+            after_run()
+        except Exception as exc:
+            ctx.probe_crashed(probe, "after_run", exc)
 
 
 def _uninstall(probes: list, ctx: Any) -> None:

@@ -9,6 +9,16 @@ from pathlib import Path
 import click
 
 
+class _Backend(click.Choice):
+    """The top of the compile ladder; `--compile train.py` gets a message saying what to write."""
+
+    def convert(self, value, param, ctx):
+        if value not in self.choices and (value.endswith(".py") or ":" in value or Path(value).exists()):
+            self.fail(f"{value!r} is not a backend: `--compile` takes its value after `=` "
+                      f"(--compile=eager); put a bare --compile after the target (torchlint run {value} --compile)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
@@ -20,7 +30,17 @@ import click
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report: no progress, no program output.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) to use.")
-def run(target, script_args, device, steps, timeout, quiet, output_format, config_path):
+@click.option("--compile", "compile_backend", type=_Backend(["eager", "aot_eager", "inductor"]), is_flag=False,
+              flag_value="aot_eager", default=None,
+              help="Compile the model the program runs up the backend ladder eager -> aot_eager [-> inductor]: graph breaks, "
+                   "recompilations, the failing stage, accuracy and speed-up. --compile alone means --compile=aot_eager.")
+@click.option("--profile", is_flag=True, help="Profile the training loop: hot user lines and modules, time split, FLOPs per module.")
+@click.option("--profile-steps", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Steps to profile (after one warm-up step).")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False),
+              help="Write report.html, findings.json and (with --profile) trace.json to this folder.")
+def run(target, script_args, device, steps, timeout, quiet, output_format, config_path, compile_backend, profile,
+        profile_steps, report_dir):
     """Run TARGET under runtime probes and report static findings with evidence.
 
     TARGET is a script (train.py, run as __main__ with the arguments after --) or an entry
@@ -38,5 +58,9 @@ def run(target, script_args, device, steps, timeout, quiet, output_format, confi
         quiet=quiet,
         output_format=output_format,
         config_path=config_path,
+        compile=compile_backend,
+        profile=profile,
+        profile_steps=profile_steps,
+        report_dir=report_dir,
     )
     sys.exit(execute(options, cwd=Path.cwd(), out=sys.stdout))

@@ -30,6 +30,21 @@ class RunOptions:
     quiet: bool = False
     output_format: str = "text"
     config_path: str | None = None
+    compile: str | None = None  # eager, aot_eager, inductor: the top of the backend ladder
+    profile: bool = False
+    profile_steps: int = 5
+    report_dir: str | None = None
+
+    def probe_options(self, cwd: Path) -> dict:
+        """What the optional probes (compile, profile) read in the child as ``ctx.options``."""
+        options: dict = {}
+        if self.compile:
+            options["compile"] = self.compile
+        if self.profile:
+            options.update(profile=True, profile_steps=self.profile_steps)
+        if self.report_dir:
+            options["report_dir"] = str((cwd / self.report_dir).absolute())
+        return options
 
 
 def _error(message: str) -> int:
@@ -64,6 +79,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         quiet=options.quiet,
         plugins=session.config.plugins,
         project_root=str(session.config.root) if session.config.root else None,
+        options=options.probe_options(cwd),
     )
     child = RunningChild(spec, cwd=cwd)
     try:
@@ -78,11 +94,40 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         return _error(error["message"])
     findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout)
     header = f"torchlint run {target.display} --device {options.device}"
-    if options.output_format == "json":
+    results = _probe_results(result)
+    if options.output_format == "json" and results:
+        import io
+        import json
+
+        buffer = io.StringIO()
+        write_json(findings, outcome, {"path": str(target.path), "entry": target.entry, "device": options.device}, buffer)
+        document = json.loads(buffer.getvalue())
+        document.update(results)
+        json.dump(document, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    elif options.output_format == "json":
         write_json(findings, outcome, {"path": str(target.path), "entry": target.entry, "device": options.device}, out)
     else:
         write_text(findings, outcome, header, out)
+        if results:
+            from torchlint.runtime.profile_summary import write_sections
+
+            write_sections(results, out, cwd)
+    if options.report_dir:
+        from torchlint.runtime.html_report import write_report_dir
+
+        where = write_report_dir(Path(options.report_dir), findings=findings, outcome=outcome, header=header, results=results,
+                                 target={"path": str(target.path), "entry": target.entry, "device": options.device}, cwd=cwd)
+        if not options.quiet:
+            sys.stderr.write(f"torchlint: report written to {where}\n")
     return EXIT_FINDINGS if any(_fails(f) for f in findings) else EXIT_CLEAN
+
+
+def _probe_results(result) -> dict:
+    """The compile and profile probes' summaries (JSON events from the child), by name."""
+    return {kind: {k: v for k, v in event.items() if k != "event"}
+            for kind in ("compile", "profile")
+            for event in [result.first(f"{kind}-result")] if event is not None}
 
 
 def _fails(finding: Finding) -> bool:

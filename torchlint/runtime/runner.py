@@ -38,6 +38,8 @@ class RunSpec:
     quiet: bool = False
     plugins: tuple[str, ...] = ()
     project_root: str | None = None
+    #: Settings for optional probes (compile, profile), JSON-able; probes read ``ctx.options``.
+    options: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self, events_path: Path) -> dict[str, Any]:
         return {
@@ -50,6 +52,7 @@ class RunSpec:
             "plugins": list(self.plugins),
             "project_root": self.project_root,
             "events": str(events_path),
+            "options": dict(self.options),
         }
 
 

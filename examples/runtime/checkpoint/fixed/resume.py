@@ -13,5 +13,5 @@ if not os.path.exists(path):
     save_as_if_on_cuda(make_model().state_dict(), path)
 
 model = make_model()
-model.load_state_dict(torch.load(path, map_location="cpu"))
+model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
 print("resumed")
