@@ -56,7 +56,9 @@ import time
 from typing import Any
 
 SKIP_DIRS = {".git", "__pycache__"}
-TORCHFIX_FINDING = re.compile(r"^\S.*:\d+:\d+: TOR\d+", re.MULTILINE)
+# not anchored at line start: TorchFix's worker processes print findings
+# into one shared stdout, and when it is a file their buffers can interleave
+TORCHFIX_FINDING = re.compile(r"\.py:\d+:\d+: TOR\d{3}")
 TORCHFIX_CHECKED = re.compile(r"Finished checking (\d+) files")
 
 # ---------------------------------------------------------------------------
@@ -478,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None, help="comma-separated subset: torchlint,torchfix,libcst,ast,ruff")
     ap.add_argument("--count-findings", action="store_true",
                     help="one extra, untimed torchlint run with --output-format json to count findings")
+    ap.add_argument("--keep-output", default=None, metavar="DIR",
+                    help="keep every run's stdout/stderr as DIR/<tool>.run<N>.{stdout,stderr}")
     ap.add_argument("--json", dest="json_out", default=None, help="write all results to this JSON file")
     args = ap.parse_args(argv)
 
@@ -486,8 +490,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("no such corpus: %s" % corpus)
     if args.repeat < 1:
         ap.error("--repeat must be >= 1")
+    if args.keep_output:
+        os.makedirs(args.keep_output, exist_ok=True)
 
     stats = corpus_stats(corpus)   # also warms the page cache for every tool
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+    if load_before and load_before[0] > 0.5:
+        print("warning: 1-minute load average is %.2f before starting; other processes will "
+              "inflate wall (and to a lesser degree CPU) times" % load_before[0], file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="compare_torchfix-") as workdir:
         tools = build_tools(args, corpus, workdir)
         active = [t for t in tools if t.cmd]
@@ -503,7 +513,10 @@ def main(argv: list[str] | None = None) -> int:
                 postprocess(t, run)
                 for k in ("stdout_path", "stderr_path"):
                     p = run.pop(k, None)
-                    if p:
+                    if p and args.keep_output:
+                        dest = os.path.join(args.keep_output, "%s.run%d.%s" % (t.key, i + 1, k.split("_")[0]))
+                        shutil.move(p, dest)
+                    elif p:
                         try:
                             os.unlink(p)
                         except OSError:
@@ -516,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
                 if t.key == "torchlint" and not t.error:
                     count_torchlint_findings(t, corpus, args.timeout)
 
+    load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
     base = next((t.median() for t in tools if t.key == "torchlint"), None)
     header = ("tool", "wall s", "CPU s", "peak RSS MB", "wall/torchlint", "CPU/torchlint", "notes")
     rows = []
@@ -560,6 +574,9 @@ def main(argv: list[str] | None = None) -> int:
         print(line(r))
     print("(ratios = tool / torchlint: above 1.00x means torchlint is faster; CPU = user+sys of the "
           "tool and its children; peak RSS = largest single process; median of %d run(s))" % args.repeat)
+    if load_before and load_after:
+        print("load average (1 min) before/after: %.2f / %.2f on %d CPUs"
+              % (load_before[0], load_after[0], os.cpu_count() or 0))
     for t in tools:
         if t.info.get("version") or t.info.get("python"):
             print("  %-10s %s" % (t.key, ", ".join("%s=%s" % kv for kv in t.info.items())))
@@ -570,6 +587,8 @@ def main(argv: list[str] | None = None) -> int:
             "corpus_stats": stats,
             "repeat": args.repeat,
             "cpu_count": os.cpu_count(),
+            "loadavg_before": load_before,
+            "loadavg_after": load_after,
             "platform": platform.platform(),
             "driver_python": sys.version.split()[0],
             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
