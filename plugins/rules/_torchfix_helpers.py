@@ -13,6 +13,8 @@ import libcst as cst
 
 from torchlint.static.names import dotted_name
 
+from ._calls import with_keyword  # noqa: F401  (re-exported: shared with TL301/TL201)
+
 if TYPE_CHECKING:
     from torchlint.static.context import FileContext
 
@@ -142,24 +144,6 @@ def spelled_in_scope(ctx: FileContext, qualified: str) -> str | None:
     return best[1] if best else None
 
 
-def with_keyword(call: cst.Call, name: str, value: str) -> cst.Call:
-    """`call` with `name=value` appended, keeping a one-argument-per-line layout."""
-    new_arg = cst.Arg(
-        keyword=cst.Name(name),
-        value=cst.parse_expression(value),
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )
-    args = list(call.args)
-    last = args[-1] if args else None
-    if last is not None and isinstance(last.comma, cst.Comma):
-        new_arg = new_arg.with_changes(comma=last.comma)
-        layout = call.whitespace_before_args
-        if isinstance(layout, cst.ParenthesizedWhitespace):
-            layout = layout.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
-        args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=layout))
-    elif last is not None:
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return call.with_changes(args=[*args, new_arg])
 
 
 # -- a base for "this qualified API is deprecated" rules -------------------------------------------

@@ -113,6 +113,8 @@ class Dispatcher:
                 self._call(handlers, node)
             ancestors.append(node)
             push((node, True))
+            # Children are collected inline (as in iter_nodes): this loop runs once per node of
+            # every parsed file, and a helper call here costs ~10 % of the walk.
             fields = _FIELDS.get(cls) or _child_fields(cls)
             children: list[cst.CSTNode] = []
             for name in fields:
