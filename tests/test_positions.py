@@ -41,3 +41,15 @@ def _descendants(node):
         current = stack.pop()
         yield current
         stack.extend(current.children)
+
+
+def test_a_wrong_statement_hint_still_avoids_whole_file_positions():
+    source = "import torch\nx = torch.load(a)\n\ndef f():\n    return torch.load(b)\n"
+    module = cst.parse_module(source)
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = Positions(module)
+    first, function = module.body[1], module.body[2]
+    call = next(n for n in _descendants(function) if isinstance(n, cst.Call))
+    want = expected[call]
+    assert positions.span(call, first) == (want.start.line, want.start.column + 1, want.end.line, want.end.column + 1)
+    assert positions._whole is None

@@ -152,8 +152,9 @@ class FileContext:
     def position(self, node: cst.CSTNode, statement: cst.CSTNode | None = None) -> tuple[int, int, int, int]:
         """(line, column, end_line, end_column), 1-based, end exclusive.
 
-        Cheap for nodes inside the top-level statement being visited (or inside `statement`);
-        for any other node the whole file's positions are resolved once."""
+        `statement` (default: the top-level statement being visited) is a hint; a node outside
+        it is found through the file's node-to-statement map. Either way only one statement's
+        code is generated."""
         if self._positions is None:
             from torchlint.static.positions import Positions
 
@@ -231,13 +232,6 @@ class ProjectContext:
     #: display path -> dotted module name ("pkg.models"), from __init__.py files on disk.
     module_names: dict[str, str]
     enabled: frozenset[str] = field(default_factory=frozenset)
-
-    def files_by_module(self) -> dict[str, str]:
-        """Module -> path for module names that only one checked file has."""
-        seen: dict[str, list[str]] = {}
-        for path, module in self.module_names.items():
-            seen.setdefault(module, []).append(path)
-        return {module: paths[0] for module, paths in seen.items() if len(paths) == 1}
 
     def resolve_module(self, importer: str, module: str, level: int = 0) -> str | None:
         """The checked file that `import module` (or `from .module`, level 1) in `importer`

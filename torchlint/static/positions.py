@@ -131,11 +131,12 @@ class Positions:
     def span(self, node: cst.CSTNode, statement: cst.CSTNode | None) -> tuple[int, int, int, int]:
         """(line, column, end_line, end_column), 1-based, end exclusive."""
         found = self._spans.get(id(node))
+        if found is None and statement is not None:
+            found = self._track(statement, node)  # the caller's hint: usually the right one
         if found is None:
-            if statement is None:
-                statement = self._statement_of(node)
-            if statement is not None:
-                found = self._track(statement, node)
+            owner = self._statement_of(node)
+            if owner is not None and owner is not statement:
+                found = self._track(owner, node)
         if found is None:
             code_range = self._whole_module()[node]
             found = ((code_range.start.line, code_range.start.column), (code_range.end.line, code_range.end.column))
