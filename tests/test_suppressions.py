@@ -64,3 +64,26 @@ def test_noqa_inside_a_string_on_another_line_does_not_leak():
 def test_suppressed_findings_are_counted():
     result = check_sources({"a.py": "import torch\nx = torch.load(p, weights_only=True)  # noqa\n"}, select=["TL301"])
     assert result.findings == [] and result.suppressed == 1
+
+
+def test_suppressions_are_read_from_the_checked_content_not_a_second_read(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from torchlint.config import Config
+    from torchlint.pluginmanager import collect_rules, make_plugin_manager
+    from torchlint.static.engine import StaticEngine
+
+    (tmp_path / "a.py").write_text("import torch\nx = torch.load(p, weights_only=True)  # noqa: TL301\n")
+    reads = []
+    real = Path.read_bytes
+
+    def counting(self):
+        reads.append(self.name)
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counting)
+    pm = make_plugin_manager()
+    engine = StaticEngine(Config(root=tmp_path), pm, collect_rules(pm), {"TL301"})
+    result = engine.check_paths([tmp_path / "a.py"], cwd=tmp_path)
+    assert result.findings == [] and result.suppressed == 1
+    assert reads == ["a.py"]

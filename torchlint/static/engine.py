@@ -183,12 +183,14 @@ class StaticEngine:
         items = discover(paths, self.config, cwd=cwd)
         results: list[FileResult | None] = [None] * len(items)
         todo: list[tuple[int, str, bytes, str | None]] = []
+        contents: dict[str, bytes] = {}  # what was checked, for suppression comments later
         hits = 0
         for index, item in enumerate(items):
             data, problem = (None, item.problem) if item.problem else read_bytes(item.path)
             if data is None:
                 results[index] = FileResult(item.display, [engine_finding(FileNotChecked, item.display, f"cannot check: {problem}")])
                 continue
+            contents[item.display] = data
             key = content_hash(data) if cache is not None else None
             if cache is not None:
                 cached = cache.get(key)
@@ -204,7 +206,11 @@ class StaticEngine:
             results[index] = result
             if cache is not None and key is not None:
                 cache.put(key, result.to_json())
-        check = self._finish(items, [r for r in results if r is not None], {})
+        done = [r for r in results if r is not None]
+        # Suppressions are read from the bytes that were checked (no second read from disk,
+        # and a file edited meanwhile cannot be judged against other text).
+        texts = {r.path: decode_source(contents[r.path]).text or "" for r in done if r.findings and r.path in contents}
+        check = self._finish(items, done, texts)
         check.cache_hits = hits
         return check
 
