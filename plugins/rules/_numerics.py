@@ -17,6 +17,8 @@ import libcst as cst
 
 from torchlint.rule import Rule
 
+from ._bindings import BindingEvents
+
 # Type-name sets rather than tuples of libcst classes: libcst must not load at import time.
 _SCOPES = frozenset({"FunctionDef", "ClassDef", "Module", "Lambda"})
 _BLOCKS = frozenset({"IndentedBlock", "SimpleStatementSuite"})
@@ -49,7 +51,7 @@ def method_name(call: cst.Call) -> Optional[str]:
     return func.attr.value if type(func).__name__ == "Attribute" else None
 
 
-class LocalTags(Rule):
+class LocalTags(BindingEvents, Rule):
     """A rule base that keeps `name -> (tag, suite path)` per scope. Subclasses decide what
     an expression's tag is (`tag_of`) and read names back with `lookup`."""
 
@@ -106,27 +108,9 @@ class LocalTags(Rule):
         elif kind == "StarredElement":
             self.bind_target(target.value, None)
 
-    # -- bindings seen during the walk --------------------------------------------------------
-    def leave_Assign(self, node: cst.Assign) -> None:
-        tag = self.tag_of(node.value)
-        for target in node.targets:
-            self.bind_target(target.target, tag)
-
-    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.bind_target(node.target, self.tag_of(node.value) if node.value is not None else None)
-
-    def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self.bind_target(node.target, None)
-
-    def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.bind_target(node.target, self.tag_of(node.value))
-
-    def visit_For(self, node: cst.For) -> None:
-        self.bind_target(node.target, None)
-
-    def leave_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self.bind_target(node.asname.name, None)
+    # -- bindings seen during the walk (assignments come from BindingEvents) ---------------
+    def value_of(self, expr: cst.BaseExpression) -> Any:
+        return self.tag_of(expr)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.bind(node.name.value, None)

@@ -34,6 +34,7 @@ from torchlint.rule import Rule
 from torchlint.static.context import make_finding
 from torchlint.static.names import dotted_name
 
+from ._bindings import BindingEvents
 from ._calls import argument
 
 if TYPE_CHECKING:
@@ -230,7 +231,7 @@ def _looks_like_dim(call: cst.Call) -> bool:
     return "dim" in last or "axis" in last
 
 
-class ProbabilityFlowRule(Rule):
+class ProbabilityFlowRule(BindingEvents, Rule):
     """Base of TL101/TL102: subclasses say which loss they guard and how to word the finding."""
 
     #: Fully qualified functional losses, e.g. {"torch.nn.functional.cross_entropy"}.
@@ -304,7 +305,7 @@ class ProbabilityFlowRule(Rule):
             if info is not None and info.node is scope:
                 info.attrs.setdefault(name, []).append(value)
 
-    def _bind_target(self, target: cst.BaseExpression, value: Optional[Value]) -> None:
+    def bind_target(self, target: cst.BaseExpression, value: Optional[Value]) -> None:
         if isinstance(target, cst.Name):
             self._bind(target.value, value)
         elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
@@ -317,9 +318,9 @@ class ProbabilityFlowRule(Rule):
                     info.attrs.setdefault(target.attr.value, []).append(kept)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
-                self._bind_target(element.value, None)
+                self.bind_target(element.value, None)
         elif isinstance(target, cst.StarredElement):
-            self._bind_target(target.value, None)
+            self.bind_target(target.value, None)
 
     # -- evaluation -------------------------------------------------------------------------
     def _lookup(self, name: str) -> Optional[Value]:
@@ -512,26 +513,8 @@ class ProbabilityFlowRule(Rule):
             self._module_functions[name] = self._module_functions.get(name, 0) + 1
         self._bind(node.name.value, None)
 
-    def leave_Assign(self, node: cst.Assign) -> None:
-        value = self.evaluate(node.value)
-        for target in node.targets:
-            self._bind_target(target.target, value)
-
-    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind_target(node.target, self.evaluate(node.value) if node.value is not None else None)
-
-    def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind_target(node.target, None)
-
-    def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind_target(node.target, self.evaluate(node.value))
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind_target(node.target, None)
-
-    def leave_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._bind_target(node.asname.name, None)
+    def value_of(self, expr: cst.BaseExpression) -> Optional[Value]:
+        return self.evaluate(expr)
 
     def visit_Return(self, node: cst.Return) -> None:
         function = self.ctx.enclosing_function()
