@@ -122,3 +122,11 @@ def test_static_check_never_imports_torch(tmp_path):
     result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert result.stdout.strip().splitlines()[-1] == "NO_TORCH 1", result.stdout + result.stderr
     assert not (decoy / "IMPORTED").exists()
+
+
+def test_a_plugin_cannot_take_the_engines_own_codes(tmp_path):
+    (tmp_path / "greedy_rules.py").write_text(RULE_PACK.replace('"ACME001"', '"TL000"'))
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nplugins = ["greedy_rules"]\n')
+    (tmp_path / "model.py").write_text(TARGET)
+    result = run_cli(["check", "model.py"], tmp_path)
+    assert result.returncode == 2 and "redefines the engine's own code(s) ['TL000']" in result.stderr

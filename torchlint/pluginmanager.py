@@ -71,6 +71,17 @@ def collect_rules(pm: pluggy.PluginManager) -> dict[str, type[Rule]]:
     return dict(sorted(rules.items()))
 
 
+def rule_registry(pm: pluggy.PluginManager) -> dict[str, type[Rule]]:
+    """Every code a run knows, by code: the engine's own (TL0xx) and every plugin's rules."""
+    from torchlint.static.engine_rules import ENGINE_RULES
+
+    plugin_rules = collect_rules(pm)
+    clash = set(ENGINE_RULES) & set(plugin_rules)
+    if clash:
+        raise PluginError(f"a plugin redefines the engine's own code(s) {sorted(clash)}")
+    return dict(sorted({**ENGINE_RULES, **plugin_rules}.items()))
+
+
 def plugin_table(pm: pluggy.PluginManager) -> list[tuple[str, str, list[str]]]:
     """(plugin name, distribution version, hooks implemented) for `torchlint plugins`."""
     versions = {}

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchlint.config import Config, ConfigError, find_config_file, load_config
-from torchlint.pluginmanager import collect_rules, make_plugin_manager
+from torchlint.pluginmanager import make_plugin_manager, rule_registry
 from torchlint.selection import resolve
-from torchlint.static.engine_rules import ENGINE_RULES
 
 if TYPE_CHECKING:
     import pluggy
@@ -66,8 +65,4 @@ def open_session(config_path: Path | None, start: Path, cwd: Path, **cli) -> Ses
     config = with_cli(config, **cli)
     pm = make_plugin_manager(config.plugins, config.root)
     pm.hook.torchlint_configure(config=config)
-    rules = {**ENGINE_RULES, **collect_rules(pm)}
-    clash = set(ENGINE_RULES) & set(collect_rules(pm))
-    if clash:
-        raise ConfigError(f"a plugin redefines the engine's own code(s) {sorted(clash)}")
-    return Session(config, pm, dict(sorted(rules.items())))
+    return Session(config, pm, rule_registry(pm))

@@ -13,11 +13,10 @@ from typing import Iterable
 
 from torchlint.config import Config
 from torchlint.findings import Finding
-from torchlint.pluginmanager import collect_rules, make_plugin_manager
+from torchlint.pluginmanager import make_plugin_manager, rule_registry
 from torchlint.rule import Bad, Case, Rule
 from torchlint.selection import resolve
 from torchlint.static.engine import CheckResult, StaticEngine
-from torchlint.static.engine_rules import ENGINE_RULES
 
 
 def check_sources(
@@ -33,7 +32,7 @@ def check_sources(
     for plugin in extra_plugins:
         if not pm.is_registered(plugin):
             pm.register(plugin)
-    rules = {**ENGINE_RULES, **collect_rules(pm)}
+    rules = rule_registry(pm)
     enabled = resolve(rules, list(select) if select is not None else config.select, config.extend_select, config.ignore, where="test")
     return StaticEngine(config, pm, rules, enabled).check_sources(sources)
 

@@ -35,13 +35,12 @@ def _check_in_worker(item: tuple[str, bytes]) -> dict:
 
 def _init_spawned_worker(config, enabled) -> None:
     global _engine
-    from torchlint.pluginmanager import collect_rules, make_plugin_manager
+    from torchlint.pluginmanager import make_plugin_manager, rule_registry
     from torchlint.static.engine import StaticEngine
-    from torchlint.static.engine_rules import ENGINE_RULES
 
     pm = make_plugin_manager(config.plugins, config.root)
     pm.hook.torchlint_configure(config=config)
-    _engine = StaticEngine(config, pm, {**ENGINE_RULES, **collect_rules(pm)}, set(enabled))
+    _engine = StaticEngine(config, pm, rule_registry(pm), set(enabled))
 
 
 def run_checks(engine: StaticEngine, items: list[tuple[str, bytes]], jobs: int) -> list[FileResult]:
