@@ -13,7 +13,7 @@ import libcst as cst
 
 from torchlint.static.names import dotted_name
 
-from ._calls import with_keyword  # noqa: F401  (re-exported: shared with TL301/TL201)
+from ._calls import has_star_args, keyword, positional, with_keyword  # noqa: F401  (with_keyword re-exported)
 
 if TYPE_CHECKING:
     from torchlint.static.context import FileContext
@@ -109,19 +109,10 @@ def is_name(node: cst.BaseExpression, value: str) -> bool:
     return isinstance(node, cst.Name) and node.value == value
 
 
-def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
-def positional_args(call: cst.Call) -> list[cst.Arg]:
-    return [arg for arg in call.args if arg.keyword is None and not arg.star]
-
-
-def has_star(call: cst.Call) -> bool:
-    return any(arg.star for arg in call.args)
+# The parity rules' names for the shared argument helpers in _calls.
+keyword_arg = keyword
+positional_args = positional
+has_star = has_star_args
 
 
 def has_double_star(call: cst.Call) -> bool:
