@@ -17,11 +17,17 @@ import libcst as cst
 
 def dotted_name(node: cst.BaseExpression | cst.ImportFrom) -> str | None:
     """`a.b.c` for Name/Attribute chains, else None."""
+    # Exact type checks: libcst's classes are ABCs that are never subclassed (see
+    # FileContext.enclosing_function), and this runs for nearly every call in a file.
+    kind = type(node)
+    if kind is cst.Name:
+        return node.value
     parts = []
-    while isinstance(node, cst.Attribute):
+    while kind is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+        kind = type(node)
+    if kind is cst.Name:
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
