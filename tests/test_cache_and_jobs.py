@@ -9,6 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from torchlint.cli import main
+from torchlint.static import parallel
+from torchlint.static.parallel import plan_jobs
 
 BUGGY = "import torch\nstate = torch.load('ckpt.pt', weights_only=True)\n"
 
@@ -91,7 +93,7 @@ def test_suppression_comment_added_later_applies_with_a_warm_cache(tree):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="exercise the fork path where it exists")
-def test_jobs_do_not_change_the_output(tree):
+def test_jobs_do_not_change_the_output(tree, monkeypatch):
     (tree / "models.py").write_text(
         "import torch.nn.functional as F\nfrom torch import nn\n\n"
         "class Net(nn.Module):\n    def forward(self, x):\n        return F.softmax(x, dim=1)\n"
@@ -101,6 +103,41 @@ def test_jobs_do_not_change_the_output(tree):
         "loss = criterion(model(x), y)\n"
     )
     single = run("--no-cache", "--jobs", "1", ".")
+    planned = []
+
+    def recording_plan(*args):
+        planned.append(plan_jobs(*args))
+        return planned[-1]
+
+    # These files are tiny: let every byte justify a worker, so the fork path really runs.
+    monkeypatch.setattr(parallel, "MIN_BYTES_PER_FORKED_WORKER", 1)
+    monkeypatch.setattr(parallel, "plan_jobs", recording_plan)
     assert run("--no-cache", "--jobs", "2", ".") == single
     assert run("--no-cache", "--jobs", "3", ".") == single
+    assert planned == [2, 3]
     assert len(single) >= 21
+
+
+class _Engine:
+    """Only what plan_jobs asks of the engine: would this file be parsed?"""
+
+    def may_parse(self, data: bytes) -> bool:
+        return b"torch" in data
+
+
+def test_forked_workers_are_planned_by_bytes_to_parse_not_by_files():
+    big = ("m.py", b"import torch\n" + b"x = 1\n" * 8_000)  # 48 kB: worth a worker
+    small = ("s.py", b"import torch\n")
+    unwanted = ("u.py", b"x = 1\n" * 50_000)  # no trigger token: never parsed, never counted
+    assert plan_jobs(_Engine(), [big, big], 2, fork=True) == 2
+    assert plan_jobs(_Engine(), [big, big, big, big, big], 8, fork=True) == 5
+    assert plan_jobs(_Engine(), [small, small, small, small], 2, fork=True) == 1
+    assert plan_jobs(_Engine(), [big, unwanted], 2, fork=True) == 1
+    assert plan_jobs(_Engine(), [big], 2, fork=True) == 1
+    assert plan_jobs(_Engine(), [big, big], 1, fork=True) == 1
+
+
+def test_spawned_workers_need_enough_files_to_pay_for_their_start():
+    small = ("s.py", b"import torch\n")
+    assert plan_jobs(_Engine(), [small] * 7, 2, fork=False) == 1
+    assert plan_jobs(_Engine(), [small] * 8, 2, fork=False) == 2

@@ -44,6 +44,14 @@ def lazy_import(name: str) -> types.ModuleType | None:
     return module
 
 
+def load(name: str) -> types.ModuleType:
+    """Execute a lazily imported module now (e.g. before forking workers that all need it)."""
+    module = sys.modules.get(name)
+    if isinstance(module, _LazyModule):
+        return module._load()
+    return importlib.import_module(name)
+
+
 def is_loaded(name: str) -> bool:
     module = sys.modules.get(name)
     return module is not None and (not isinstance(module, _LazyModule) or "_lazy_real" in module.__dict__)

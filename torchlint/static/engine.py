@@ -102,6 +102,7 @@ class StaticEngine:
             for code in sorted(enabled)
             if code in rules and code not in ENGINE_RULES and not rules[code].runtime_only
         ]
+        self._byte_triggers: tuple[bytes, ...] | None = None
         self._wants_file_facts = bool(pm.hook.torchlint_file_facts.get_hookimpls())
         self._per_file_ignores = [
             (pattern, codes_for(codes, rules, where=f"{config.config_file or 'configuration'}: [tool.torchlint] per-file-ignores {pattern!r}"))
@@ -109,6 +110,16 @@ class StaticEngine:
         ]
 
     # -- one file ---------------------------------------------------------------------------
+    def may_parse(self, data: bytes) -> bool:
+        """Whether `check_bytes(data)` will probably parse (some rule's trigger occurs). Only
+        for planning work: the bytes are searched as UTF-8, which a coding cookie can defeat."""
+        if self._byte_triggers is None:
+            if any(not rule.triggers for rule in self.active_rules):
+                self._byte_triggers = ()
+            else:
+                self._byte_triggers = tuple({token.encode("utf-8") for rule in self.active_rules for token in rule.triggers})
+        return not self._byte_triggers or any(token in data for token in self._byte_triggers)
+
     def check_text(self, path: str, text: str) -> FileResult:
         result = FileResult(path)
         candidates = [rule for rule in self.active_rules if not rule.triggers or any(token in text for token in rule.triggers)]
