@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 from torchlint import hookspecs
+from torchlint.entrypoints import entry_points
 from torchlint.lazy import lazy_import
 
 if TYPE_CHECKING:
@@ -27,12 +28,30 @@ class PluginError(Exception):
     """A plugin could not be loaded or provides something invalid."""
 
 
-def make_plugin_manager(config_plugins: tuple[str, ...] = (), project_root: Path | None = None) -> pluggy.PluginManager:
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager, plus which distribution provided each entry-point plugin."""
+
+    def __init__(self) -> None:
+        super().__init__("torchlint")
+        #: plugin name -> (project, version) of the distribution that declared it.
+        self.distributions: dict[str, tuple[str, str]] = {}
+
+    def load_entry_points(self, group: str) -> None:
+        """What pluggy's `load_setuptools_entrypoints` does, without importlib.metadata
+        (see torchlint.entrypoints): the first plugin found under a name wins."""
+        for entry in entry_points(group):
+            if self.get_plugin(entry.name) is not None or self.is_blocked(entry.name):
+                continue
+            self.register(entry.load(), name=entry.name)
+            self.distributions[entry.name] = (entry.project, entry.version)
+
+
+def make_plugin_manager(config_plugins: tuple[str, ...] = (), project_root: Path | None = None) -> PluginManager:
     lazy_import("libcst")  # rule modules import it at the top; execute it only if a file is parsed
-    pm = pluggy.PluginManager("torchlint")
+    pm = PluginManager()
     pm.add_hookspecs(hookspecs)
     try:
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        pm.load_entry_points(ENTRY_POINT_GROUP)
     except Exception as exc:  # a broken third-party package must not look like our crash
         raise PluginError(f"could not load a plugin from entry points: {exc!r}") from exc
     if config_plugins and project_root is not None and str(project_root) not in sys.path:
@@ -82,11 +101,9 @@ def rule_registry(pm: pluggy.PluginManager) -> dict[str, type[Rule]]:
     return dict(sorted({**ENGINE_RULES, **plugin_rules}.items()))
 
 
-def plugin_table(pm: pluggy.PluginManager) -> list[tuple[str, str, list[str]]]:
+def plugin_table(pm: PluginManager) -> list[tuple[str, str, list[str]]]:
     """(plugin name, distribution version, hooks implemented) for `torchlint plugins`."""
-    versions = {}
-    for plugin, dist in pm.list_plugin_distinfo():
-        versions[pm.get_name(plugin)] = f"{dist.project_name} {dist.version}"
+    versions = {name: f"{project} {version}" for name, (project, version) in pm.distributions.items()}
     table = []
     for name, plugin in sorted(pm.list_name_plugin(), key=lambda item: item[0]):
         hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or ())

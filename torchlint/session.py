@@ -11,15 +11,14 @@ from torchlint.pluginmanager import make_plugin_manager, rule_registry
 from torchlint.selection import resolve
 
 if TYPE_CHECKING:
-    import pluggy
-
+    from torchlint.pluginmanager import PluginManager
     from torchlint.rule import Rule
 
 
 @dataclass
 class Session:
     config: Config
-    pm: pluggy.PluginManager
+    pm: PluginManager
     rules: dict[str, type[Rule]]
 
     def enabled(self) -> set[str]:
@@ -37,7 +36,7 @@ class Session:
             module = sys.modules.get(self.rules[code].__module__)
             if module is not None and getattr(module, "__file__", None):
                 source_dirs.add(Path(module.__file__).resolve().parent)
-        versions = sorted(f"{dist.project_name}=={dist.version}" for _, dist in self.pm.list_plugin_distinfo())
+        versions = sorted({f"{project}=={version}" for project, version in self.pm.distributions.values()})
         fingerprint = Cache.fingerprint(
             {
                 "enabled": sorted(enabled),
