@@ -20,6 +20,7 @@ from torchlint.findings import Severity
 if TYPE_CHECKING:
     import libcst as cst
 
+    from torchlint.analysis import Analysis
     from torchlint.findings import Finding
     from torchlint.fix import NodeFix
     from torchlint.static.context import FileContext, ProjectContext
@@ -81,6 +82,9 @@ class Rule:
     runtime_only: ClassVar[bool] = False
     #: "safe", "unsafe", or None when the rule offers no fix.
     fix_safety: ClassVar[str | None] = None
+    #: Per-file analyses this rule reads with ``self.ctx.analysis(cls)`` (see torchlint.analysis):
+    #: built once per file for every rule that names them.
+    analyses: ClassVar[tuple[type[Analysis], ...]] = ()
     cases: ClassVar[list[Case]] = []
 
     def __init__(self, ctx: FileContext) -> None:
@@ -131,6 +135,10 @@ class Rule:
             problems.append("summary is empty")
         if cls.fix_safety not in (None, "safe", "unsafe"):
             problems.append(f"fix_safety {cls.fix_safety!r} is not 'safe', 'unsafe' or None")
+        from torchlint.analysis import Analysis
+
+        if not isinstance(cls.analyses, tuple) or not all(isinstance(a, type) and issubclass(a, Analysis) for a in cls.analyses):
+            problems.append("analyses must be a tuple of torchlint.analysis.Analysis subclasses")
         if cls.runtime_only and cls.cases:
             problems.append("a runtime-only rule has no static cases")
         for case in cls.cases:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import libcst as cst
 
@@ -13,6 +13,8 @@ from torchlint.findings import Finding, Fix, Location, Severity
 from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.fix.apply import edit_from_span
 from torchlint.static.names import AliasTable, dotted_name, local_bindings
+
+A = TypeVar("A")
 
 if TYPE_CHECKING:
     from torchlint.config import Config
@@ -56,6 +58,15 @@ class FileContext:
         self._bindings: dict[int, frozenset[str]] = {}
         self._rebindable: set[str] | None = None
         self._qualnames: dict[int, str | None] = {}
+        #: The file's analyses (torchlint.analysis), built by the engine before the rules.
+        self.analyses: dict[type, Any] = {}
+
+    def analysis(self, cls: type[A]) -> A:
+        """This file's instance of an analysis the calling rule names in ``Rule.analyses``."""
+        try:
+            return self.analyses[cls]
+        except KeyError:
+            raise LookupError(f"{cls.__name__} was not built for this file: name it in the rule's `analyses`") from None
 
     # -- names ------------------------------------------------------------------------------
     def qualname(self, node: cst.BaseExpression) -> str | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from torchlint.analysis import Analysis, analyses_for
 from torchlint.config import Config
 from torchlint.findings import Finding, Location
 from torchlint.selection import codes_for
@@ -77,6 +78,19 @@ def _location(line: int = 1, column: int = 1) -> Location:
 
 def engine_finding(rule: type[Rule], path: str, message: str, line: int = 1, column: int = 1) -> Finding:
     return Finding(rule.code, rule.name, message, path, _location(line, column), rule.severity)
+
+
+def _needing(failed: type, analyses: dict[type, object]) -> set[type]:
+    """`failed` and every analysis that requires it, directly or not."""
+    broken = {failed}
+    changed = True
+    while changed:
+        changed = False
+        for cls in analyses:
+            if cls not in broken and broken & set(getattr(cls, "requires", ())):
+                broken.add(cls)
+                changed = True
+    return broken
 
 
 def _compile_error(text: str) -> tuple[str, int, int] | None:
@@ -152,26 +166,53 @@ class StaticEngine:
 
         crashes: list[Finding] = []
 
-        def on_error(rule: object, exc: BaseException, node: object) -> None:
+        def crashed(kind: type | None, exc: BaseException, skipped: str = "") -> None:
             where = traceback.extract_tb(exc.__traceback__)[-1]
+            if kind is None:
+                label = "building the analyses"
+            else:
+                label = f"analysis {kind.__name__}" if issubclass(kind, Analysis) else f"{kind.__name__} ({kind.code})"
             crashes.append(
                 engine_finding(
                     RuleCrashed,
                     path,
-                    f"{type(rule).__name__} ({getattr(rule, 'code', '?')}) raised {type(exc).__name__}: {exc} "
-                    f"at {Path(where.filename).name}:{where.lineno}",
+                    f"{label} raised {type(exc).__name__}: {exc} at {Path(where.filename).name}:{where.lineno}{skipped}",
                 )
             )
 
         ctx = FileContext(path, text, module, [], self.config)
-        instances = [rule(ctx) for rule in candidates]
-        dispatcher = Dispatcher(instances, on_error, ancestors=ctx.ancestors)
-        dispatcher.walk(module)
-        for instance in instances:
+        try:
+            ctx.analyses = analyses_for(candidates, ctx)
+        except Exception as exc:
+            skipped = [rule for rule in candidates if rule.analyses]
+            crashed(None, exc, f"; skipped for this file: {', '.join(rule.code for rule in skipped)}")
+            candidates = [rule for rule in candidates if not rule.analyses]
+        instances = []
+        for rule in candidates:
             try:
-                instance.finish()
+                instances.append(rule(ctx))
             except Exception as exc:
-                on_error(instance, exc, module)
+                crashed(rule, exc)
+
+        def on_error(target: object, exc: BaseException, node: object) -> None:
+            if not isinstance(target, Analysis):
+                crashed(type(target), exc)
+                return
+            # What its readers would see is incomplete: skip them for this file, and say so.
+            broken = _needing(type(target), ctx.analyses)
+            readers = [r for r in instances if broken & set(type(r).analyses) and dispatcher.is_active(r)]
+            for dependent in [*(ctx.analyses[cls] for cls in broken), *readers]:
+                dispatcher.remove(dependent)
+            crashed(type(target), exc, f"; skipped for this file: {', '.join(r.code for r in readers)}" if readers else "")
+
+        dispatcher = Dispatcher([*ctx.analyses.values(), *instances], on_error, ancestors=ctx.ancestors)
+        dispatcher.walk(module)
+        for target in [*ctx.analyses.values(), *instances]:
+            if dispatcher.is_active(target):
+                try:
+                    target.finish()
+                except Exception as exc:
+                    on_error(target, exc, module)
         if self._wants_file_facts:
             for facts in self.pm.hook.torchlint_file_facts(ctx=ctx):
                 if facts:

@@ -80,10 +80,17 @@ class Dispatcher:
 
     def _disable(self, target: object, exc: BaseException, node: cst.CSTNode) -> None:
         """One broken rule must not stop the others or the run: report it, drop its handlers."""
+        self.remove(target)
         self._on_error(target, exc, node)
+
+    def remove(self, target: object) -> None:
+        """Stop dispatching to `target` (from the next node on)."""
         self._targets = [t for t in self._targets if t is not target]
         self._visit.clear()
         self._leave.clear()
+
+    def is_active(self, target: object) -> bool:
+        return any(t is target for t in self._targets)
 
     def walk(self, root: cst.CSTNode) -> None:
         # The hottest loop of a run (once per node of every parsed file), written for speed:
