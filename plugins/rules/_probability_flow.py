@@ -1,8 +1,12 @@
-"""Where do softmax probabilities flow? Shared by TL101 and TL102.
+"""Where do softmax probabilities flow? One analysis per file, read by TL101, TL102 and TL107.
 
-Both rules ask one question: does a loss that expects logits (`cross_entropy`) or
-log-probabilities (`nll_loss`) receive softmax output as its INPUT? The answer needs a small
-dataflow analysis, done during the engine's single traversal and settled in ``finish()``:
+The rules ask one question: does a loss that expects logits (`cross_entropy`) or
+log-probabilities (`nll_loss`), or a logarithm, receive softmax output? The answer needs a
+small dataflow analysis. `ProbabilityFlow` is an engine analysis (torchlint.analysis): it is
+built once per file for all the rules that read it, runs during the single traversal, and
+records every loss call with the abstract value of its input; each rule then judges the calls
+of its own loss kind in ``finish()``. (TL106 reads `SigmoidFlow`, the same analysis with
+sigmoid as the source.)
 
 * Expressions are given abstract values (below). Most are known on the spot (`F.softmax(x, 1)`
   is probabilities); some name things that are only known after the whole file has been
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING, ClassVar, Optional, Union
 
 import libcst as cst
 
+from torchlint.analysis import Analysis
 from torchlint.fix import NodeFix
 from torchlint.rule import Rule
 from torchlint.static.context import make_finding
@@ -85,6 +90,32 @@ PASSTHROUGH_FUNCTIONS = frozenset(
         "torch.transpose", "torch.clone", "torch.detach",
     }
 )
+
+
+#: Functional losses whose INPUT a rule judges, and their kind (each rule guards one kind).
+LOSS_FUNCTIONS = {
+    "torch.nn.functional.cross_entropy": "cross_entropy",
+    "torch.nn.functional.nll_loss": "nll",
+    "torch.nn.functional.binary_cross_entropy": "bce",
+}
+#: Loss module classes, and their kind.
+LOSS_MODULES = {
+    **dict.fromkeys(
+        ("torch.nn.CrossEntropyLoss", "torch.nn.modules.CrossEntropyLoss", "torch.nn.modules.loss.CrossEntropyLoss"),
+        "cross_entropy",
+    ),
+    **dict.fromkeys(
+        (
+            "torch.nn.NLLLoss",
+            "torch.nn.NLLLoss2d",
+            "torch.nn.modules.NLLLoss",
+            "torch.nn.modules.loss.NLLLoss",
+            "torch.nn.modules.loss.NLLLoss2d",
+        ),
+        "nll",
+    ),
+    **dict.fromkeys(("torch.nn.BCELoss", "torch.nn.modules.BCELoss", "torch.nn.modules.loss.BCELoss"), "bce"),
+}
 
 
 # -- abstract values ---------------------------------------------------------------------------
@@ -197,9 +228,10 @@ class ClassInfo:
 @dataclass
 class LossCall:
     node: cst.Call
-    callee: Optional[Value]  # None for the functional form, already known to be the right loss
-    label: str  # how the message names the loss
+    callee: Optional[Value]  # the loss module called; None for the functional form
+    label: str  # how the message names the call; "" for the rule's own wording of the loss
     value: Value  # the INPUT argument's value
+    kind: str = ""  # the functional form's loss kind (LOSS_FUNCTIONS); a module's is its callee's
 
 
 Binding = tuple[Optional[Value], tuple[int, ...]]
@@ -231,22 +263,9 @@ def _looks_like_dim(call: cst.Call) -> bool:
     return "dim" in last or "axis" in last
 
 
-class ProbabilityFlowRule(BindingEvents, Rule):
-    """Base of TL101/TL102: subclasses say which loss they guard and how to word the finding."""
+class ProbabilityFlow(BindingEvents, Analysis):
+    """The dataflow of one file: abstract values of expressions, and every loss call's input."""
 
-    #: Fully qualified functional losses, e.g. {"torch.nn.functional.cross_entropy"}.
-    loss_functions: ClassVar[frozenset[str]] = frozenset()
-    #: Fully qualified loss module classes, e.g. {"torch.nn.CrossEntropyLoss"}.
-    loss_modules: ClassVar[frozenset[str]] = frozenset()
-    loss_kind: ClassVar[str] = ""
-    loss_label_functional: ClassVar[str] = ""
-    loss_label_module: ClassVar[str] = ""
-
-    @classmethod
-    def message(cls, loss_label: str, where: str) -> str:
-        raise NotImplementedError
-
-    # -- state ------------------------------------------------------------------------------
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._envs: dict[int, dict[str, Binding]] = {}
@@ -254,9 +273,11 @@ class ProbabilityFlowRule(BindingEvents, Rule):
         self._module_classes: set[str] = set()
         self._classes: dict[str, ClassInfo] = {}
         self._ambiguous_classes: set[str] = set()
-        self._loss_calls: list[LossCall] = []
+        #: Every call of a known loss (any kind) whose input has a value, in source order.
+        self.loss_calls: list[LossCall] = []
         self._module_functions: dict[str, int] = {}
         self._call_sites: dict[str, list[CallSite]] = {}
+        self._probability_classes: Optional[list[tuple[str, Origin]]] = None
 
     # -- scopes and suite paths ---------------------------------------------------------------
     def _scope_index(self) -> int:
@@ -425,7 +446,7 @@ class ProbabilityFlowRule(BindingEvents, Rule):
             method = func.attr.value
             receiver = func.value
             if method == "softmax":
-                return self._method_softmax(call, receiver)
+                return self.method_softmax(call, receiver)
             if method in PASSTHROUGH_METHODS:
                 return self.evaluate(receiver)
             if method == "forward":
@@ -444,8 +465,8 @@ class ProbabilityFlowRule(BindingEvents, Rule):
             return Prob(self._origin(call, call.func))
         if qualname in SOFTMAX_MODULES:
             return ProbModule(self._origin(call, call.func))
-        if qualname in self.loss_modules:
-            return LossModule(self.loss_kind)
+        if qualname in LOSS_MODULES:
+            return LossModule(LOSS_MODULES[qualname])
         if qualname in PASSTHROUGH_FUNCTIONS:
             first = argument(call, "input", 0)
             return self._tensor_only(self.evaluate(first.value)) if first is not None else None
@@ -457,8 +478,8 @@ class ProbabilityFlowRule(BindingEvents, Rule):
         imported = self._imported_class(call.func)
         return Instance(imported) if imported is not None else None
 
-    def _method_softmax(self, call: cst.Call, receiver: cst.BaseExpression) -> Optional[Value]:
-        """`x.softmax(1)`: Tensor.softmax, unless the receiver is a module-like object."""
+    def method_softmax(self, call: cst.Call, receiver: cst.BaseExpression) -> Optional[Value]:
+        """`x.softmax(1)`: Tensor.softmax (probabilities), unless the receiver is a module-like object."""
         if isinstance(receiver, cst.Name):
             method = self._method_class()
             if method is not None and receiver.value == method[1]:
@@ -531,10 +552,10 @@ class ProbabilityFlowRule(BindingEvents, Rule):
     def visit_Call(self, node: cst.Call) -> None:
         self._record_call_site(node)
         qualname = self.ctx.qualname(node.func)
-        if qualname is not None and qualname in self.loss_functions:
-            callee, label = None, self.loss_label_functional
-        else:
-            callee, label = self.evaluate(node.func), self.loss_label_module
+        kind = LOSS_FUNCTIONS.get(qualname, "") if qualname is not None else ""
+        callee = None
+        if not kind:
+            callee = self.evaluate(node.func)
             if not isinstance(callee, (LossModule, SelfAttr, GlobalName, Param)):
                 return  # cannot be (or name) a loss module
         first = argument(node, "input", 0)
@@ -542,7 +563,7 @@ class ProbabilityFlowRule(BindingEvents, Rule):
             return
         value = self.evaluate(first.value)
         if value is not None:
-            self._loss_calls.append(LossCall(node, callee, label, value))
+            self.loss_calls.append(LossCall(node, callee, "", value, kind))
 
     # -- resolution -------------------------------------------------------------------------
     def resolve(self, value: Optional[Value], seen: frozenset = frozenset()) -> Optional[Value]:
@@ -563,7 +584,7 @@ class ProbabilityFlowRule(BindingEvents, Rule):
                 return Prob(callee.origin)
             if isinstance(callee, Instance):
                 if callee.ref.local:
-                    return self._forward_output(callee.ref.name, seen)
+                    return self.forward_output(callee.ref.name, seen)
                 return External(callee.ref)
             return None
         return value
@@ -625,7 +646,7 @@ class ProbabilityFlowRule(BindingEvents, Rule):
                 return values[0]
         return None
 
-    def _forward_output(self, cls: str, seen: frozenset) -> Optional[Prob]:
+    def forward_output(self, cls: str, seen: frozenset) -> Optional[Prob]:
         """Probabilities when every return of the class's forward returns probabilities."""
         for info in self._class_chain(cls):
             if info.returns is None:
@@ -638,6 +659,44 @@ class ProbabilityFlowRule(BindingEvents, Rule):
                 return Prob(Origin(origin.text, origin.node, via=f"{info.node.name.value}"))
             return None
         return None
+
+    def probability_classes(self) -> list[tuple[str, Origin]]:
+        """This file's module-level classes whose forward returns probabilities on every path."""
+        if self._probability_classes is None:
+            found = []
+            for name in sorted(self._module_classes):
+                if name in self._classes:
+                    output = self.forward_output(name, frozenset())
+                    if output is not None:
+                        found.append((name, output.origin))
+            self._probability_classes = found
+        return self._probability_classes
+
+
+class ProbabilityFlowRule(Rule):
+    """Base of the rules that judge what a file's probability dataflow feeds to a call:
+    subclasses say which loss kind they guard and how to word the finding."""
+
+    #: The dataflow read (TL106 reads `SigmoidFlow`).
+    analyses: ClassVar[tuple[type[Analysis], ...]] = (ProbabilityFlow,)
+    #: The loss kind judged (a value of LOSS_FUNCTIONS / LOSS_MODULES).
+    loss_kind: ClassVar[str] = ""
+    loss_label_functional: ClassVar[str] = ""
+    loss_label_module: ClassVar[str] = ""
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        (flow,) = self.analyses
+        self.flow: ProbabilityFlow = ctx.analysis(flow)
+
+    @classmethod
+    def message(cls, loss_label: str, where: str) -> str:
+        raise NotImplementedError
+
+    def judged_calls(self) -> list[LossCall]:
+        """The calls this rule judges: functional losses of its kind, and every loss-module call
+        (whose kind is known once its callee is resolved)."""
+        return [call for call in self.flow.loss_calls if call.callee is not None or call.kind == self.loss_kind]
 
     def _inline_fix(self, loss: cst.Call) -> Optional[NodeFix]:
         """When the loss input is written as a softmax call right there, offer `fix_softmax`."""
@@ -672,14 +731,17 @@ class ProbabilityFlowRule(BindingEvents, Rule):
         return f"from {origin.text} at line {line}"
 
     def finish(self) -> None:
-        for call in self._loss_calls:
+        for call in self.judged_calls():
+            label = call.label
             if call.callee is not None:
-                loss = self.resolve(call.callee)
+                loss = self.flow.resolve(call.callee)
                 if not (isinstance(loss, LossModule) and loss.kind == self.loss_kind):
                     continue
-            value = self.resolve(call.value)
+                label = label or self.loss_label_module
+            value = self.flow.resolve(call.value)
+            label = label or self.loss_label_functional
             if isinstance(value, Prob):
-                self.report(call.node, self.message(call.label, self._where(value.origin)), fix=self._inline_fix(call.node))
+                self.report(call.node, self.message(label, self._where(value.origin)), fix=self._inline_fix(call.node))
             elif isinstance(value, External):
                 self.add_fact(
                     "loss_input",
@@ -688,16 +750,11 @@ class ProbabilityFlowRule(BindingEvents, Rule):
                         "level": value.ref.level,
                         "target": value.ref.target,
                         "span": list(self.ctx.position(call.node)),
-                        "label": call.label,
+                        "label": label,
                     },
                 )
-        for name in sorted(self._module_classes):
-            if name not in self._classes:
-                continue
-            output = self._forward_output(name, frozenset())
-            if output is not None:
-                origin = output.origin
-                self.add_fact("prob_class", {"name": name, "line": self._line(origin.node), "softmax": origin.text})
+        for name, origin in self.flow.probability_classes():
+            self.add_fact("prob_class", {"name": name, "line": self._line(origin.node), "softmax": origin.text})
 
     # -- cross-file -------------------------------------------------------------------------
     @classmethod

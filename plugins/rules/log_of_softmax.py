@@ -185,8 +185,16 @@ class LogOfSoftmax(ProbabilityFlowRule):
         ),
     ]
 
+    loss_kind = "log"
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._log_calls: list[LossCall] = []
+
+    def judged_calls(self) -> list[LossCall]:
+        return self._log_calls  # logarithms, not losses: the base class resolves and reports them
+
     def visit_Call(self, node: cst.Call) -> None:
-        self._record_call_site(node)
         subject, label = self._log_subject(node)
         if subject is None:
             return
@@ -194,9 +202,9 @@ class LogOfSoftmax(ProbabilityFlowRule):
         if fix is not None:
             self.report(node, self.message(label, f"from `{self._softmax_text(subject)}(...)`"), fix=fix)
             return
-        value = self.evaluate(subject)
+        value = self.flow.evaluate(subject)
         if value is not None:
-            self._loss_calls.append(LossCall(node, None, label, value))
+            self._log_calls.append(LossCall(node, None, label, value, self.loss_kind))
 
     def _log_subject(self, node: cst.Call) -> tuple[cst.BaseExpression | None, str]:
         """The tensor whose logarithm `node` takes: `torch.log(t)` or `t.log()`."""
@@ -221,7 +229,7 @@ class LogOfSoftmax(ProbabilityFlowRule):
         if qualname in LOG_TWINS:
             pass
         elif qualname is None and subject.func.attr.value == "softmax":
-            if not isinstance(self._method_softmax(subject, subject.func.value), Prob):
+            if not isinstance(self.flow.method_softmax(subject, subject.func.value), Prob):
                 return None
         else:
             return None

@@ -51,17 +51,9 @@ class NllLossWithoutLogSoftmax(ProbabilityFlowRule):
     name = "nll-loss-without-log-softmax"
     summary = "`nll_loss` expects log-probabilities; softmax output gives it -p instead of -log p"
     triggers = ("softmax", "Softmax", "nll_loss", "NLLLoss")
-    loss_functions = frozenset({"torch.nn.functional.nll_loss"})
-    loss_modules = frozenset(
-        {
-            "torch.nn.NLLLoss",
-            "torch.nn.NLLLoss2d",
-            "torch.nn.modules.NLLLoss",
-            "torch.nn.modules.loss.NLLLoss",
-            "torch.nn.modules.loss.NLLLoss2d",
-        }
-    )
     loss_kind = "nll"
+    loss_label_functional = "nll_loss"
+    loss_label_module = "NLLLoss"
     fix_safety = UNSAFE
 
     def fix_softmax(self, softmax, inner, is_method):
@@ -75,8 +67,6 @@ class NllLossWithoutLogSoftmax(ProbabilityFlowRule):
         else:
             return None
         return NodeFix("Use log_softmax", UNSAFE, ((func, renamed),))
-    loss_label_functional = "nll_loss"
-    loss_label_module = "NLLLoss"
 
     @classmethod
     def message(cls, loss_label: str, where: str) -> str:

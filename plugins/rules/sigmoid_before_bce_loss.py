@@ -13,6 +13,7 @@ from ._probability_flow import (
     SOFTMAX_MODULES,
     Origin,
     Prob,
+    ProbabilityFlow,
     ProbabilityFlowRule,
     ProbModule,
     Value,
@@ -28,6 +29,41 @@ SIGMOID_FUNCTIONS = frozenset(
 SIGMOID_MODULES = frozenset(
     {"torch.nn.Sigmoid", "torch.nn.modules.Sigmoid", "torch.nn.modules.activation.Sigmoid"}
 )
+
+
+class SigmoidFlow(ProbabilityFlow):
+    """The probability dataflow with sigmoid as the source: TL106's question is the same as
+    TL101's, with `BCELoss` for the loss and sigmoid for the softmax."""
+
+    def _evaluate_qualified_call(self, call: cst.Call, qualname: str) -> Optional[Value]:
+        if qualname in SIGMOID_FUNCTIONS:
+            return Prob(self._origin(call, call.func))
+        if qualname in SIGMOID_MODULES:
+            return ProbModule(self._origin(call, call.func))
+        if qualname in SOFTMAX_FUNCTIONS or qualname in SOFTMAX_MODULES:
+            return None  # softmax probabilities are what BCELoss expects
+        return super()._evaluate_qualified_call(call, qualname)
+
+    def method_softmax(self, call: cst.Call, receiver: cst.BaseExpression) -> Optional[Value]:
+        return None
+
+    def _evaluate_call(self, call: cst.Call) -> Optional[Value]:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "sigmoid" and not call.args:
+            if self.ctx.qualname(func) is None and not self._is_self_or_module(func.value):
+                return Prob(self._origin(call, func))
+        return super()._evaluate_call(call)
+
+    def _is_self_or_module(self, receiver: cst.BaseExpression) -> bool:
+        """`self.sigmoid()` is the module's own attribute; `lib.sigmoid()` another library's."""
+        if isinstance(receiver, cst.Name):
+            method = self._method_class()
+            if method is not None and receiver.value == method[1]:
+                return True
+            if receiver.value in self.ctx.aliases.relative_imports:
+                return True
+        head = dotted_name(receiver)
+        return head is not None and self.ctx.aliases.resolve(head) is not None
 
 
 class SigmoidBeforeBCELoss(ProbabilityFlowRule):
@@ -73,8 +109,7 @@ class SigmoidBeforeBCELoss(ProbabilityFlowRule):
     name = "sigmoid-before-bce-loss"
     summary = "`BCELoss` on sigmoid output is unstable and kills gradients; use `BCEWithLogitsLoss` on logits"
     triggers = ("binary_cross_entropy", "BCELoss", "sigmoid", "Sigmoid", "expit")
-    loss_functions = frozenset({"torch.nn.functional.binary_cross_entropy"})
-    loss_modules = frozenset({"torch.nn.BCELoss", "torch.nn.modules.BCELoss", "torch.nn.modules.loss.BCELoss"})
+    analyses = (SigmoidFlow,)
     loss_kind = "bce"
     loss_label_functional = "binary_cross_entropy"
     loss_label_module = "BCELoss"
@@ -200,37 +235,6 @@ class SigmoidBeforeBCELoss(ProbabilityFlowRule):
             note="re-assigned with something else",
         ),
     ]
-
-    # -- sigmoid instead of softmax as the source ---------------------------------------------
-    def _evaluate_qualified_call(self, call: cst.Call, qualname: str) -> Optional[Value]:
-        if qualname in SIGMOID_FUNCTIONS:
-            return Prob(self._origin(call, call.func))
-        if qualname in SIGMOID_MODULES:
-            return ProbModule(self._origin(call, call.func))
-        if qualname in SOFTMAX_FUNCTIONS or qualname in SOFTMAX_MODULES:
-            return None  # softmax probabilities are what BCELoss expects
-        return super()._evaluate_qualified_call(call, qualname)
-
-    def _method_softmax(self, call: cst.Call, receiver: cst.BaseExpression) -> Optional[Value]:
-        return None
-
-    def _evaluate_call(self, call: cst.Call) -> Optional[Value]:
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "sigmoid" and not call.args:
-            if self.ctx.qualname(func) is None and not self._is_self_or_module(func.value):
-                return Prob(self._origin(call, func))
-        return super()._evaluate_call(call)
-
-    def _is_self_or_module(self, receiver: cst.BaseExpression) -> bool:
-        """`self.sigmoid()` is the module's own attribute; `lib.sigmoid()` another library's."""
-        if isinstance(receiver, cst.Name):
-            method = self._method_class()
-            if method is not None and receiver.value == method[1]:
-                return True
-            if receiver.value in self.ctx.aliases.relative_imports:
-                return True
-        head = dotted_name(receiver)
-        return head is not None and self.ctx.aliases.resolve(head) is not None
 
     def _where(self, origin: Origin) -> str:
         line = self._line(origin.node)

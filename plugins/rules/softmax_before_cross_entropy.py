@@ -58,17 +58,13 @@ class SoftmaxBeforeCrossEntropy(ProbabilityFlowRule):
     name = "softmax-before-cross-entropy"
     summary = "`cross_entropy` applies log_softmax itself; feeding it softmax output squashes the gradients"
     triggers = ("softmax", "Softmax", "cross_entropy", "CrossEntropyLoss")
-    loss_functions = frozenset({"torch.nn.functional.cross_entropy"})
-    loss_modules = frozenset(
-        {"torch.nn.CrossEntropyLoss", "torch.nn.modules.CrossEntropyLoss", "torch.nn.modules.loss.CrossEntropyLoss"}
-    )
     loss_kind = "cross_entropy"
+    loss_label_functional = "cross_entropy"
+    loss_label_module = "CrossEntropyLoss"
     fix_safety = UNSAFE
 
     def fix_softmax(self, softmax, inner, is_method):
         return NodeFix("Remove the softmax: pass the logits", UNSAFE, ((softmax, inner),))
-    loss_label_functional = "cross_entropy"
-    loss_label_module = "CrossEntropyLoss"
 
     @classmethod
     def message(cls, loss_label: str, where: str) -> str:
