@@ -130,3 +130,16 @@ def test_a_plugin_cannot_take_the_engines_own_codes(tmp_path):
     (tmp_path / "model.py").write_text(TARGET)
     result = run_cli(["check", "model.py"], tmp_path)
     assert result.returncode == 2 and "redefines the engine's own code(s) ['TL000']" in result.stderr
+
+
+def test_prefilter_metadata_must_be_tuples_of_strings():
+    from torchlint.rule import Rule
+
+    class Loose(Rule):
+        code, name, summary = "XA907", "loose", "a string where a tuple belongs"
+        triggers = "torch"
+        imports = ("torch", "")
+
+    problems = Loose.validate()
+    assert "triggers must be a tuple of non-empty strings" in problems
+    assert "imports must be a tuple of non-empty strings" in problems

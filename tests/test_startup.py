@@ -20,3 +20,45 @@ def test_no_libcst_when_nothing_needs_parsing(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.stdout.strip().splitlines()[-1] == "NO_LIBCST 0", result.stdout + result.stderr
+
+
+GENERIC_HELPER = """\
+import json
+import numpy as np
+
+
+def load_checkpoint_settings(path, value=None, expand=False):
+    \"\"\"Normalize, embed and benchmark the settings.\"\"\"
+    try:
+        with open(path) as handle:
+            settings = json.load(handle)
+    except OSError:
+        settings = {}
+    for index in range(3):
+        settings["norm"] = np.log(1 + index) if expand else value
+    return np.zeros(3), np.ones(2), np.full(2, 0.5), np.empty(1), np.eye(2), settings
+"""
+
+
+def test_a_file_that_never_names_torch_is_not_parsed_for_torch_only_rules(tmp_path):
+    """"load", "norm", "range", "zeros", "value" (`lu`), "except" (`exp`) are everywhere; the
+    rules they trigger can only report calls that resolve to torch, and this file never
+    imports it."""
+    (tmp_path / "setup_helpers.py").write_text(GENERIC_HELPER)
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['torchlint', 'check', '--no-cache', '-q', 'setup_helpers.py']\n"
+        "try:\n"
+        "    runpy.run_module('torchlint', run_name='__main__')\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        "from torchlint.lazy import is_loaded\n"
+        "print('LIBCST' if is_loaded('libcst') or 'libcst._nodes.base' in sys.modules else 'NO_LIBCST', code)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip().splitlines()[-1] == "NO_LIBCST 0", result.stdout + result.stderr
+    # The same file importing torch is parsed, and the rules find what they should.
+    (tmp_path / "setup_helpers.py").write_text("import torch\n" + GENERIC_HELPER + "state = torch.load(p)\n")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip().splitlines()[-1] == "LIBCST 1", result.stdout + result.stderr
+    assert "TL302" in result.stdout

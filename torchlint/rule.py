@@ -78,6 +78,11 @@ class Rule:
     #: A file is only walked for this rule when its text contains one of these substrings.
     #: An empty tuple means "always run".
     triggers: ClassVar[tuple[str, ...]] = ()
+    #: Top-level packages the rule's findings need imported (e.g. ``("torch",)`` when every
+    #: finding is about a call that resolves to ``torch.*``). A file whose text names none of
+    #: them is skipped whatever its trigger tokens: short triggers like "load" or "norm"
+    #: occur in most Python files, and a file that never imports torch cannot call it.
+    imports: ClassVar[tuple[str, ...]] = ()
     #: True for codes only `torchlint run` reports (probes, crashes): never run statically.
     runtime_only: ClassVar[bool] = False
     #: "safe", "unsafe", or None when the rule offers no fix.
@@ -133,6 +138,10 @@ class Rule:
             problems.append(f"name {cls.name!r} is not kebab-case")
         if not cls.summary:
             problems.append("summary is empty")
+        for attribute in ("triggers", "imports"):
+            value = getattr(cls, attribute)
+            if not isinstance(value, tuple) or not all(isinstance(token, str) and token for token in value):
+                problems.append(f"{attribute} must be a tuple of non-empty strings")
         if cls.fix_safety not in (None, "safe", "unsafe"):
             problems.append(f"fix_safety {cls.fix_safety!r} is not 'safe', 'unsafe' or None")
         from torchlint.analysis import Analysis

@@ -80,6 +80,13 @@ def engine_finding(rule: type[Rule], path: str, message: str, line: int = 1, col
     return Finding(rule.code, rule.name, message, path, _location(line, column), rule.severity)
 
 
+def _rule_wants_file(rule: type[Rule], text: str) -> bool:
+    """The prefilter: one of the rule's trigger tokens, and one of the packages it needs."""
+    if rule.triggers and not any(token in text for token in rule.triggers):
+        return False
+    return not rule.imports or any(package in text for package in rule.imports)
+
+
 def _needing(failed: type, analyses: dict[type, object]) -> set[type]:
     """`failed` and every analysis that requires it, directly or not."""
     broken = {failed}
@@ -116,7 +123,7 @@ class StaticEngine:
             for code in sorted(enabled)
             if code in rules and code not in ENGINE_RULES and not rules[code].runtime_only
         ]
-        self._byte_triggers: tuple[bytes, ...] | None = None
+        self._byte_conditions: list[tuple[tuple[bytes, ...], tuple[bytes, ...]]] | None = None
         self._wants_file_facts = bool(pm.hook.torchlint_file_facts.get_hookimpls())
         self._per_file_ignores = [
             (pattern, codes_for(codes, rules, where=f"{config.config_file or 'configuration'}: [tool.torchlint] per-file-ignores {pattern!r}"))
@@ -127,16 +134,19 @@ class StaticEngine:
     def may_parse(self, data: bytes) -> bool:
         """Whether `check_bytes(data)` will probably parse (some rule's trigger occurs). Only
         for planning work: the bytes are searched as UTF-8, which a coding cookie can defeat."""
-        if self._byte_triggers is None:
-            if any(not rule.triggers for rule in self.active_rules):
-                self._byte_triggers = ()
-            else:
-                self._byte_triggers = tuple({token.encode("utf-8") for rule in self.active_rules for token in rule.triggers})
-        return not self._byte_triggers or any(token in data for token in self._byte_triggers)
+        if self._byte_conditions is None:
+            self._byte_conditions = [
+                (tuple(t.encode("utf-8") for t in rule.triggers), tuple(p.encode("utf-8") for p in rule.imports))
+                for rule in self.active_rules
+            ]
+        return any(
+            (not triggers or any(t in data for t in triggers)) and (not imports or any(p in data for p in imports))
+            for triggers, imports in self._byte_conditions
+        )
 
     def check_text(self, path: str, text: str) -> FileResult:
         result = FileResult(path)
-        candidates = [rule for rule in self.active_rules if not rule.triggers or any(token in text for token in rule.triggers)]
+        candidates = [rule for rule in self.active_rules if _rule_wants_file(rule, text)]
         if not candidates:
             # No rule wants this file, but a syntax error must still be reported: CPython's own
             # parser costs a fifth of libcst's and needs no libcst import.
