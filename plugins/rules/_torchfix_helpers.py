@@ -155,6 +155,10 @@ class QualifiedApiRule(Rule):
     check), nor when the configured target torch predates the deprecation (`since`).
     """
 
+    # Every API the subclasses know lives under torch, functorch or torchvision: all spelled
+    # with "torch", so a file that never says "torch" cannot use one.
+    imports = ("torch",)
+
     def entry(self, qualified: str):  # -> object with .replacement and .since, or None
         raise NotImplementedError
 

@@ -52,6 +52,7 @@ class CheckpointWithoutUseReentrant(Rule):
     name = "checkpoint-without-use-reentrant"
     summary = "`torch.utils.checkpoint` without `use_reentrant`: warns now, an error in future torch"
     triggers = ("checkpoint",)
+    imports = ("torch",)
     fix_safety = UNSAFE
     cases = [
         Bad(

@@ -44,6 +44,7 @@ class CudnnBenchmarkWithDeterminism(Rule):
     name = "cudnn-benchmark-with-determinism"
     summary = "`cudnn.benchmark = True` next to deterministic settings defeats reproducibility"
     triggers = ("benchmark",)
+    imports = ("torch",)
     cases = [
         Bad(
             """

@@ -52,6 +52,7 @@ class DataParallel(Rule):
     summary = "`nn.DataParallel` is slower than `DistributedDataParallel` and overloads GPU 0"
     severity = Severity.INFO
     triggers = ("DataParallel", "data_parallel")
+    imports = ("torch",)
     cases = [
         Bad(
             """

@@ -60,7 +60,7 @@ class DebuggerLeftIn(Rule):
     code = "TL605"
     name = "debugger-left-in"
     summary = "`breakpoint()`, `pdb.set_trace()` or anomaly detection left enabled"
-    triggers = ("breakpoint", "set_trace", "anomaly", "embed")
+    triggers = ("breakpoint", "set_trace", "anomaly", "IPython")
     cases = [
         Bad(
             """

@@ -44,6 +44,7 @@ class ExpMinusOne(Rule):
     name = "exp-minus-one"
     summary = "`torch.exp(x) - 1` loses precision for small `x`; use `torch.expm1(x)`"
     triggers = ("exp(",)
+    imports = ("torch",)
     fix_safety = SAFE
     cases = [
         Bad(

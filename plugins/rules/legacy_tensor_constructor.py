@@ -63,6 +63,7 @@ class LegacyTensorConstructor(Rule):
     name = "legacy-tensor-constructor"
     summary = "`torch.Tensor(...)`/`torch.FloatTensor(...)` legacy constructors: shape or data is ambiguous"
     triggers = ("Tensor(",)
+    imports = ("torch",)
     fix_safety = SAFE
     cases = [
         Bad(

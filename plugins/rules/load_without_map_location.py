@@ -50,6 +50,7 @@ class LoadWithoutMapLocation(Rule):
     name = "load-without-map-location"
     summary = "`torch.load` without `map_location` only loads where the checkpoint was saved"
     triggers = ("load",)
+    imports = ("torch",)
     fix_safety = UNSAFE
     cases = [
         Bad(

@@ -49,6 +49,7 @@ class LoadWithoutWeightsOnly(Rule):
     name = "load-without-weights-only"
     summary = "`torch.load` without `weights_only` unpickles arbitrary code on torch < 2.6"
     triggers = ("load",)
+    imports = ("torch",)
     fix_safety = UNSAFE
     cases = [
         Bad(

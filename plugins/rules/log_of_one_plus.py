@@ -40,6 +40,7 @@ class LogOfOnePlus(Rule):
     name = "log-of-one-plus"
     summary = "`torch.log(1 + x)` loses precision for small `x`; use `torch.log1p(x)`"
     triggers = ("log(",)
+    imports = ("torch",)
     fix_safety = SAFE
     cases = [
         Bad(

@@ -38,7 +38,7 @@ class LogSumExp(Rule):
     code = "TL509"
     name = "manual-log-sum-exp"
     summary = "`log(sum(exp(x)))` overflows; use `torch.logsumexp`"
-    triggers = ("exp",)
+    triggers = ("exp(",)  # the pattern is nested calls; plain "exp" matched every `except`
     cases = [
         Bad(
             """

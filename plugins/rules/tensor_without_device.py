@@ -125,6 +125,7 @@ class TensorWithoutDevice(Rule):
     name = "tensor-without-device"
     summary = "A tensor factory without `device=` in device code makes a CPU tensor that meets device tensors"
     triggers = tuple(sorted(FACTORY_NAMES | {"_window"}))
+    imports = ("torch",)
     fix_safety = UNSAFE
     cases = [
         Bad(

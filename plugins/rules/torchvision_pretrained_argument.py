@@ -49,6 +49,7 @@ class TorchvisionPretrainedArgument(Rule):
     name = "torchvision-pretrained-argument"
     summary = "torchvision `pretrained=` is deprecated; use `weights=`"
     triggers = ("pretrained",)
+    imports = ("torchvision",)
     fix_safety = SAFE
     cases = [
         Bad(
