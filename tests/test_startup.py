@@ -6,11 +6,12 @@ import subprocess
 import sys
 
 
-def test_no_libcst_when_nothing_needs_parsing(tmp_path):
-    (tmp_path / "setup_helpers.py").write_text("import os\n\nprint(os.getcwd())\n")
+def check_and_report_libcst(folder, file_name: str) -> tuple[str, str]:
+    """Run `torchlint check file_name` in a fresh interpreter; return whether libcst was
+    loaded ("LIBCST <exit code>" or "NO_LIBCST <exit code>") and everything printed."""
     probe = (
         "import sys, runpy\n"
-        "sys.argv = ['torchlint', 'check', '--no-cache', '-q', 'setup_helpers.py']\n"
+        f"sys.argv = ['torchlint', 'check', '--no-cache', '-q', {file_name!r}]\n"
         "try:\n"
         "    runpy.run_module('torchlint', run_name='__main__')\n"
         "except SystemExit as exit:\n"
@@ -18,9 +19,14 @@ def test_no_libcst_when_nothing_needs_parsing(tmp_path):
         "from torchlint.lazy import is_loaded\n"
         "print('LIBCST' if is_loaded('libcst') or 'libcst._nodes.base' in sys.modules else 'NO_LIBCST', code)\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert result.stdout.strip().splitlines()[-1] == "NO_LIBCST 0", result.stdout + result.stderr
+    result = subprocess.run([sys.executable, "-c", probe], cwd=folder, capture_output=True, text=True, timeout=120)
+    return result.stdout.strip().splitlines()[-1], result.stdout + result.stderr
 
+
+def test_no_libcst_when_nothing_needs_parsing(tmp_path):
+    (tmp_path / "setup_helpers.py").write_text("import os\n\nprint(os.getcwd())\n")
+    verdict, output = check_and_report_libcst(tmp_path, "setup_helpers.py")
+    assert verdict == "NO_LIBCST 0", output
 
 GENERIC_HELPER = """\
 import json
@@ -45,20 +51,9 @@ def test_a_file_that_never_names_torch_is_not_parsed_for_torch_only_rules(tmp_pa
     rules they trigger can only report calls that resolve to torch, and this file never
     imports it."""
     (tmp_path / "setup_helpers.py").write_text(GENERIC_HELPER)
-    probe = (
-        "import sys, runpy\n"
-        "sys.argv = ['torchlint', 'check', '--no-cache', '-q', 'setup_helpers.py']\n"
-        "try:\n"
-        "    runpy.run_module('torchlint', run_name='__main__')\n"
-        "except SystemExit as exit:\n"
-        "    code = exit.code\n"
-        "from torchlint.lazy import is_loaded\n"
-        "print('LIBCST' if is_loaded('libcst') or 'libcst._nodes.base' in sys.modules else 'NO_LIBCST', code)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert result.stdout.strip().splitlines()[-1] == "NO_LIBCST 0", result.stdout + result.stderr
+    verdict, output = check_and_report_libcst(tmp_path, "setup_helpers.py")
+    assert verdict == "NO_LIBCST 0", output
     # The same file importing torch is parsed, and the rules find what they should.
     (tmp_path / "setup_helpers.py").write_text("import torch\n" + GENERIC_HELPER + "state = torch.load(p)\n")
-    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert result.stdout.strip().splitlines()[-1] == "LIBCST 1", result.stdout + result.stderr
-    assert "TL302" in result.stdout
+    verdict, output = check_and_report_libcst(tmp_path, "setup_helpers.py")
+    assert verdict == "LIBCST 1" and "TL302" in output, output
