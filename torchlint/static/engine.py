@@ -7,17 +7,15 @@ never mention a rule's trigger tokens does not pay libcst's ~0.2 s import.
 from __future__ import annotations
 
 import fnmatch
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchlint.analysis import Analysis, analyses_for
 from torchlint.config import Config
-from torchlint.findings import Finding, Location
+from torchlint.findings import Finding
 from torchlint.selection import codes_for
 from torchlint.static.discover import Discovered, discover
-from torchlint.static.engine_rules import ENGINE_RULES, FileNotChecked, RuleCrashed
+from torchlint.static.engine_rules import ENGINE_RULES, FileNotChecked, engine_finding
 from torchlint.static.cache import Cache, content_hash
 from torchlint.static.parallel import run_checks
 from torchlint.static.source import decode_source, read_bytes, read_source
@@ -72,32 +70,11 @@ class CheckResult:
         return 1 if self.findings else 0
 
 
-def _location(line: int = 1, column: int = 1) -> Location:
-    return Location(line, column, line, column)
-
-
-def engine_finding(rule: type[Rule], path: str, message: str, line: int = 1, column: int = 1) -> Finding:
-    return Finding(rule.code, rule.name, message, path, _location(line, column), rule.severity)
-
-
 def _rule_wants_file(rule: type[Rule], text: str) -> bool:
     """The prefilter: one of the rule's trigger tokens, and one of the packages it needs."""
     if rule.triggers and not any(token in text for token in rule.triggers):
         return False
     return not rule.imports or any(package in text for package in rule.imports)
-
-
-def _needing(failed: type, analyses: dict[type, object]) -> set[type]:
-    """`failed` and every analysis that requires it, directly or not."""
-    broken = {failed}
-    changed = True
-    while changed:
-        changed = False
-        for cls in analyses:
-            if cls not in broken and broken & set(getattr(cls, "requires", ())):
-                broken.add(cls)
-                changed = True
-    return broken
 
 
 def _compile_error(text: str) -> tuple[str, int, int] | None:
@@ -132,7 +109,7 @@ class StaticEngine:
 
     # -- one file ---------------------------------------------------------------------------
     def may_parse(self, data: bytes) -> bool:
-        """Whether `check_bytes(data)` will probably parse (some rule's trigger occurs). Only
+        """Whether `check_bytes(data)` will probably parse (some rule's prefilter passes). Only
         for planning work: the bytes are searched as UTF-8, which a coding cookie can defeat."""
         if self._byte_conditions is None:
             self._byte_conditions = [
@@ -157,7 +134,7 @@ class StaticEngine:
         import libcst as cst
 
         from torchlint.static.context import FileContext
-        from torchlint.static.walker import Dispatcher
+        from torchlint.static.rules_run import run_rules
 
         try:
             module = cst.parse_module(text)
@@ -174,55 +151,8 @@ class StaticEngine:
             return result
         result.parsed = True
 
-        crashes: list[Finding] = []
-
-        def crashed(kind: type | None, exc: BaseException, skipped: str = "") -> None:
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            if kind is None:
-                label = "building the analyses"
-            else:
-                label = f"analysis {kind.__name__}" if issubclass(kind, Analysis) else f"{kind.__name__} ({kind.code})"
-            crashes.append(
-                engine_finding(
-                    RuleCrashed,
-                    path,
-                    f"{label} raised {type(exc).__name__}: {exc} at {Path(where.filename).name}:{where.lineno}{skipped}",
-                )
-            )
-
         ctx = FileContext(path, text, module, [], self.config)
-        try:
-            ctx.analyses = analyses_for(candidates, ctx)
-        except Exception as exc:
-            skipped = [rule for rule in candidates if rule.analyses]
-            crashed(None, exc, f"; skipped for this file: {', '.join(rule.code for rule in skipped)}")
-            candidates = [rule for rule in candidates if not rule.analyses]
-        instances = []
-        for rule in candidates:
-            try:
-                instances.append(rule(ctx))
-            except Exception as exc:
-                crashed(rule, exc)
-
-        def on_error(target: object, exc: BaseException, node: object) -> None:
-            if not isinstance(target, Analysis):
-                crashed(type(target), exc)
-                return
-            # What its readers would see is incomplete: skip them for this file, and say so.
-            broken = _needing(type(target), ctx.analyses)
-            readers = [r for r in instances if broken & set(type(r).analyses) and dispatcher.is_active(r)]
-            for dependent in [*(ctx.analyses[cls] for cls in broken), *readers]:
-                dispatcher.remove(dependent)
-            crashed(type(target), exc, f"; skipped for this file: {', '.join(r.code for r in readers)}" if readers else "")
-
-        dispatcher = Dispatcher([*ctx.analyses.values(), *instances], on_error, ancestors=ctx.ancestors)
-        dispatcher.walk(module)
-        for target in [*ctx.analyses.values(), *instances]:
-            if dispatcher.is_active(target):
-                try:
-                    target.finish()
-                except Exception as exc:
-                    on_error(target, exc, module)
+        crashes = run_rules(ctx, candidates)
         if self._wants_file_facts:
             for facts in self.pm.hook.torchlint_file_facts(ctx=ctx):
                 if facts:

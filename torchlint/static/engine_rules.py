@@ -3,7 +3,7 @@ look at a file, so they exist whatever plugins are installed."""
 
 from __future__ import annotations
 
-from torchlint.findings import Severity
+from torchlint.findings import Finding, Location, Severity
 from torchlint.rule import Rule
 
 
@@ -51,3 +51,11 @@ class RuleCrashed(Rule):
 
 
 ENGINE_RULES = {rule.code: rule for rule in (FileNotChecked, RuleCrashed)}
+
+
+def _location(line: int = 1, column: int = 1) -> Location:
+    return Location(line, column, line, column)
+
+
+def engine_finding(rule: type[Rule], path: str, message: str, line: int = 1, column: int = 1) -> Finding:
+    return Finding(rule.code, rule.name, message, path, _location(line, column), rule.severity)
