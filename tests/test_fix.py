@@ -81,7 +81,6 @@ def test_a_fix_that_breaks_the_file_is_dropped(project, tmp_path):
     from torchlint.fix.runner import fix_findings
     from torchlint.pluginmanager import hookimpl
     from torchlint.rule import Rule
-    from torchlint.testing import check_sources
 
     class Breaker(Rule):
         code = "XX200"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from torchlint.findings import Evidence, Finding, Location, Severity
-from torchlint.runtime.html_report import render, write_report_dir
+from torchlint.runtime.html_report import write_report_dir
 from torchlint.runtime.matching import Outcome
 
 RESULTS = {
