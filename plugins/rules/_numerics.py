@@ -17,13 +17,11 @@ import libcst as cst
 
 from torchlint.rule import Rule
 
-from ._bindings import BindingEvents
+from ._bindings import BindingEvents, innermost_scope_index, suite_path
 
-# Type-name sets rather than tuples of libcst classes: libcst must not load at import time.
+#: What opens a scope here (type names: libcst must not load at import time). Unlike the
+#: probability dataflow, a lambda's parameters shadow the names around it.
 _SCOPES = frozenset({"FunctionDef", "ClassDef", "Module", "Lambda"})
-_BLOCKS = frozenset({"IndentedBlock", "SimpleStatementSuite"})
-#: Blocks that always run when their statement does: they do not make a branch.
-_TRANSPARENT_BLOCK_PARENTS = frozenset({"With", "FunctionDef", "ClassDef"})
 
 
 def number_value(node: cst.BaseExpression) -> Optional[float]:
@@ -66,21 +64,11 @@ class LocalTags(BindingEvents, Rule):
 
     # -- scopes and paths -------------------------------------------------------------------
     def _scope_index(self) -> int:
-        ancestors = self.ctx.ancestors
-        for index in range(len(ancestors) - 1, -1, -1):
-            if type(ancestors[index]).__name__ in _SCOPES:
-                return index
-        return 0
+        return innermost_scope_index(self.ctx.ancestors, _SCOPES)
 
     def path(self) -> tuple[int, ...]:
         """The ids of the branch blocks between the current scope and the current node."""
-        ancestors = self.ctx.ancestors
-        found = []
-        for index in range(self._scope_index() + 1, len(ancestors)):
-            node = ancestors[index]
-            if type(node).__name__ in _BLOCKS and type(ancestors[index - 1]).__name__ not in _TRANSPARENT_BLOCK_PARENTS:
-                found.append(id(node))
-        return tuple(found)
+        return suite_path(self.ctx.ancestors, self._scope_index())
 
     def _env(self) -> dict[str, tuple[Any, tuple[int, ...]]]:
         if not self.ctx.ancestors:

@@ -39,7 +39,7 @@ from torchlint.rule import Rule
 from torchlint.static.context import make_finding
 from torchlint.static.names import dotted_name
 
-from ._bindings import BindingEvents
+from ._bindings import BindingEvents, innermost_scope_index, suite_path
 from ._calls import argument
 
 if TYPE_CHECKING:
@@ -236,11 +236,9 @@ class LossCall:
 
 Binding = tuple[Optional[Value], tuple[int, ...]]
 
-# Type-name sets rather than tuples of libcst classes: building those at import time would
-# execute libcst even when no file is parsed (torchlint.lazy).
+#: What opens a scope (type names: libcst must not load at import time). Lambdas are not
+#: followed, so they do not open one.
 _SCOPES = frozenset({"FunctionDef", "ClassDef", "Module"})
-#: Blocks that always run when their statement does: they do not make a branch.
-_TRANSPARENT_BLOCK_PARENTS = frozenset({"With", "FunctionDef", "ClassDef"})
 
 
 def _looks_like_dim(call: cst.Call) -> bool:
@@ -281,25 +279,14 @@ class ProbabilityFlow(BindingEvents, Analysis):
 
     # -- scopes and suite paths ---------------------------------------------------------------
     def _scope_index(self) -> int:
-        ancestors = self.ctx.ancestors
-        for index in range(len(ancestors) - 1, -1, -1):
-            if type(ancestors[index]).__name__ in _SCOPES:
-                return index
-        return 0
+        return innermost_scope_index(self.ctx.ancestors, _SCOPES)
 
     def _scope(self) -> cst.CSTNode:
         return self.ctx.ancestors[self._scope_index()]
 
     def _path(self) -> tuple[int, ...]:
         """The ids of the branch blocks between the current scope and the current node."""
-        ancestors = self.ctx.ancestors
-        path = []
-        for index in range(self._scope_index() + 1, len(ancestors)):
-            node = ancestors[index]
-            if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-                if type(ancestors[index - 1]).__name__ not in _TRANSPARENT_BLOCK_PARENTS:
-                    path.append(id(node))
-        return tuple(path)
+        return suite_path(self.ctx.ancestors, self._scope_index())
 
     def _method_class(self) -> tuple[str, str] | None:
         """(class name, name of `self`) when inside an ordinary method of a tracked class."""
