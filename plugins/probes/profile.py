@@ -26,6 +26,7 @@ from torch.optim import optimizer as optimizer_hooks
 from torchlint.runtime.compile_capture import ModelCapture
 from torchlint.runtime.frames import USER
 from torchlint.runtime.probing import Probe
+from torchlint.runtime.steps import on_optimizer_created
 from torchlint.runtime.profile_trace import LINE_PREFIX, MODULE_PREFIX, analyse, load_events
 
 HOT_SPOT_SHARE = 0.3
@@ -89,16 +90,9 @@ class ProfileProbe(Probe):
         self._flop_state = "pending"  # pending -> counting -> done
         self.flop_seconds = 0.0
         self.error: str | None = None
-        # A step is an optimizer step once an optimizer exists (most scripts build it before
-        # the first forward), else a forward call of the model, as --steps counts.
-        original_init = self._original_optimizer_init = torch.optim.Optimizer.__init__
-        probe = self
-
-        def init_and_note(optimizer: Any, *args: Any, **kwargs: Any) -> None:
-            probe.optimizer_seen = True
-            original_init(optimizer, *args, **kwargs)
-
-        torch.optim.Optimizer.__init__ = init_and_note  # type: ignore[method-assign]
+        # A step is an optimizer step once an optimizer exists, else a forward call of the
+        # model, as --steps counts.
+        self._restore_optimizer_init = on_optimizer_created(self._note_optimizer)
         self._handles = [
             module_hooks.register_module_forward_pre_hook(self._pre),
             module_hooks.register_module_forward_hook(self._post, always_call=True),
@@ -106,7 +100,7 @@ class ProfileProbe(Probe):
         ]
 
     def uninstall(self) -> None:
-        torch.optim.Optimizer.__init__ = self._original_optimizer_init  # type: ignore[method-assign]
+        self._restore_optimizer_init()
         for handle in self._handles:
             handle.remove()
         self._handles = []
@@ -153,6 +147,9 @@ class ProfileProbe(Probe):
                 self._stop_flops()
             if not self.optimizer_seen:
                 self._tick()
+
+    def _note_optimizer(self) -> None:
+        self.optimizer_seen = True
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.optimizer_seen = True

@@ -18,6 +18,24 @@ class StepLimitReached(BaseException):
     """Raised to stop the target; a BaseException so ``except Exception`` cannot swallow it."""
 
 
+def on_optimizer_created(callback: Callable[[], None]) -> Callable[[], None]:
+    """Call `callback` whenever an optimizer is constructed, so that a step can mean an
+    optimizer step once one exists (most scripts build it before the first forward), not a
+    forward call. Returns the function that undoes this."""
+    original = torch.optim.Optimizer.__init__
+
+    def init_and_note(optimizer: Any, *args: Any, **kwargs: Any) -> None:
+        callback()
+        original(optimizer, *args, **kwargs)
+
+    torch.optim.Optimizer.__init__ = init_and_note  # type: ignore[method-assign]
+
+    def restore() -> None:
+        torch.optim.Optimizer.__init__ = original  # type: ignore[method-assign]
+
+    return restore
+
+
 def _progress_worthy(count: int) -> bool:
     return count <= 10 or count % 100 == 0
 
@@ -31,7 +49,7 @@ class StepCounter:
         self._depth = 0
         self._optimizer_seen = False
         self._handles: list[Any] = []
-        self._original_optimizer_init: Any = None
+        self._restore_optimizer_init: Callable[[], None] | None = None
 
     def install(self) -> None:
         self._handles = [
@@ -39,26 +57,23 @@ class StepCounter:
             module_hooks.register_module_forward_pre_hook(self._enter_forward),
             module_hooks.register_module_forward_hook(self._leave_forward, always_call=True),
         ]
-        original = self._original_optimizer_init = torch.optim.Optimizer.__init__
-        counter = self
-
-        def init_and_note(optimizer: Any, *args: Any, **kwargs: Any) -> None:
-            counter._optimizer_seen = True
-            original(optimizer, *args, **kwargs)
-
-        torch.optim.Optimizer.__init__ = init_and_note  # type: ignore[method-assign]
+        self._restore_optimizer_init = on_optimizer_created(self._note_optimizer)
 
     def uninstall(self) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        if self._original_optimizer_init is not None:
-            torch.optim.Optimizer.__init__ = self._original_optimizer_init  # type: ignore[method-assign]
+        if self._restore_optimizer_init is not None:
+            self._restore_optimizer_init()
+            self._restore_optimizer_init = None
 
     def as_dict(self) -> dict[str, int]:
         return {"optimizer_steps": self.optimizer_steps, "forward_calls": self.forward_calls}
 
     # -- hooks ------------------------------------------------------------------------------
+    def _note_optimizer(self) -> None:
+        self._optimizer_seen = True
+
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._optimizer_seen = True
         self.optimizer_steps += 1
