@@ -9,7 +9,7 @@ it does: rules built on this stay quiet rather than guess.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
@@ -75,14 +75,7 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 def with_grad_effect(node: cst.With) -> Optional[bool]:
     """The grad mode a `with` statement's body runs under, None when it does not set one."""
-    effect = None
-    for item in node.items:
-        item_effect = grad_effect(item.item)
-        if item_effect is False:
-            return False
-        if item_effect is True:
-            effect = True
-    return effect
+    return _combined(grad_effect(item.item) for item in node.items)
 
 
 def _first_param_name(function: cst.FunctionDef) -> str | None:
@@ -107,14 +100,7 @@ def function_grad_effect(function: cst.FunctionDef, owner: cst.ClassDef | None) 
         return False
     if _first_param_name(function) == "ctx":
         return False
-    effect = None
-    for decorator in function.decorators:
-        decorator_effect = grad_effect(decorator.decorator)
-        if decorator_effect is False:
-            return False
-        if decorator_effect is True:
-            effect = True
-    return effect
+    return _combined(grad_effect(decorator.decorator) for decorator in function.decorators)
 
 
 def statement_grad_switch(node: cst.Expr) -> Optional[bool]:
@@ -136,3 +122,15 @@ def is_backward_call(call: cst.Call) -> bool:
         return True
     name = dotted_name(func)
     return name is not None and (name.endswith("autograd.grad") or name.endswith("autograd.backward"))
+
+
+def _combined(effects: Iterable[Optional[bool]]) -> Optional[bool]:
+    """Several grad-mode switches on one statement: any that disables grad wins (the body
+    runs without it), else any that enables it, else None (no effect)."""
+    effect = None
+    for one in effects:
+        if one is False:
+            return False
+        if one is True:
+            effect = True
+    return effect
