@@ -141,3 +141,19 @@ def test_spawned_workers_need_enough_files_to_pay_for_their_start():
     small = ("s.py", b"import torch\n")
     assert plan_jobs(_Engine(), [small] * 7, 2, fork=False) == 1
     assert plan_jobs(_Engine(), [small] * 8, 2, fork=False) == 2
+
+
+def test_the_engine_plans_with_the_same_prefilter_it_checks_with(tmp_path):
+    from torchlint.config import Config
+    from torchlint.pluginmanager import make_plugin_manager, rule_registry
+    from torchlint.static.engine import StaticEngine
+
+    pm = make_plugin_manager()
+    rules = rule_registry(pm)
+    engine = StaticEngine(Config(root=tmp_path), pm, rules, {"TL301", "TL302"})
+    helper = b"import json\n\ndef load(path):\n    return json.load(open(path))\n"
+    assert not engine.may_parse(helper)  # "load", but no torch: never parsed
+    assert not engine.check_bytes("helper.py", helper).parsed
+    model = b"import torch\n\nstate = torch.load('ckpt.pt')\n"
+    assert engine.may_parse(model)
+    assert engine.check_bytes("model.py", model).parsed

@@ -100,7 +100,6 @@ class StaticEngine:
             for code in sorted(enabled)
             if code in rules and code not in ENGINE_RULES and not rules[code].runtime_only
         ]
-        self._byte_conditions: list[tuple[tuple[bytes, ...], tuple[bytes, ...]]] | None = None
         self._wants_file_facts = bool(pm.hook.torchlint_file_facts.get_hookimpls())
         self._per_file_ignores = [
             (pattern, codes_for(codes, rules, where=f"{config.config_file or 'configuration'}: [tool.torchlint] per-file-ignores {pattern!r}"))
@@ -110,16 +109,9 @@ class StaticEngine:
     # -- one file ---------------------------------------------------------------------------
     def may_parse(self, data: bytes) -> bool:
         """Whether `check_bytes(data)` will probably parse (some rule's prefilter passes). Only
-        for planning work: the bytes are searched as UTF-8, which a coding cookie can defeat."""
-        if self._byte_conditions is None:
-            self._byte_conditions = [
-                (tuple(t.encode("utf-8") for t in rule.triggers), tuple(p.encode("utf-8") for p in rule.imports))
-                for rule in self.active_rules
-            ]
-        return any(
-            (not triggers or any(t in data for t in triggers)) and (not imports or any(p in data for p in imports))
-            for triggers, imports in self._byte_conditions
-        )
+        for planning work: the bytes are read as UTF-8, which a coding cookie can defeat."""
+        text = data.decode("utf-8", "replace")
+        return any(_rule_wants_file(rule, text) for rule in self.active_rules)
 
     def check_text(self, path: str, text: str) -> FileResult:
         result = FileResult(path)
