@@ -56,7 +56,7 @@ class Cache:
         try:
             with open(self._entry(key), "rb") as handle:
                 data = json.loads(handle.read())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nesting past json's limit
             self.misses += 1
             return None
         if not isinstance(data, dict) or data.get("key") != key:

@@ -183,8 +183,10 @@ class StaticEngine:
                         results[index] = FileResult.from_json(item.display, cached)
                         hits += 1
                         continue
-                    except (KeyError, TypeError, ValueError):
-                        pass  # an entry from a broken write: recompute and overwrite it
+                    except Exception:
+                        # A broken write, or an entry someone edited: any entry that does not
+                        # decode into findings is a miss, recomputed and overwritten.
+                        pass
             todo.append((index, item.display, data, key))
         for (index, _, _, key), result in zip(todo, run_checks(self, [(display, data) for _, display, data, _ in todo], jobs)):
             results[index] = result
