@@ -109,7 +109,7 @@ def test_a_fix_that_breaks_the_file_is_dropped(project, tmp_path):
     result = engine.check_paths([Path("b.py")], cwd=project)
     outcome = fix_findings(engine, result.findings, unsafe=False, write=True)
     assert (project / "b.py").read_text() == "import torch\nx = torch.load(p, weights_only=True)\n"
-    assert "would produce invalid code" in outcome.files[0].rejected[0]
+    assert "would produce invalid code" in outcome.files[0].rejected[0].reason
 
 
 def test_an_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
@@ -180,5 +180,5 @@ def test_parenthesised_from_import_can_be_replaced():
 
     source = "from functorch import (\n    vmap,\n    grad,\n)\n"
     result = check_sources({"a.py": source}, select=["XX202"], extra_plugins=[Pack()])
-    fixed, _ = apply_fixes(source, [f.fix for f in result.findings])
+    fixed = apply_fixes(source, [f.fix for f in result.findings]).text
     assert fixed == "from torch.func import (\n    vmap,\n    grad,\n)\n"

@@ -35,6 +35,12 @@ def write_atomic(path: Path, data: str | bytes, *, encoding: str = "utf-8") -> N
         raise
 
 
+def write_through_link(path: Path, data: str | bytes) -> None:
+    """`write_atomic` to the file a symbolic link points at: the link stays a link (replacing
+    it with a regular file would silently fork the content it shares)."""
+    write_atomic(Path(os.path.realpath(path)), data)
+
+
 @contextlib.contextmanager
 def atomic_text_stream(path: Path) -> Iterator[io.StringIO]:
     buffer = io.StringIO()

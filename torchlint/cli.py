@@ -94,10 +94,9 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
         from torchlint.fix.runner import fix_findings
 
         outcome = fix_findings(engine, result.findings, unsafe=unsafe_fixes, write=fix and not diff)
-        for file_fix in outcome.files:
-            for reason in file_fix.rejected:
-                click.echo(f"{file_fix.path}: {reason}", err=True)
         if diff:
+            for rejected in outcome.rejections():
+                click.echo(f"{rejected.path}:{rejected.location.line}:{rejected.location.column}: {rejected.code} {rejected.message}", err=True)
             sys.stdout.write("".join(f.diff for f in outcome.files))
             changed = sum(1 for f in outcome.files if f.diff)
             if not quiet:
@@ -110,6 +109,7 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
         if outcome.fixed:
             result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
             result.fixed = outcome.fixed
+        result.findings = sorted([*result.findings, *outcome.rejections()], key=lambda f: f.sort_key())
     session.pm.hook.torchlint_sessionfinish(result=result)
 
     from torchlint.report import ReportContext

@@ -25,13 +25,18 @@ class Location:
 
 @dataclass(frozen=True)
 class Edit:
-    """Replace the text between two locations (1-based, end exclusive) with `content`."""
+    """Replace the text between two locations (1-based, end exclusive) with `content`.
+
+    `original` is the text the edit was made for; an edit whose span no longer holds it is
+    not applied (the file changed, or the coordinates are wrong). It is not serialised:
+    `--fix` derives its fixes afresh from the file it edits, never from JSON."""
 
     content: str
     line: int
     column: int
     end_line: int
     end_column: int
+    original: str | None = None
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,11 @@ def _fix_failures(rule: type[Rule], index: int, case: Case, findings: list[Findi
     (name, text), = case.sources().items()
     expected = textwrap.dedent(case.fixed).lstrip("\n")
     fixes = [f.fix for f in findings if f.code == rule.code and f.fix is not None]
-    fixed, _ = apply_fixes(text, fixes)
+    attempt = apply_fixes(text, fixes)
+    fixed = attempt.text
     problems = []
+    if attempt.stale:
+        problems.append(f"{rule.code} case #{index}: a fix's edit does not land on the text it was made for")
     if fixed != expected:
         problems.append(f"{rule.code} case #{index}: fixed code differs\n--- got\n{fixed}\n--- expected\n{expected}")
     again = check_sources({name: fixed}, select=[rule.code]).findings

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchlint.atomic import write_atomic
+from torchlint.atomic import write_through_link
 from torchlint.fix import SAFE
 from torchlint.fix.apply import apply_fixes
 from torchlint.static.discover import Discovered
+from torchlint.static.engine_rules import FixNotApplied, engine_finding
 from torchlint.static.source import read_source
 
 if TYPE_CHECKING:
@@ -21,12 +22,25 @@ if TYPE_CHECKING:
 MAX_PASSES = 10
 
 
+@dataclass(frozen=True)
+class Rejection:
+    """Why fixes were not applied, and where (the first finding concerned, else line 1)."""
+
+    reason: str
+    line: int = 1
+    column: int = 1
+
+
 @dataclass
 class FileFix:
     path: str
     applied: list[Fix] = field(default_factory=list)
     diff: str = ""
-    rejected: list[str] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+    def findings(self) -> list[Finding]:
+        """Each rejection as a TL002 finding, so it is reported and sets the exit code."""
+        return [engine_finding(FixNotApplied, self.path, r.reason, r.line, r.column) for r in self.rejected]
 
 
 @dataclass
@@ -36,6 +50,9 @@ class FixOutcome:
     @property
     def fixed(self) -> int:
         return sum(len(f.applied) for f in self.files)
+
+    def rejections(self) -> list[Finding]:
+        return [finding for file_fix in self.files for finding in file_fix.findings()]
 
 
 def wanted(finding: Finding, unsafe: bool) -> bool:
@@ -59,21 +76,33 @@ def _fix_file(engine: StaticEngine, path: str, findings: list[Finding], *, unsaf
     result = FileFix(path)
     source = read_source(Path(path))
     if source.text is None:
-        result.rejected.append(f"cannot read the file again: {source.problem}")
+        result.rejected.append(Rejection(f"cannot read the file again: {source.problem}"))
         return result
     original = text = source.text
+    # The fixes are derived again from the text about to be edited, never taken from the
+    # findings that came in: those may come from a cache that anyone with write access to it
+    # (a CI cache restored from a pull request) could have filled with edits of their own.
+    findings = [f for f in _recheck(engine, path, text) if wanted(f, unsafe)]
     for _ in range(MAX_PASSES):
-        candidate, applied = apply_fixes(text, [f.fix for f in findings if f.fix is not None])
-        if not applied:
+        attempt = apply_fixes(text, [f.fix for f in findings if f.fix is not None])
+        for finding in findings:
+            if finding.fix in attempt.stale:
+                result.rejected.append(Rejection(
+                    f"the fix for {finding.code} does not match the file's text at the finding; left unchanged",
+                    finding.location.line, finding.location.column))
+        if not attempt.fixes:
             break
         try:
-            cst.parse_module(candidate)
+            cst.parse_module(attempt.text)
         except Exception as exc:  # a fix that breaks the file is dropped, never written
-            codes = ", ".join(sorted({f.code for f in findings if f.fix in applied}))
-            result.rejected.append(f"the fix for {codes} would produce invalid code ({type(exc).__name__}); left unchanged")
+            concerned = [f for f in findings if f.fix in attempt.fixes]
+            codes = ", ".join(sorted({f.code for f in concerned}))
+            where = concerned[0].location
+            result.rejected.append(Rejection(
+                f"the fix for {codes} would produce invalid code ({type(exc).__name__}); left unchanged", where.line, where.column))
             break
-        text = candidate
-        result.applied.extend(applied)
+        text = attempt.text
+        result.applied.extend(attempt.fixes)
         findings = [f for f in _recheck(engine, path, text) if wanted(f, unsafe)]
     if text == original:
         return result
@@ -81,7 +110,11 @@ def _fix_file(engine: StaticEngine, path: str, findings: list[Finding], *, unsaf
         difflib.unified_diff(original.splitlines(True), text.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}")
     )
     if write:
-        write_atomic(Path(path), source.encode(text))
+        try:
+            write_through_link(Path(path), source.encode(text))
+        except OSError as exc:
+            result.rejected.append(Rejection(f"the fixes could not be written ({exc.strerror or exc}); the file is unchanged"))
+            result.applied = []
     return result
 
 

@@ -238,16 +238,20 @@ class FileContext:
             return None  # a rule may not offer riskier fixes than it declares
         edits = []
         for old, new in fix.replacements:
-            if isinstance(new, str):
-                content = new
-            else:
-                # Positions exclude an expression's own parentheses; its generated code includes
-                # them. (ImportFrom's lpar is a single optional node, part of its syntax: kept.)
-                if isinstance(getattr(new, "lpar", None), (list, tuple)) and new.lpar:
-                    new = new.with_changes(lpar=[], rpar=[])
-                content = self._code_at_depth(new, item.indents)
-            edits.append(edit_from_span(content, self.position(old, item.statement)))
+            content = new if isinstance(new, str) else self._code_at_depth(_without_parentheses(new), item.indents)
+            # The node's own code, generated independently of its position: the edit is
+            # applied only where the file holds exactly this text.
+            original = self._code_at_depth(_without_parentheses(old), item.indents)
+            edits.append(edit_from_span(content, self.position(old, item.statement), original))
         return Fix(fix.message, fix.applicability, tuple(edits))
+
+
+def _without_parentheses(node: cst.CSTNode) -> cst.CSTNode:
+    """Positions exclude an expression's own parentheses; its generated code includes them.
+    (ImportFrom's lpar is a single optional node, part of its syntax: kept.)"""
+    if isinstance(getattr(node, "lpar", None), (list, tuple)) and node.lpar:
+        return node.with_changes(lpar=[], rpar=[])
+    return node
 
 
 @dataclass

@@ -50,7 +50,25 @@ class RuleCrashed(Rule):
     severity = Severity.ERROR
 
 
-ENGINE_RULES = {rule.code: rule for rule in (FileNotChecked, RuleCrashed)}
+class FixNotApplied(Rule):
+    """
+    ## What it does
+    Reports fixes that `--fix` (or `--diff`) did not apply: the fixed file could not be
+    written (a read-only folder, a full disk), a fix would have produced code that does not
+    parse, or a fix no longer lands on the text it was made for.
+
+    ## Why is this bad?
+    The findings those fixes were for are still in the file. Saying nothing would let a run
+    look fixed when it is not; the file itself is left exactly as it was.
+    """
+
+    code = "TL002"
+    name = "fix-not-applied"
+    summary = "A fix could not be applied or written; the file is unchanged"
+    severity = Severity.ERROR
+
+
+ENGINE_RULES = {rule.code: rule for rule in (FileNotChecked, RuleCrashed, FixNotApplied)}
 
 
 def _location(line: int = 1, column: int = 1) -> Location:
