@@ -5,7 +5,7 @@ import libcst as cst
 from torchlint.fix import SAFE, NodeFix
 from torchlint.rule import Bad, Good
 
-from ._probability_flow import LossCall, Prob, ProbabilityFlowRule
+from ._loss_input import LossCall, LossInputRule
 
 LOG_FUNCTIONS = frozenset({"torch.log"})
 #: softmax spelling -> its log_softmax twin (same parameters: input, dim, dtype).
@@ -16,7 +16,7 @@ LOG_TWINS = {
 }
 
 
-class LogOfSoftmax(ProbabilityFlowRule):
+class LogOfSoftmax(LossInputRule):
     """
     ## What it does
     Flags the natural logarithm of softmax output: `torch.log(F.softmax(x, dim))`,
@@ -54,9 +54,21 @@ class LogOfSoftmax(ProbabilityFlowRule):
     become finite. A variable holding probabilities is reported without a fix: the
     probabilities may be needed elsewhere.
 
+    ## How values are followed
+    The engine's semantic model follows the value into the call: through local variables
+    (an assignment in one arm of an `if` counts after it: branch arms join), function
+    parameters and return values (what any call in the project passes), `self.<attr>` set in
+    `__init__` or a setter, `nn.Sequential`/`nn.ModuleList` layers, a model's `forward` (or
+    an overridden `__call__`) including helper methods, tuple elements (`_, probs = net(x)`),
+    `from models import *`, and models, modules and training functions in other files of the
+    project. Code under `if not self.training:` (or after `if self.training: return ...`) is
+    the evaluation path and is left out.
+
     ## Known limitations
-    Values are followed within one function, module-level variables and `self.<attr>` modules;
-    a softmax assigned inside a branch does not count after the branch.
+    Values are not followed through containers built at run time (a dict of losses filled in
+    a loop), `getattr`, registries that build a model from a string, or a parameter's value
+    when a call passes `*args`/`**kwargs`. The value of a condition is not evaluated: a model
+    whose layer is chosen by a flag counts as possibly that layer.
     """
 
     code = "TL107"
@@ -187,13 +199,6 @@ class LogOfSoftmax(ProbabilityFlowRule):
 
     loss_kind = "log"
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._log_calls: list[LossCall] = []
-
-    def judged_calls(self) -> list[LossCall]:
-        return self._log_calls  # logarithms, not losses: the base class resolves and reports them
-
     def visit_Call(self, node: cst.Call) -> None:
         subject, label = self._log_subject(node)
         if subject is None:
@@ -202,9 +207,10 @@ class LogOfSoftmax(ProbabilityFlowRule):
         if fix is not None:
             self.report(node, self.message(label, f"from `{self._softmax_text(subject)}(...)`"), fix=fix)
             return
-        value = self.flow.evaluate(subject)
+        value = self.model.value(subject)
         if value is not None:
-            self._log_calls.append(LossCall(node, None, label, value, self.loss_kind))
+            # Logarithms, not losses: the base class resolves and reports them in finish().
+            self.calls.append(LossCall(node, None, label, value))
 
     def _log_subject(self, node: cst.Call) -> tuple[cst.BaseExpression | None, str]:
         """The tensor whose logarithm `node` takes: `torch.log(t)` or `t.log()`."""
@@ -229,7 +235,7 @@ class LogOfSoftmax(ProbabilityFlowRule):
         if qualname in LOG_TWINS:
             pass
         elif qualname is None and subject.func.attr.value == "softmax":
-            if not isinstance(self.flow.method_softmax(subject, subject.func.value), Prob):
+            if not self.model.is_tensor_method(subject, "softmax"):
                 return None
         else:
             return None

@@ -3,10 +3,10 @@ from __future__ import annotations
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good
 
-from ._probability_flow import ProbabilityFlowRule
+from ._loss_input import LossInputRule
 
 
-class NllLossWithoutLogSoftmax(ProbabilityFlowRule):
+class NllLossWithoutLogSoftmax(LossInputRule):
     """
     ## What it does
     Flags `F.nll_loss` / `nn.NLLLoss` calls whose INPUT (first argument) is softmax output
@@ -42,15 +42,27 @@ class NllLossWithoutLogSoftmax(ProbabilityFlowRule):
     # or: loss = F.cross_entropy(model(x), y)
     ```
 
+    ## How values are followed
+    The engine's semantic model follows the value into the call: through local variables
+    (an assignment in one arm of an `if` counts after it: branch arms join), function
+    parameters and return values (what any call in the project passes), `self.<attr>` set in
+    `__init__` or a setter, `nn.Sequential`/`nn.ModuleList` layers, a model's `forward` (or
+    an overridden `__call__`) including helper methods, tuple elements (`_, probs = net(x)`),
+    `from models import *`, and models, modules and training functions in other files of the
+    project. Code under `if not self.training:` (or after `if self.training: return ...`) is
+    the evaluation path and is left out.
+
     ## Known limitations
-    The same as TL101: values are followed within one function (plus module-level variables
-    and `self.<attr>` modules), and across files only to a model class imported by name.
+    Values are not followed through containers built at run time (a dict of losses filled in
+    a loop), `getattr`, registries that build a model from a string, or a parameter's value
+    when a call passes `*args`/`**kwargs`. The value of a condition is not evaluated: a model
+    whose layer is chosen by a flag counts as possibly that layer.
     """
 
     code = "TL102"
     name = "nll-loss-without-log-softmax"
     summary = "`nll_loss` expects log-probabilities; softmax output gives it -p instead of -log p"
-    triggers = ("softmax", "Softmax", "nll_loss", "NLLLoss")
+    triggers = ("softmax", "Softmax", "nll_loss", "NLLLoss", "loss", "criterion")
     loss_kind = "nll"
     loss_label_functional = "nll_loss"
     loss_label_module = "NLLLoss"

@@ -1,72 +1,12 @@
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Optional
-
-import libcst as cst
-
 from torchlint.rule import Bad, Good
-from torchlint.static.names import dotted_name
+from torchlint.semantic.values import SIGMOID
 
-from ._probability_flow import (
-    SOFTMAX_FUNCTIONS,
-    SOFTMAX_MODULES,
-    Origin,
-    Prob,
-    ProbabilityFlow,
-    ProbabilityFlowRule,
-    ProbModule,
-    Value,
-)
-
-if TYPE_CHECKING:
-    from torchlint.findings import Finding
-    from torchlint.static.context import ProjectContext
-
-SIGMOID_FUNCTIONS = frozenset(
-    {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit", "torch.Tensor.sigmoid"}
-)
-SIGMOID_MODULES = frozenset(
-    {"torch.nn.Sigmoid", "torch.nn.modules.Sigmoid", "torch.nn.modules.activation.Sigmoid"}
-)
+from ._loss_input import LossInputRule
 
 
-class SigmoidFlow(ProbabilityFlow):
-    """The probability dataflow with sigmoid as the source: TL106's question is the same as
-    TL101's, with `BCELoss` for the loss and sigmoid for the softmax."""
-
-    def _evaluate_qualified_call(self, call: cst.Call, qualname: str) -> Optional[Value]:
-        if qualname in SIGMOID_FUNCTIONS:
-            return Prob(self._origin(call, call.func))
-        if qualname in SIGMOID_MODULES:
-            return ProbModule(self._origin(call, call.func))
-        if qualname in SOFTMAX_FUNCTIONS or qualname in SOFTMAX_MODULES:
-            return None  # softmax probabilities are what BCELoss expects
-        return super()._evaluate_qualified_call(call, qualname)
-
-    def method_softmax(self, call: cst.Call, receiver: cst.BaseExpression) -> Optional[Value]:
-        return None
-
-    def _evaluate_call(self, call: cst.Call) -> Optional[Value]:
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "sigmoid" and not call.args:
-            if self.ctx.qualname(func) is None and not self._is_self_or_module(func.value):
-                return Prob(self._origin(call, func))
-        return super()._evaluate_call(call)
-
-    def _is_self_or_module(self, receiver: cst.BaseExpression) -> bool:
-        """`self.sigmoid()` is the module's own attribute; `lib.sigmoid()` another library's."""
-        if isinstance(receiver, cst.Name):
-            method = self._method_class()
-            if method is not None and receiver.value == method[1]:
-                return True
-            if receiver.value in self.ctx.aliases.relative_imports:
-                return True
-        head = dotted_name(receiver)
-        return head is not None and self.ctx.aliases.resolve(head) is not None
-
-
-class SigmoidBeforeBCELoss(ProbabilityFlowRule):
+class SigmoidBeforeBCELoss(LossInputRule):
     """
     ## What it does
     Flags `nn.BCELoss` / `F.binary_cross_entropy` calls whose INPUT (first argument) is sigmoid
@@ -99,18 +39,30 @@ class SigmoidBeforeBCELoss(ProbabilityFlowRule):
     loss = nn.BCEWithLogitsLoss()(model(x), y)
     ```
 
+    ## How values are followed
+    The engine's semantic model follows the value into the call: through local variables
+    (an assignment in one arm of an `if` counts after it: branch arms join), function
+    parameters and return values (what any call in the project passes), `self.<attr>` set in
+    `__init__` or a setter, `nn.Sequential`/`nn.ModuleList` layers, a model's `forward` (or
+    an overridden `__call__`) including helper methods, tuple elements (`_, probs = net(x)`),
+    `from models import *`, and models, modules and training functions in other files of the
+    project. Code under `if not self.training:` (or after `if self.training: return ...`) is
+    the evaluation path and is left out.
+
     ## Known limitations
-    Values are followed within one function (plus module-level variables and `self.<attr>`
-    modules); a sigmoid assigned in a branch does not count after it. A model returning sigmoid
-    output is recognised when its class is defined in the file or imported by name from it.
+    Values are not followed through containers built at run time (a dict of losses filled in
+    a loop), `getattr`, registries that build a model from a string, or a parameter's value
+    when a call passes `*args`/`**kwargs`. The value of a condition is not evaluated: a model
+    whose layer is chosen by a flag counts as possibly that layer.
     """
 
     code = "TL106"
     name = "sigmoid-before-bce-loss"
     summary = "`BCELoss` on sigmoid output is unstable and kills gradients; use `BCEWithLogitsLoss` on logits"
-    triggers = ("binary_cross_entropy", "BCELoss", "sigmoid", "Sigmoid", "expit")
-    analyses = (SigmoidFlow,)
+    triggers = ("binary_cross_entropy", "BCELoss", "sigmoid", "Sigmoid", "expit", "loss", "criterion")
     loss_kind = "bce"
+    tensor_kind = SIGMOID
+    kind_label = "sigmoid output"
     loss_label_functional = "binary_cross_entropy"
     loss_label_module = "BCELoss"
 
@@ -235,17 +187,3 @@ class SigmoidBeforeBCELoss(ProbabilityFlowRule):
             note="re-assigned with something else",
         ),
     ]
-
-    def _where(self, origin: Origin) -> str:
-        line = self._line(origin.node)
-        if origin.via:
-            return f"`{origin.via}.forward` returns sigmoid output: {origin.text} at line {line}"
-        return f"from {origin.text} at line {line}"
-
-    @classmethod
-    def project_check(cls, project: ProjectContext) -> list[Finding]:
-        # The shared cross-file join words its message for softmax.
-        return [
-            dataclasses.replace(f, message=f.message.replace("returns softmax output", "returns sigmoid output"))
-            for f in super().project_check(project)
-        ]

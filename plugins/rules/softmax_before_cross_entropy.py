@@ -3,10 +3,10 @@ from __future__ import annotations
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good
 
-from ._probability_flow import ProbabilityFlowRule
+from ._loss_input import LossInputRule
 
 
-class SoftmaxBeforeCrossEntropy(ProbabilityFlowRule):
+class SoftmaxBeforeCrossEntropy(LossInputRule):
     """
     ## What it does
     Flags `F.cross_entropy` / `nn.CrossEntropyLoss` calls whose INPUT (first argument) is
@@ -47,17 +47,29 @@ class SoftmaxBeforeCrossEntropy(ProbabilityFlowRule):
     probs = logits.softmax(dim=1)  # only where probabilities are needed (metrics, inference)
     ```
 
+    ## How values are followed
+    The engine's semantic model follows the value into the call: through local variables
+    (an assignment in one arm of an `if` counts after it: branch arms join), function
+    parameters and return values (what any call in the project passes), `self.<attr>` set in
+    `__init__` or a setter, `nn.Sequential`/`nn.ModuleList` layers, a model's `forward` (or
+    an overridden `__call__`) including helper methods, tuple elements (`_, probs = net(x)`),
+    `from models import *`, and models, modules and training functions in other files of the
+    project. Code under `if not self.training:` (or after `if self.training: return ...`) is
+    the evaluation path and is left out.
+
     ## Known limitations
-    Values are followed within one function (plus module-level variables and `self.<attr>`
-    modules), not through function arguments or return values of functions other than
-    `forward`; a taint created in only one branch of an `if` does not count after it. Across
-    files, a model class is recognised when imported by name from the file defining it.
+    Values are not followed through containers built at run time (a dict of losses filled in
+    a loop), `getattr`, registries that build a model from a string, or a parameter's value
+    when a call passes `*args`/`**kwargs`. The value of a condition is not evaluated: a model
+    whose layer is chosen by a flag counts as possibly that layer.
     """
 
     code = "TL101"
     name = "softmax-before-cross-entropy"
     summary = "`cross_entropy` applies log_softmax itself; feeding it softmax output squashes the gradients"
-    triggers = ("softmax", "Softmax", "cross_entropy", "CrossEntropyLoss")
+    # "loss" and "criterion": a training function in a file of its own calls a loss it was
+    # given, and the project phase needs that call whatever the file names.
+    triggers = ("softmax", "Softmax", "cross_entropy", "CrossEntropyLoss", "loss", "criterion")
     loss_kind = "cross_entropy"
     loss_label_functional = "cross_entropy"
     loss_label_module = "CrossEntropyLoss"
@@ -360,7 +372,7 @@ class SoftmaxBeforeCrossEntropy(ProbabilityFlowRule):
             """,
             note="LogSoftmax last layer; NLLLoss is TL102's business",
         ),
-        Good(
+        Bad(
             """
             from torch import nn
 
@@ -368,16 +380,31 @@ class SoftmaxBeforeCrossEntropy(ProbabilityFlowRule):
             logits_model = nn.Sequential(nn.Linear(784, 10))
 
             def fit(model, x, y, loss_fn=nn.CrossEntropyLoss()):
-                return loss_fn(model(x), y)
+                return loss_fn(model(x), y)  # error
 
             def run(model, x, y):
-                return nn.CrossEntropyLoss()(model(x), y)
+                return nn.CrossEntropyLoss()(model(x), y)  # error
 
             fit(probs_model, x, y)
             run(logits_model, x, y)
             run(probs_model if calibrated else logits_model, x, y)
             """,
-            note="a parameter is only followed when every call in the file agrees; defaults are not followed",
+            note="a parameter takes what any call passes (or its default): one call path feeds probabilities",
+        ),
+        Good(
+            """
+            from torch import nn
+
+            probs_model = nn.Sequential(nn.Linear(784, 10), nn.Softmax(dim=1))
+            logits_model = nn.Sequential(nn.Linear(784, 10))
+
+            def run(model, x, y):
+                return nn.CrossEntropyLoss()(model(x), y)
+
+            run(logits_model, x, y)
+            accuracy = (probs_model(x).argmax(1) == y).float().mean()
+            """,
+            note="the probability model never reaches the loss",
         ),
         Good(
             files={

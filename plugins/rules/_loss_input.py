@@ -1,0 +1,178 @@
+"""The rules that judge what reaches a loss's INPUT (TL101, TL102, TL106) or a logarithm
+(TL107). They ask the engine's semantic model one question: may this argument be a tensor of
+the kind the call must not receive (softmax probabilities, sigmoid output)?
+
+Within a file the model answers it directly. When the answer depends on another file (an
+imported model, a function other files call with a model or a loss), the rule records the
+call as a fact and ``project_check`` asks the project model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
+
+import libcst as cst
+
+from torchlint.fix import NodeFix
+from torchlint.rule import Rule
+from torchlint.semantic import torch_api as api
+from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.project import Encoder, ProjectModel
+from torchlint.semantic.values import PROB, External, LossModule, Origin, Tensor
+from torchlint.static.context import make_finding
+
+from ._calls import argument
+
+if TYPE_CHECKING:
+    from torchlint.findings import Finding
+    from torchlint.static.context import ProjectContext
+
+
+@dataclass
+class LossCall:
+    node: cst.Call
+    callee: Any  # the loss module called (symbolic); None for the functional form
+    label: str  # how the message names the call; "" for the rule's own wording of the loss
+    value: Any  # the INPUT argument's symbolic value
+
+
+class LossInputRule(Rule):
+    """Base of the rules that judge what a file's semantic model feeds to a call: subclasses
+    say which loss kind they guard, which tensor kind it must not get, and the wording."""
+
+    analyses = (SemanticModel,)
+    #: The loss kind judged (a value of torch_api.LOSS_FUNCTIONS / LOSS_MODULES).
+    loss_kind: ClassVar[str] = ""
+    #: The tensor kind that is wrong as that loss's input.
+    tensor_kind: ClassVar[str] = PROB
+    loss_label_functional: ClassVar[str] = ""
+    loss_label_module: ClassVar[str] = ""
+    #: What the finding calls the tensor kind ("softmax output").
+    kind_label: ClassVar[str] = "softmax output"
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.model: SemanticModel = ctx.analysis(SemanticModel)
+        self.calls: list[LossCall] = []
+
+    @classmethod
+    def message(cls, loss_label: str, where: str) -> str:
+        raise NotImplementedError
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualname = self.model.qualname(node.func)
+        callee = None
+        if qualname is not None:
+            if api.LOSS_FUNCTIONS.get(qualname) != self.loss_kind:
+                return
+        else:
+            callee = self.model.value(node.func)
+            if callee is None:
+                return
+        first = argument(node, "input", 0)
+        if first is None or first.star:
+            return
+        self.calls.append(LossCall(node, callee, "", self.model.value(first.value)))
+
+    # -- judging ------------------------------------------------------------------------------
+    def finish(self) -> None:
+        for call in self.calls:
+            values = self.model.resolve(call.value)
+            wrong = [v for v in values if type(v) is Tensor and v.kind == self.tensor_kind]
+            external = [v for v in values if type(v) is External]
+            if not wrong and not external:
+                continue
+            label = call.label
+            callees = None
+            if call.callee is not None:
+                callees = self.model.resolve(call.callee)
+                if any(type(c) is LossModule and c.kind == self.loss_kind for c in callees):
+                    label = label or self.loss_label_module
+                elif any(type(c) is External for c in callees):
+                    self._defer(call, callees, values)
+                    continue
+                else:
+                    continue
+            label = label or self.loss_label_functional
+            if wrong:
+                origin = min((v.origin for v in wrong), key=self._origin_key)
+                self.report(call.node, self.message(label, self._where(origin)), fix=self._inline_fix(call.node))
+            else:
+                self._defer(call, callees, values)
+
+    def _defer(self, call: LossCall, callees: Optional[frozenset], values: frozenset) -> None:
+        """The answer depends on other files: leave it to the project phase."""
+        encoder = Encoder(self.model, self.ctx.path)
+        self.add_fact(
+            "loss_input",
+            {
+                "span": list(self.ctx.position(call.node)),
+                "label": call.label,
+                "callee": encoder.values(callees) if callees is not None else None,
+                "input": encoder.values(values),
+            },
+        )
+
+    def _origin_key(self, origin: Origin) -> tuple:
+        return (origin.line or (self.ctx.position(origin.node)[0] if origin.node is not None else 0), origin.text)
+
+    def _where(self, origin: Origin) -> str:
+        line = self.ctx.position(origin.node)[0] if origin.node is not None else origin.line
+        place = f"line {line}" if not origin.path or origin.path == self.ctx.path else f"{origin.path}:{line}"
+        if origin.via:
+            return f"`{origin.via}.forward` returns {self.kind_label}: {origin.text} at {place}"
+        return f"from {origin.text} at {place}"
+
+    # -- fixes --------------------------------------------------------------------------------
+    def _inline_fix(self, loss: cst.Call) -> Optional[NodeFix]:
+        """When the loss input is written as a softmax call right there, offer `fix_softmax`."""
+        arg = next((a for a in loss.args if a.keyword is not None and a.keyword.value == "input"), None)
+        if arg is None:
+            arg = next((a for a in loss.args if a.keyword is None and not a.star), None)
+        if arg is None or not isinstance(arg.value, cst.Call):
+            return None
+        softmax = arg.value
+        qualname = self.model.qualname(softmax.func)
+        if qualname is not None and api.TENSOR_FUNCTIONS.get(qualname) == PROB and not qualname.startswith("torch.Tensor"):
+            inner = next((a.value for a in softmax.args if a.keyword is None and not a.star), None)
+            is_method = False
+        elif self.model.is_tensor_method(softmax, "softmax"):
+            inner, is_method = softmax.func.value, True
+        else:
+            return None
+        if inner is None or "\n" in self.ctx.module.code_for_node(softmax):
+            return None  # multi-line rewrites are left to the author
+        return self.fix_softmax(softmax, inner, is_method)
+
+    def fix_softmax(self, softmax: cst.Call, inner: cst.BaseExpression, is_method: bool) -> Optional[NodeFix]:
+        """The rule's rewrite of a softmax call that feeds the loss directly (None: no fix)."""
+        return None
+
+    # -- cross-file -----------------------------------------------------------------------------
+    @classmethod
+    def project_check(cls, project: ProjectContext) -> list[Finding]:
+        deferred = [(path, fact) for path, facts in project.facts.items() for fact in facts.get(cls.code, {}).get("loss_input", [])]
+        if not deferred:
+            return []
+        model = ProjectModel(project)
+        findings = []
+        for path, fact in deferred:
+            label = fact["label"]
+            if fact["callee"] is not None:
+                callees = model.resolve(fact["callee"])
+                if not any(c.get("loss") == cls.loss_kind for c in callees):
+                    continue
+                label = label or cls.loss_label_module
+            label = label or cls.loss_label_functional
+            wrong = [v for v in model.resolve(fact["input"]) if v.get("t") == cls.tensor_kind]
+            if not wrong:
+                continue
+            origin = min(wrong, key=lambda v: (v["path"], v["line"], v["text"]))
+            place = f"{origin['path']}:{origin['line']}" if origin["path"] != path else f"line {origin['line']}"
+            if origin.get("via"):
+                where = f"`{origin['via']}.forward` returns {cls.kind_label}: {origin['text']} at {place}"
+            else:
+                where = f"from {origin['text']} at {place}"
+            findings.append(make_finding(cls, path, fact["span"], cls.message(label, where)))
+        return findings

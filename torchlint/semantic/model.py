@@ -1,0 +1,917 @@
+"""The semantic model of one file: scopes and bindings, classes and their modules, function
+summaries, call sites; every expression's may-set of values.
+
+It is an engine analysis (torchlint.analysis): the engine builds it for a file only when a
+rule that reads it runs there, and visits it in the single traversal before the rules. While
+visiting, a rule asks ``model.value(expr)`` for the *symbolic* value of an expression at
+that point of the code; once the file has been read (in ``finish()``), it asks
+``model.resolve(value)`` for the may-set of concrete values (see torchlint.semantic.values).
+
+The one join policy:
+
+* A name's value at a use is the last binding of it that surely runs before the use (its
+  branch path is a prefix of the use's), joined with every later binding that may run
+  before it: in an `if` arm, loop or `try` that the use comes after. A binding in the other
+  arm of the same `if` is invisible. A binding later in a loop that holds the use reaches
+  the use through the next iteration.
+* Code under `if not self.training:` (or the `else` of `if self.training:`) is dead for the
+  training computation this model describes: its bindings and returns are skipped.
+* Parameters take the join of the arguments at every call site in the file; a module-level
+  function nobody in the file calls leaves them to the project phase.
+* `self.<attr>` is the join of every assignment to it in the class (and its bases in this
+  file): `__init__`, setters, the class body.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import libcst as cst
+
+from torchlint.analysis import Analysis
+from torchlint.semantic import torch_api as api
+from torchlint.semantic.values import (
+    EXP,
+    IDENTITY,
+    PROB,
+    Applied,
+    Attr,
+    BoundMethod,
+    ClassObj,
+    ClassRef,
+    External,
+    FunctionObj,
+    GlobalName,
+    Instance,
+    Item,
+    Layer,
+    Local,
+    LossModule,
+    Origin,
+    Param,
+    Quotient,
+    SelfAttr,
+    Sequence,
+    Tensor,
+    Union_,
+    Value,
+)
+from torchlint.static.names import dotted_name
+
+_SCOPES = ("FunctionDef", "ClassDef", "Module")
+_BRANCHING = {"If": "if", "For": "loop", "While": "loop", "Try": "try", "TryStar": "try", "Match": "if"}
+_END_OF_MODULE = 1 << 62
+#: Beyond this depth resolution gives up (recursive helpers, long alias chains).
+_MAX_DEPTH = 40
+
+
+@dataclass
+class Binding:
+    value: Value
+    path: tuple  # ((statement id, child id, kind), ...) from the scope down to the binding
+    order: int
+    dead: bool = False  # made in code that does not run in training mode
+
+
+@dataclass
+class FunctionInfo:
+    node: cst.FunctionDef
+    owner: str  # class name for a method, "" at module level
+    returns: list[Value] = field(default_factory=list)
+    params: tuple[str, ...] = ()
+    is_method: bool = False
+    #: parameter -> the symbolic value of its default (evaluated where the def is)
+    defaults: dict[str, Value] = field(default_factory=dict)
+
+
+@dataclass
+class ClassInfo:
+    node: cst.ClassDef
+    bases: tuple[str, ...]
+    #: attribute -> values assigned to `self.<attr>` in any method, or in the class body.
+    attrs: dict[str, list[Value]] = field(default_factory=dict)
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+
+
+@dataclass
+class CallSite:
+    callee: Value
+    positional: list[Value]
+    keywords: dict[str, Value]
+    has_star: bool
+
+
+class SemanticModel(Analysis):
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._order = itertools.count()
+        self._bindings: dict[tuple[int, str], list[Binding]] = {}
+        self._scope_kinds: dict[int, cst.CSTNode] = {}
+        self._scope_parent: dict[int, int] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        self._ambiguous_classes: set[str] = set()
+        self.functions: dict[tuple[str, str], FunctionInfo] = {}
+        self._ambiguous_functions: set[tuple[str, str]] = set()
+        #: call sites by the name called (`f(...)`, `x.f(...)`, `Net(...)`): parameter values.
+        self._calls_by_name: dict[str, list[CallSite]] = {}
+        #: `from <module> import *` of this file: (level, module).
+        self.star_imports: list[tuple[int, str]] = []
+        self._torch_star: list[str] = []
+        self._resolving: dict[Value, frozenset] = {}
+        #: Blocks whose remaining statements do not run in training mode (an earlier
+        #: `if self.training: return ...` left the function).
+        self._dead_after: set[int] = set()
+        self._in_progress: set[Value] = set()
+
+    # -- where we are -----------------------------------------------------------------------
+    def _scope_index(self) -> int:
+        ancestors = self.ctx.ancestors
+        for index in range(len(ancestors) - 1, -1, -1):
+            if type(ancestors[index]).__name__ in _SCOPES:
+                return index
+        return 0
+
+    def _path(self, scope_index: int) -> tuple:
+        """The branching statements between the scope and here, each with the child (arm)
+        we are in: ((statement id, child id, kind), ...)."""
+        ancestors = self.ctx.ancestors
+        path = []
+        for index in range(scope_index + 1, len(ancestors) - 1):
+            kind = _BRANCHING.get(type(ancestors[index]).__name__)
+            if kind is not None:
+                path.append((id(ancestors[index]), id(ancestors[index + 1]), kind))
+        return tuple(path)
+
+    def _dead_in_training(self, scope_index: int) -> bool:
+        """Inside `if not self.training:`, the `else` of `if self.training:`, or after an
+        `if self.training: return ...` in the same block."""
+        ancestors = self.ctx.ancestors
+        if self._dead_after and any(id(node) in self._dead_after for node in ancestors[scope_index + 1 :]):
+            return True
+        for index in range(scope_index + 1, len(ancestors) - 1):
+            node = ancestors[index]
+            if type(node) is cst.If:
+                polarity = _training_test(node.test)
+                if polarity is None:
+                    continue
+                in_body = ancestors[index + 1] is node.body
+                if polarity != in_body:
+                    return True
+        return False
+
+    def _method(self) -> tuple[str, str] | None:
+        """(class name, name of `self`) inside an ordinary method of a class of this file."""
+        function = self.ctx.enclosing_function()
+        cls = self.ctx.enclosing_class()
+        if function is None or cls is None:
+            return None
+        for decorator in function.decorators:
+            if dotted_name(decorator.decorator) in ("staticmethod", "classmethod"):
+                return None
+        params = function.params.posonly_params or function.params.params
+        if not params:
+            return None
+        return cls.name.value, params[0].name.value
+
+    # -- names of torch -----------------------------------------------------------------------
+    def qualname(self, expr: cst.BaseExpression) -> str | None:
+        """The torch (or other import) qualified name of `expr`, star imports of torch included."""
+        found = self.ctx.qualname(expr)
+        if found is not None or not self._torch_star:
+            return found
+        dotted = dotted_name(expr)
+        if dotted is None:
+            return None
+        head = dotted.partition(".")[0]
+        if self._bound_here(head):
+            return None
+        for module in self._torch_star:
+            return f"{module}.{dotted}"
+        return None
+
+    def _bound_here(self, name: str) -> bool:
+        scope_index = self._scope_index()
+        for index in range(scope_index + 1):
+            node = self.ctx.ancestors[index]
+            if (id(node), name) in self._bindings:
+                return True
+            if isinstance(node, cst.FunctionDef) and name in self.ctx.bindings_of(node):
+                return True
+        return name in self.classes or ("", name) in self.functions
+
+    # -- binding ----------------------------------------------------------------------------
+    def _bind(self, name: str, value: Value) -> None:
+        scope_index = self._scope_index()
+        scope = self.ctx.ancestors[scope_index]
+        binding = Binding(value, self._path(scope_index), next(self._order), self._dead_in_training(scope_index))
+        self._bindings.setdefault((id(scope), name), []).append(binding)
+        if isinstance(scope, cst.ClassDef):
+            info = self.classes.get(scope.name.value)
+            if info is not None and info.node is scope:
+                info.attrs.setdefault(name, []).append(value)
+
+    def bind_target(self, target: cst.BaseExpression, value: Value) -> None:
+        if isinstance(target, cst.Name):
+            self._bind(target.value, value)
+        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            method = self._method()
+            if method is not None and target.value.value == method[1]:
+                info = self.classes.get(method[0])
+                if info is not None:
+                    info.attrs.setdefault(target.attr.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            starred = False
+            for index, element in enumerate(target.elements):
+                if isinstance(element, cst.StarredElement):
+                    starred = True
+                    self.bind_target(element.value, None)
+                else:
+                    # After a starred target, positions count from the end: not followed.
+                    self.bind_target(element.value, None if starred else Item(value, index))
+        elif isinstance(target, cst.StarredElement):
+            self.bind_target(target.value, None)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        value = self.value(node.value)
+        for target in node.targets:
+            self.bind_target(target.target, value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.bind_target(node.target, self.value(node.value))
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self.bind_target(node.target, None)
+
+    def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.bind_target(node.target, self.value(node.value))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.bind_target(node.target, Item(self.value(node.iter), None))
+
+    def leave_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self.bind_target(node.asname.name, None)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if not isinstance(node.names, cst.ImportStar):
+            return
+        module = dotted_name(node.module) if node.module is not None else ""
+        level = len(node.relative)
+        if level == 0 and module and (module == "torch" or module.startswith("torch.")):
+            self._torch_star.append(module)
+        elif module or level:
+            self.star_imports.append((level, module or ""))
+
+    def leave_If(self, node: cst.If) -> None:
+        if node.orelse is None and _training_test(node.test) is True and _always_leaves(node.body):
+            block = self.ctx.ancestors[-1] if self.ctx.ancestors else None
+            if type(block) is cst.IndentedBlock:
+                self._dead_after.add(id(block))
+
+    # -- classes and functions ------------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        name = node.name.value
+        bases = tuple(dotted_name(arg.value) or "" for arg in node.bases if arg.keyword is None)
+        if name in self.classes or name in self._ambiguous_classes:
+            self.classes.pop(name, None)
+            self._ambiguous_classes.add(name)
+        elif isinstance(self.ctx.ancestors[self._scope_index()], cst.Module):
+            self.classes[name] = ClassInfo(node, bases)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        scope = self.ctx.ancestors[self._scope_index()]
+        owner = ""
+        if isinstance(scope, cst.ClassDef):
+            info = self.classes.get(scope.name.value)
+            if info is None or info.node is not scope:
+                return
+            owner = scope.name.value
+        elif not isinstance(scope, cst.Module):
+            return  # nested functions are not followed
+        key = (owner, node.name.value)
+        params = tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params))
+        is_method = bool(owner) and not any(
+            dotted_name(d.decorator) in ("staticmethod", "classmethod") for d in node.decorators
+        )
+        if key in self.functions or key in self._ambiguous_functions:
+            self.functions.pop(key, None)
+            self._ambiguous_functions.add(key)
+            if owner:
+                self.classes[owner].methods.pop(node.name.value, None)
+            return
+        defaults = {p.name.value: self.value(p.default) for p in (*node.params.posonly_params, *node.params.params) if p.default is not None}
+        info = FunctionInfo(node, owner, [], params, is_method, defaults)
+        self.functions[key] = info
+        if owner:
+            self.classes[owner].methods[node.name.value] = info
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not isinstance(self.ctx.ancestors[self._scope_index()], cst.ClassDef):
+            self._bind(node.name.value, None if not isinstance(self.ctx.ancestors[self._scope_index()], cst.Module) else FunctionObj("", node.name.value))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        if not isinstance(self.ctx.ancestors[self._scope_index()], cst.Module):
+            self._bind(node.name.value, None)
+
+    def _current_function(self) -> FunctionInfo | None:
+        function = self.ctx.enclosing_function()
+        if function is None:
+            return None
+        cls = self.ctx.enclosing_class()
+        info = self.functions.get((cls.name.value if cls is not None else "", function.name.value))
+        return info if info is not None and info.node is function else None
+
+    def visit_Return(self, node: cst.Return) -> None:
+        scope_index = self._scope_index()
+        if not isinstance(self.ctx.ancestors[scope_index], cst.FunctionDef):
+            return
+        info = self._current_function()
+        if info is None or self._dead_in_training(scope_index):
+            return
+        info.returns.append(self.value(node.value) if node.value is not None else None)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = _called_name(node.func)
+        if name is None:
+            return
+        qualname = self.ctx.qualname(node.func)
+        if qualname is not None and qualname.split(".")[0] == "torch":
+            return
+        has_star = any(arg.star for arg in node.args)
+        site = CallSite(self.value(node.func), [], {}, has_star)
+        if not has_star:
+            for arg in node.args:
+                if arg.keyword is None:
+                    site.positional.append(self.value(arg.value))
+                else:
+                    site.keywords[arg.keyword.value] = self.value(arg.value)
+        self._calls_by_name.setdefault(name, []).append(site)
+
+    # -- symbolic evaluation (while visiting) -------------------------------------------------
+    def value(self, expr: cst.BaseExpression | None) -> Value:
+        """The symbolic value of `expr` at this point of the traversal (None: unknown)."""
+        if expr is None:
+            return None
+        kind = type(expr)
+        if kind is cst.Name or kind is cst.Attribute:
+            qualname = self.qualname(expr)
+            if qualname is not None:
+                # torch's own names are not values the model follows; another module's are
+                # decided by the file that defines them (project phase).
+                return None if qualname.split(".")[0] == "torch" else External(("global", ClassRef(qualname=qualname)))
+        if kind is cst.Name:
+            return self._name(expr.value)
+        if kind is cst.Attribute:
+            method = self._method()
+            if method is not None and isinstance(expr.value, cst.Name) and expr.value.value == method[1]:
+                return SelfAttr(method[0], expr.attr.value)
+            return Attr(self.value(expr.value), expr.attr.value)
+        if kind is cst.Call:
+            return self._call(expr)
+        if kind is cst.Subscript:
+            return self._subscript(expr)
+        if kind in (cst.Tuple, cst.List):
+            if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+                return None
+            return Sequence("tuple" if kind is cst.Tuple else "list", tuple(self.value(e.value) for e in expr.elements))
+        if kind is cst.IfExp:
+            return Union_((self.value(expr.body), self.value(expr.orelse)))
+        if kind is cst.NamedExpr:
+            return self.value(expr.value)
+        if kind is cst.BinaryOperation and type(expr.operator) is cst.Divide:
+            return self._quotient(expr)
+        if kind is cst.BooleanOperation and type(expr.operator) is cst.Or:
+            return Union_((self.value(expr.left), self.value(expr.right)))
+        return None
+
+    def _name(self, name: str) -> Value:
+        scope_index = self._scope_index()
+        scope = self.ctx.ancestors[scope_index]
+        return Local(id(scope), name, self._path(scope_index), next(self._order))
+
+    def _subscript(self, expr: cst.Subscript) -> Value:
+        index: Any = None
+        if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+            inner = expr.slice[0].slice.value
+            if isinstance(inner, cst.Integer):
+                index = int(inner.value, 0)
+            elif isinstance(inner, cst.SimpleString):
+                index = inner.evaluated_value if isinstance(inner.evaluated_value, str) else None
+        return Item(self.value(expr.value), index)
+
+    def _quotient(self, expr: cst.BinaryOperation) -> Value:
+        right = expr.right
+        if type(right) is not cst.Call:
+            return None
+        summed = None
+        if isinstance(right.func, cst.Attribute) and right.func.attr.value == "sum" and self.qualname(right.func) is None:
+            summed = right.func.value
+        elif self.qualname(right.func) in api.SUM_FUNCTIONS and right.args:
+            summed = right.args[0].value
+        if summed is None:
+            return None
+        return Quotient(self.value(expr.left), self.value(summed), self.origin(expr, text="hand-written softmax `e / e.sum(...)`"))
+
+    def origin(self, node: cst.CSTNode, func: cst.BaseExpression | None = None, text: str | None = None) -> Origin:
+        if text is None:
+            text = self.ctx.module.code_for_node(func if func is not None else node)
+            if len(text) > 40 or "\n" in text:
+                text = "." + text.rpartition(".")[2] if "." in text else text[:40]
+            text = f"`{text}(...)`"
+        return Origin(text, node)
+
+    def _call(self, call: cst.Call) -> Value:
+        func = call.func
+        qualname = self.qualname(func)
+        if qualname is not None:
+            return self._qualified_call(call, qualname)
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            receiver = self.value(func.value)
+            if method in api.TENSOR_METHODS and self._tensor_method(call, func):
+                return Tensor(api.TENSOR_METHODS[method], self.origin(call, func))
+            if method in api.PASSTHROUGH_METHODS:
+                return receiver
+            if method == "forward":
+                return Applied(receiver)
+            if method in ("__call__",):
+                return Applied(receiver)
+        imported = self._imported_class(func)
+        if imported is not None:
+            return Instance(imported)
+        return Applied(self.value(func))
+
+    def is_tensor_method(self, call: cst.Call, method: str) -> bool:
+        """`call` is `<tensor>.<method>(...)` (as opposed to a module's or library's method)."""
+        func = call.func
+        return isinstance(func, cst.Attribute) and func.attr.value == method and self.qualname(func) is None and self._tensor_method(call, func)
+
+    def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> bool:
+        """`x.softmax(1)` is Tensor.softmax unless `x` is `self` (the module's own method), a
+        module of another library, or the call does not take a dimension."""
+        receiver = func.value
+        if isinstance(receiver, cst.Name):
+            method = self._method()
+            if method is not None and receiver.value == method[1]:
+                return False
+            if receiver.value in self.ctx.aliases.relative_imports:
+                return False
+        head = dotted_name(receiver)
+        if head is not None and self.ctx.aliases.resolve(head) is not None:
+            return False
+        if func.attr.value in ("sigmoid", "exp"):
+            return not call.args
+        return _looks_like_dim(call)
+
+    def _qualified_call(self, call: cst.Call, qualname: str) -> Value:
+        if qualname in api.TENSOR_FUNCTIONS:
+            return Tensor(api.TENSOR_FUNCTIONS[qualname], self.origin(call, call.func))
+        if qualname in api.LAYERS:
+            return Layer(api.LAYERS[qualname], self.origin(call, call.func))
+        if qualname in api.LOSS_MODULES:
+            return LossModule(api.LOSS_MODULES[qualname])
+        if qualname in api.PASSTHROUGH_FUNCTIONS:
+            first = _argument(call, "input", 0)
+            return self.value(first.value) if first is not None else None
+        if qualname in api.SEQUENTIAL:
+            return Sequence("sequential", tuple(self.value(a.value) for a in call.args if a.keyword is None and not a.star))
+        if qualname in api.MODULE_LIST:
+            first = _argument(call, "modules", 0)
+            return Sequence("modulelist", (Item(self.value(first.value), None),)) if first is not None else None
+        if qualname in api.MODULE_DICT:
+            first = _argument(call, "modules", 0)
+            if first is not None and isinstance(first.value, cst.Dict):
+                return Sequence("moduledict", tuple(self.value(e.value) for e in first.value.elements if isinstance(e, cst.DictElement)))
+            return None
+        if qualname in api.IDENTITY_LAYERS:
+            return Layer(IDENTITY, self.origin(call, call.func))
+        if qualname in api.MODULE_WRAPPERS:
+            first = _argument(call, "module", 0) or _argument(call, "model", 0)
+            return self.value(first.value) if first is not None else None
+        imported = self._imported_class(call.func)
+        if imported is not None:
+            return Instance(imported)
+        if qualname.split(".")[0] != "torch":
+            return Applied(External(("global", ClassRef(qualname=qualname))))
+        return None
+
+    def _imported_class(self, func: cst.BaseExpression) -> ClassRef | None:
+        qualname = self.qualname(func)
+        if qualname is not None:
+            if qualname.split(".")[0] == "torch" or not qualname.rpartition(".")[2][:1].isupper():
+                return None
+            return ClassRef(qualname=qualname)
+        if isinstance(func, cst.Name) and func.value in self.ctx.aliases.relative_imports:
+            function = self.ctx.enclosing_function()
+            if function is not None and func.value in self.ctx.bindings_of(function):
+                return None
+            level, target = self.ctx.aliases.relative_imports[func.value]
+            return ClassRef(level=level, target=target)
+        return None
+
+    # -- after the traversal ----------------------------------------------------------------------
+    def finish(self) -> None:
+        from torchlint.semantic.project import FACTS_KEY, export
+
+        summary = export(self, self.ctx.path)
+        if summary:
+            self.ctx.facts[FACTS_KEY] = summary
+
+    def module_names(self) -> list[str]:
+        """Names bound by assignments at module level."""
+        module = id(self.ctx.module)
+        return [name for (scope, name) in self._bindings if scope == module and name not in self.classes and ("", name) not in self.functions]
+
+    def resolve_global(self, name: str) -> frozenset:
+        return frozenset(self._resolve_global(name, 0))
+
+    def calls_by_name(self) -> dict[str, list[CallSite]]:
+        return self._calls_by_name
+
+    # -- resolution ---------------------------------------------------------------------------------
+    def resolve(self, value: Value, depth: int = 0) -> frozenset:
+        """The may-set of concrete values of a symbolic value."""
+        if value is None or depth > _MAX_DEPTH:
+            return frozenset()
+        cached = self._resolving.get(value)
+        if cached is not None:
+            return cached
+        if value in self._in_progress:
+            return frozenset()  # a cycle (recursion, `x = f(x)` in a loop): nothing more from here
+        self._in_progress.add(value)
+        try:
+            result = frozenset(self._resolve(value, depth + 1))
+        finally:
+            self._in_progress.discard(value)
+        self._resolving[value] = result
+        return result
+
+    def _resolve(self, value: Value, depth: int) -> set:
+        kind = type(value)
+        if kind is Local:
+            return self._resolve_local(value, depth)
+        if kind is GlobalName:
+            return self._resolve_global(value.name, depth)
+        if kind is SelfAttr:
+            return self._resolve_attr(value.cls, value.attr, depth)
+        if kind is Param:
+            return self._resolve_param(value, depth)
+        if kind is Applied:
+            found: set = set()
+            for callee in self.resolve(value.callee, depth):
+                found |= self.apply(callee, depth)
+            return found
+        if kind is Item:
+            return self._resolve_item(value, depth)
+        if kind is Attr:
+            found = set()
+            for owner in self.resolve(value.value, depth):
+                if type(owner) is Instance and owner.ref.local:
+                    found |= self._resolve_attr(owner.ref.name, value.name, depth)
+                elif type(owner) is External:
+                    found.add(External(("attr", owner.ref, value.name)))
+            return found
+        if kind is Union_:
+            found = set()
+            for option in value.options:
+                found |= self.resolve(option, depth)
+            return found
+        if kind is Quotient:
+            numerators = {v.origin for v in self.resolve(value.numerator, depth) if type(v) is Tensor and v.kind == EXP}
+            summed = {v.origin for v in self.resolve(value.summed, depth) if type(v) is Tensor and v.kind == EXP}
+            return {Tensor(PROB, value.origin)} if numerators & summed else set()
+        return {value}
+
+    def _resolve_local(self, use: Local, depth: int) -> set:
+        bindings = self._bindings.get((use.scope, use.name), [])
+        found: set = set()
+        definite = False
+        for binding in reversed(bindings):
+            if binding.order > use.order:
+                if _loop_carried(binding.path, use.path) and not binding.dead:
+                    found |= self.resolve(binding.value, depth)
+                continue
+            if binding.dead:
+                continue
+            reach = _reach(binding.path, use.path)
+            if reach == "never":
+                continue
+            found |= self.resolve(binding.value, depth)
+            if reach == "surely":
+                definite = True
+                break
+        if definite:
+            return found
+        return found | self._entry_value(use, depth)
+
+    def _entry_value(self, use: Local, depth: int) -> set:
+        """What a name means before any binding in its scope: a parameter, `self`, a name of
+        an enclosing scope, or a module-level name."""
+        scope = self._scope_node(use.scope)
+        if isinstance(scope, cst.FunctionDef):
+            info = self._function_of(scope)
+            if info is not None and use.name in info.params:
+                index = info.params.index(use.name)
+                if info.is_method and index == 0:
+                    return {Instance(ClassRef(name=info.owner))}
+                return self.resolve(Param(info.owner, info.node.name.value, index, use.name), depth)
+            if use.name in self.ctx.bindings_of(scope):
+                return set()  # a local bound later, a loop variable of a comprehension...
+        if isinstance(scope, cst.Module):
+            return self._resolve_imported_or_defined(use.name)
+        return self._resolve_global(use.name, depth)
+
+    def _scope_node(self, scope_id: int) -> cst.CSTNode | None:
+        if not self._scope_kinds:
+            self._scope_kinds[id(self.ctx.module)] = self.ctx.module
+            for info in self.functions.values():
+                self._scope_kinds[id(info.node)] = info.node
+            for info in self.classes.values():
+                self._scope_kinds[id(info.node)] = info.node
+        return self._scope_kinds.get(scope_id)
+
+    def _function_of(self, node: cst.FunctionDef) -> FunctionInfo | None:
+        for info in self.functions.values():
+            if info.node is node:
+                return info
+        return None
+
+    def _resolve_global(self, name: str, depth: int) -> set:
+        """A module-level name as functions see it: its value once the module has run."""
+        if (id(self.ctx.module), name) in self._bindings:
+            return self._resolve_local(Local(id(self.ctx.module), name, (), _END_OF_MODULE), depth)
+        return self._resolve_imported_or_defined(name)
+
+    def _resolve_imported_or_defined(self, name: str) -> set:
+        if name in self.classes:
+            return {ClassObj(ClassRef(name=name))}
+        if ("", name) in self.functions:
+            return {FunctionObj("", name)}
+        if name in self.ctx.aliases.relative_imports:
+            level, target = self.ctx.aliases.relative_imports[name]
+            return {External(("global", ClassRef(level=level, target=target)))}
+        qualname = self.ctx.aliases.resolve(name)
+        if qualname is not None:
+            if qualname.split(".")[0] == "torch":
+                return set()
+            return {External(("global", ClassRef(qualname=qualname)))}
+        if self.star_imports and name not in self._ambiguous_classes:
+            return {External(("global", ClassRef(name=name, star=tuple(self.star_imports))))}
+        return set()
+
+    def _class_chain(self, name: str) -> list[ClassInfo]:
+        """The class and its bases defined in this file, nearest first."""
+        chain, pending = [], [name]
+        while pending:
+            info = self.classes.get(pending.pop(0))
+            if info is None or info in chain:
+                continue
+            chain.append(info)
+            pending.extend(info.bases)
+        return chain
+
+    def _resolve_attr(self, cls: str, attr: str, depth: int) -> set:
+        for info in self._class_chain(cls):
+            if attr in info.attrs:
+                found: set = set()
+                for value in info.attrs[attr]:
+                    found |= self.resolve(value, depth)
+                return found
+            if attr in info.methods:
+                return {BoundMethod(info.node.name.value, attr)}
+        return set()
+
+    def _resolve_param(self, param: Param, depth: int) -> set:
+        """The join of what every call site in this file passes for the parameter."""
+        info = self.functions.get((param.owner, param.function))
+        if info is None:
+            return set()
+        is_init = param.owner and param.function == "__init__"
+        names = [param.owner] if is_init else [param.function]
+        if is_init:
+            # Subclasses of this class that do not define their own __init__ call it too.
+            names += [c for c, ci in self.classes.items() if param.owner in ci.bases and "__init__" not in ci.methods]
+        found: set = set()
+        sites = 0
+        for name in names:
+            for site in self._calls_by_name.get(name, ()):
+                if not self._site_calls(site, param, depth):
+                    continue
+                sites += 1
+                if site.has_star:
+                    continue
+                offset = 1 if info.is_method else 0
+                position = param.index - offset
+                if param.name in site.keywords:
+                    found |= self.resolve(site.keywords[param.name], depth)
+                elif 0 <= position < len(site.positional):
+                    found |= self.resolve(site.positional[position], depth)
+                elif param.name in info.defaults:
+                    found |= self.resolve(info.defaults[param.name], depth)
+        if sites == 0 and (not param.owner or is_init):
+            # Nobody in this file calls it: callers in other files decide (project phase).
+            return {External(("param", param.owner, param.function, param.index, param.name))}
+        return found
+
+    def _site_calls(self, site: CallSite, param: Param, depth: int) -> bool:
+        for callee in self.resolve(site.callee, depth):
+            kind = type(callee)
+            if kind is FunctionObj and (callee.owner, callee.name) == (param.owner, param.function):
+                return True
+            if kind is BoundMethod and callee.name == param.function and self._inherits(callee.cls, param.owner):
+                return True
+            if kind is ClassObj and callee.ref.local and param.function == "__init__" and self._inherits(callee.ref.name, param.owner):
+                return True
+        return False
+
+    def _inherits(self, cls: str, base: str) -> bool:
+        return any(info.node.name.value == base for info in self._class_chain(cls))
+
+    def _resolve_item(self, item: Item, depth: int) -> set:
+        found: set = set()
+        for container in self.resolve(item.value, depth):
+            kind = type(container)
+            if kind is Sequence:
+                if container.kind == "moduledict" or item.index is None or isinstance(item.index, str):
+                    for element in container.items:
+                        found |= self.resolve(element, depth)
+                elif -len(container.items) <= item.index < len(container.items):
+                    found |= self.resolve(container.items[item.index], depth)
+            elif kind is Tensor:
+                found.add(container)  # indexing a tensor keeps its values' meaning
+            elif kind is External:
+                found.add(External(("item", container.ref, item.index)))
+        return found
+
+    def apply(self, callee: Value, depth: int = 0) -> set:
+        """What calling a concrete value returns."""
+        kind = type(callee)
+        if kind is Layer:
+            return {Tensor(callee.kind, callee.origin)} if callee.kind != IDENTITY else set()
+        if kind is ClassObj:
+            return {Instance(callee.ref)}
+        if kind is Instance:
+            if callee.ref.local:
+                return self.forward_output(callee.ref.name, depth)
+            return {External(("forward", callee.ref))}
+        if kind is FunctionObj:
+            return self._returns(self.functions.get((callee.owner, callee.name)), depth)
+        if kind is BoundMethod:
+            for info in self._class_chain(callee.cls):
+                if callee.name in info.methods:
+                    return self._returns(info.methods[callee.name], depth)
+            return set()
+        if kind is Sequence and callee.kind == "sequential":
+            # An nn.Sequential computes what its last layer computes; trailing layers that
+            # pass their input through (Dropout, Flatten, Identity) are looked past.
+            for layer in reversed(callee.items):
+                layers = self.resolve(layer, depth)
+                if layers and all(type(v) is Layer and v.kind == IDENTITY for v in layers):
+                    continue
+                found: set = set()
+                for resolved in layers:
+                    found |= self.apply(resolved, depth)
+                return found
+            return set()
+        if kind is External:
+            return {External(("call", callee.ref))}
+        return set()
+
+    def _returns(self, info: FunctionInfo | None, depth: int) -> set:
+        if info is None:
+            return set()
+        found: set = set()
+        for value in info.returns:
+            found |= self.resolve(value, depth)
+        return found
+
+    def forward_output(self, cls: str, depth: int = 0) -> set:
+        """What calling an instance of `cls` returns: its `__call__` when overridden, else its
+        `forward`, found along its bases in this file."""
+        for info in self._class_chain(cls):
+            method = info.methods.get("__call__") or info.methods.get("forward")
+            if method is not None:
+                return {_through(v, cls) for v in self._returns(method, depth)}
+        for info in self._class_chain(cls):
+            for base in info.bases:
+                if base not in self.classes and not _is_torch_base(base, self.ctx):
+                    return {External(("forward", self._base_ref(base)))}
+        return set()
+
+    def _base_ref(self, base: str) -> ClassRef:
+        if base in self.ctx.aliases.relative_imports:
+            level, target = self.ctx.aliases.relative_imports[base]
+            return ClassRef(level=level, target=target)
+        qualname = self.ctx.aliases.resolve(base)
+        if qualname is not None:
+            return ClassRef(qualname=qualname)
+        return ClassRef(name=base, star=tuple(self.star_imports))
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _through(value: Value, cls: str) -> Value:
+    if type(value) is Tensor and not value.origin.via:
+        return Tensor(value.kind, value.origin.through(cls))
+    return value
+
+
+def _reach(binding: tuple, use: tuple) -> str:
+    """Whether a binding made under branch path `binding` reaches a later use under `use`:
+    "surely" (its path is a prefix of the use's), "never" (the other arm of the same `if`),
+    or "maybe" (a branch the use comes after, or a loop/try the use is also in)."""
+    common = 0
+    for mine, theirs in zip(binding, use):
+        if mine != theirs:
+            break
+        common += 1
+    if common == len(binding):
+        return "surely"
+    if common < len(use) and use[common][0] == binding[common][0] and binding[common][2] == "if":
+        return "never"
+    return "maybe"
+
+
+def _loop_carried(binding: tuple, use: tuple) -> bool:
+    """A binding after the use reaches it through the next iteration of a loop holding both."""
+    for mine, theirs in zip(binding, use):
+        if mine[0] != theirs[0]:
+            return False
+        if mine[2] == "loop" and mine[1] == theirs[1]:
+            return True
+        if mine[1] != theirs[1]:
+            return False
+    return False
+
+
+_TRAINING_FLAGS = frozenset({"training", "is_training", "train_mode"})
+_EVAL_FLAGS = frozenset({"eval", "evaluate", "evaluating", "is_eval", "eval_mode", "inference", "is_inference", "predict"})
+
+
+def _training_test(test: cst.BaseExpression) -> bool | None:
+    """True when the test holds in training mode (`self.training`, a `training` flag), False
+    when it holds outside it (`not self.training`, an `eval`/`inference` flag), else None."""
+    negated = False
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        negated = not negated
+        test = test.expression
+    name = test.attr.value if isinstance(test, cst.Attribute) else test.value if isinstance(test, cst.Name) else None
+    if name in _TRAINING_FLAGS:
+        return not negated
+    if name in _EVAL_FLAGS:
+        return negated
+    return None
+
+
+def _always_leaves(block: cst.BaseSuite) -> bool:
+    """The block ends in `return` or `raise` (so what follows its `if` is skipped)."""
+    body = block.body
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return bool(last.body) and isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return isinstance(last, (cst.Return, cst.Raise))
+
+
+def _called_name(func: cst.BaseExpression) -> str | None:
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
+
+
+def _argument(call: cst.Call, name: str, position: int) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[position] if position < len(positional) else None
+
+
+def _looks_like_dim(call: cst.Call) -> bool:
+    """`Tensor.softmax(dim)` takes a dimension: an int, `-1`, or a name mentioning dim/axis.
+    Anything else (`obj.softmax(x)`) is probably some other object's method."""
+    if any(arg.keyword is not None and arg.keyword.value == "dim" for arg in call.args):
+        return True
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if not positional:
+        return not call.args
+    first = positional[0].value
+    if isinstance(first, cst.UnaryOperation) and isinstance(first.operator, cst.Minus):
+        first = first.expression
+    if isinstance(first, cst.Integer):
+        return True
+    name = dotted_name(first)
+    if name is None:
+        return False
+    last = name.rpartition(".")[2].lower()
+    return "dim" in last or "axis" in last
+
+
+def _is_torch_base(base: str, ctx) -> bool:
+    qualname = ctx.aliases.resolve(base) if base else None
+    return base in ("", "object") or (qualname is not None and qualname.split(".")[0] == "torch")

@@ -1,0 +1,80 @@
+"""What the semantic model knows about torch's API, by qualified name."""
+
+from __future__ import annotations
+
+from torchlint.semantic.values import EXP, LOGPROB, PROB, SIGMOID
+
+
+def _nn(*names: str, modules: tuple[str, ...] = ()) -> frozenset[str]:
+    """`torch.nn.X` and the submodule paths it is also reachable through."""
+    found = set()
+    for name in names:
+        found.add(f"torch.nn.{name}")
+        found.add(f"torch.nn.modules.{name}")
+        found.update(f"torch.nn.modules.{module}.{name}" for module in modules)
+    return frozenset(found)
+
+
+#: Functions whose output has a tracked property.
+TENSOR_FUNCTIONS: dict[str, str] = {
+    **dict.fromkeys(("torch.nn.functional.softmax", "torch.softmax", "torch.special.softmax", "torch.Tensor.softmax"), PROB),
+    **dict.fromkeys(
+        ("torch.nn.functional.log_softmax", "torch.log_softmax", "torch.special.log_softmax", "torch.Tensor.log_softmax"),
+        LOGPROB,
+    ),
+    **dict.fromkeys(
+        ("torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit", "torch.Tensor.sigmoid"), SIGMOID
+    ),
+    **dict.fromkeys(("torch.exp", "torch.Tensor.exp"), EXP),
+}
+#: `x.<method>(...)` on a tensor, and the property of its output.
+TENSOR_METHODS: dict[str, str] = {"softmax": PROB, "log_softmax": LOGPROB, "sigmoid": SIGMOID, "exp": EXP}
+
+#: Layers whose output has a tracked property.
+LAYERS: dict[str, str] = {
+    **dict.fromkeys(_nn("Softmax", "Softmax2d", modules=("activation",)), PROB),
+    **dict.fromkeys(_nn("LogSoftmax", modules=("activation",)), LOGPROB),
+    **dict.fromkeys(_nn("Sigmoid", modules=("activation",)), SIGMOID),
+}
+
+SEQUENTIAL = _nn("Sequential", modules=("container",))
+MODULE_LIST = _nn("ModuleList", modules=("container",))
+MODULE_DICT = _nn("ModuleDict", modules=("container",))
+#: Layers that pass their input's values through unchanged (for the last layer of a Sequential).
+IDENTITY_LAYERS = _nn("Dropout", "Identity", "Flatten", "Unflatten", modules=("dropout", "linear", "flatten"))
+
+#: Wrappers whose forward is the wrapped module's forward.
+MODULE_WRAPPERS = frozenset(
+    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel", "torch.compile"}
+)
+
+#: Loss functions whose INPUT rules judge, and their kind.
+LOSS_FUNCTIONS: dict[str, str] = {
+    "torch.nn.functional.cross_entropy": "cross_entropy",
+    "torch.nn.functional.nll_loss": "nll",
+    "torch.nn.functional.binary_cross_entropy": "bce",
+}
+LOSS_MODULES: dict[str, str] = {
+    **dict.fromkeys(_nn("CrossEntropyLoss", modules=("loss",)), "cross_entropy"),
+    **dict.fromkeys(_nn("NLLLoss", "NLLLoss2d", modules=("loss",)), "nll"),
+    **dict.fromkeys(_nn("BCELoss", modules=("loss",)), "bce"),
+}
+
+#: Methods that keep a tensor's values (shape, dtype, device or autograd changes only), or
+#: return the same module.
+PASSTHROUGH_METHODS = frozenset(
+    {
+        "view", "view_as", "reshape", "reshape_as", "flatten", "squeeze", "unsqueeze", "permute",
+        "transpose", "contiguous", "to", "float", "double", "half", "bfloat16", "cuda", "cpu",
+        "clone", "detach", "eval", "train", "requires_grad_", "type_as", "expand", "expand_as",
+    }
+)
+#: torch functions that keep their first argument's values.
+PASSTHROUGH_FUNCTIONS = frozenset(
+    {
+        "torch.flatten", "torch.reshape", "torch.squeeze", "torch.unsqueeze", "torch.permute",
+        "torch.transpose", "torch.clone", "torch.detach",
+    }
+)
+#: `x.sum(...)` / `torch.sum(x, ...)`: the denominator of a hand-written softmax.
+SUM_FUNCTIONS = frozenset({"torch.sum", "torch.Tensor.sum"})

@@ -1,0 +1,203 @@
+"""The abstract values of the semantic model.
+
+Two families:
+
+* concrete values, what an expression may be: a tensor with a known property (`Tensor`),
+  a layer whose output has one (`Layer`), a loss module, a user class, an instance of it,
+  a function, a bound method, a sequence of values, or something defined in another file
+  (`External`, decided by the project phase);
+* symbolic values, what an expression refers to while the file is still being read: a local
+  name at a point of the code, `self.<attr>`, a module-level name, a parameter, the result
+  of a call, an element of a tuple. The model resolves them once the whole file is known.
+
+An expression's meaning is a *may-set*: every concrete value it may have on some path. An
+empty set means "nothing known", never "nothing": rules report only what is in the set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple, Union
+
+
+# -- where a property comes from ------------------------------------------------------------
+@dataclass(frozen=True)
+class Origin:
+    """The expression that made a value what it is (compared by identity of its node).
+
+    `text` is how messages name it (`F.softmax(...)`); `node` locates it in this file;
+    `path`/`line` locate it in another file (values that crossed files); `via` names the
+    model class whose `forward` returned it."""
+
+    text: str
+    node: Any = None
+    path: str = ""
+    line: int = 0
+    via: str = ""
+
+    def through(self, via: str) -> Origin:
+        return Origin(self.text, self.node, self.path, self.line, via or self.via)
+
+
+# -- concrete values ------------------------------------------------------------------------
+#: Tensor properties the model tracks: softmax probabilities, log-probabilities, sigmoid
+#: output, and `exp` output (half of a hand-written softmax).
+PROB, LOGPROB, SIGMOID, EXP = "prob", "logprob", "sigmoid", "exp"
+#: A layer that passes its input through (Dropout, Flatten, Identity).
+IDENTITY = "identity"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor with a property (`kind`) that `origin` gave it."""
+
+    kind: str
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A module whose output is a `Tensor` of `kind`: nn.Softmax, nn.Sigmoid, nn.LogSoftmax,
+    or an nn.Sequential ending in one."""
+
+    kind: str
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class LossModule:
+    kind: str  # "cross_entropy", "nll", "bce"
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class: defined in this file (`name`), imported absolutely (`qualname`), relatively
+    (`level`, `target`), or through `from <module> import *` (`star`, `name`)."""
+
+    name: str = ""
+    qualname: str = ""
+    level: int = 0
+    target: str = ""
+    star: Tuple[Tuple[int, str], ...] = ()
+
+    @property
+    def local(self) -> bool:
+        return bool(self.name) and not self.star
+
+
+@dataclass(frozen=True)
+class ClassObj:
+    ref: ClassRef
+
+
+@dataclass(frozen=True)
+class Instance:
+    ref: ClassRef
+
+
+@dataclass(frozen=True)
+class FunctionObj:
+    """A function of this file: `("", name)` at module level, `(class, name)` a method."""
+
+    owner: str
+    name: str
+
+
+@dataclass(frozen=True)
+class BoundMethod:
+    cls: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """A tuple, list, nn.Sequential, nn.ModuleList or nn.ModuleDict of (symbolic) values."""
+
+    kind: str  # "tuple", "list", "sequential", "modulelist", "moduledict"
+    items: Tuple["Value", ...]
+
+
+@dataclass(frozen=True)
+class External:
+    """Something another file decides, in JSON form (see torchlint.semantic.project)."""
+
+    #: Nested tuples: ("global", ClassRef) an imported name; ("instance", ClassRef) an instance
+    #: of an imported class; ("forward", ClassRef) what such an instance returns; ("call", ref)
+    #: what calling `ref` returns; ("item", ref, index); ("attr", ref, name); ("param", owner,
+    #: function, index, name) a parameter only other files pass.
+    ref: Any
+
+
+# -- symbolic values ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Local:
+    """The name `name` as seen at one point (`order`, `path`) of the scope `scope`."""
+
+    scope: int
+    name: str
+    path: tuple
+    order: int
+
+
+@dataclass(frozen=True)
+class SelfAttr:
+    cls: str
+    attr: str
+
+
+@dataclass(frozen=True)
+class GlobalName:
+    name: str
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of a function of this file (`index` counts `self` for methods)."""
+
+    owner: str
+    function: str
+    index: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What calling `callee` returns."""
+
+    callee: "Value"
+
+
+@dataclass(frozen=True)
+class Item:
+    """Element `index` of a sequence (None: any element), or the tensor itself when indexed."""
+
+    value: "Value"
+    index: Optional[Union[int, str]]
+
+
+@dataclass(frozen=True)
+class Attr:
+    """Attribute `name` of a value (`model.head` where `model` is an instance)."""
+
+    value: "Value"
+    name: str
+
+
+@dataclass(frozen=True)
+class Quotient:
+    """`numerator / denominator.sum(...)`: a softmax when both are the same `exp` output."""
+
+    numerator: "Value"
+    summed: "Value"
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class Union_:
+    """Either of several values (`a if c else b`)."""
+
+    options: Tuple["Value", ...]
+
+
+Value = Any  # any of the classes above
+CONCRETE = (Tensor, Layer, LossModule, ClassObj, Instance, FunctionObj, BoundMethod, Sequence, External)
