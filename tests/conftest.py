@@ -1,3 +1,10 @@
+"""Shared fixtures.
+
+Samples that expect TL301 name cuda somewhere (`import torch  # on cuda` is enough): TL301
+leaves alone a project none of whose files names an accelerator, since nothing in it can
+have saved a tensor on one.
+"""
+
 from __future__ import annotations
 
 import pytest

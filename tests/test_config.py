@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-BUGGY = "import torch\nstate = torch.load('ckpt.pt', weights_only=True)\n"
+BUGGY = "import torch  # on cuda\nstate = torch.load('ckpt.pt', weights_only=True)\n"
 
 
 def project(tmp_path, pyproject: str | None, files: dict[str, str]):

@@ -26,8 +26,8 @@ def test_pre_commit_try_repo(tmp_path):
     work = tmp_path / "project"
     work.mkdir()
     git("init", "-q", cwd=work)
-    (work / "train.py").write_text("import torch\nstate = torch.load('ckpt.pt')\n")
-    (work / "ok.py").write_text("import torch\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n")
+    (work / "train.py").write_text("import torch  # on cuda\nstate = torch.load('ckpt.pt')\n")
+    (work / "ok.py").write_text("import torch  # on cuda\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n")
     (work / "notes.txt").write_text("torch.load('x')\n")
     git("add", ".", cwd=work)
     env = {

@@ -27,17 +27,17 @@ def lines_flagged(source: str) -> list[int]:
     ],
 )
 def test_line_comments(comment, suppressed):
-    source = f"import torch\nx = torch.load(p, weights_only=True)  {comment}\n"
+    source = f"import torch  # on cuda\nx = torch.load(p, weights_only=True)  {comment}\n"
     assert lines_flagged(source) == ([] if suppressed else [2])
 
 
 def test_comment_on_the_closing_line_of_a_multiline_call():
-    source = "import torch\nx = torch.load(\n    p,\n)  # noqa: TL301\ny = torch.load(q)\n"
+    source = "import torch  # on cuda\nx = torch.load(\n    p,\n)  # noqa: TL301\ny = torch.load(q)\n"
     assert lines_flagged(source) == [5]
 
 
 def test_comment_on_a_middle_line_does_not_suppress():
-    source = "import torch\nx = torch.load(\n    p,  # noqa: TL301\n    weights_only=True,\n)\n"
+    source = "import torch  # on cuda\nx = torch.load(\n    p,  # noqa: TL301\n    weights_only=True,\n)\n"
     assert lines_flagged(source) == [2]
 
 
@@ -52,17 +52,17 @@ def test_comment_on_a_middle_line_does_not_suppress():
     ],
 )
 def test_file_level_disable(header, flagged):
-    source = f"{header}\nimport torch\nx = torch.load(p, weights_only=True)\ny = torch.load(q, weights_only=True)\n"
+    source = f"{header}\nimport torch  # on cuda\nx = torch.load(p, weights_only=True)\ny = torch.load(q, weights_only=True)\n"
     assert lines_flagged(source) == flagged
 
 
 def test_noqa_inside_a_string_on_another_line_does_not_leak():
-    source = 'import torch\nmsg = "# noqa"\nx = torch.load(p, weights_only=True)\n'
+    source = 'import torch  # on cuda\nmsg = "# noqa"\nx = torch.load(p, weights_only=True)\n'
     assert lines_flagged(source) == [3]
 
 
 def test_suppressed_findings_are_counted():
-    result = check_sources({"a.py": "import torch\nx = torch.load(p, weights_only=True)  # noqa\n"}, select=["TL301"])
+    result = check_sources({"a.py": "import torch  # on cuda\nx = torch.load(p, weights_only=True)  # noqa\n"}, select=["TL301"])
     assert result.findings == [] and result.suppressed == 1
 
 
@@ -73,7 +73,7 @@ def test_suppressions_are_read_from_the_checked_content_not_a_second_read(tmp_pa
     from torchlint.pluginmanager import collect_rules, make_plugin_manager
     from torchlint.static.engine import StaticEngine
 
-    (tmp_path / "a.py").write_text("import torch\nx = torch.load(p, weights_only=True)  # noqa: TL301\n")
+    (tmp_path / "a.py").write_text("import torch  # on cuda\nx = torch.load(p, weights_only=True)  # noqa: TL301\n")
     reads = []
     real = Path.read_bytes
 

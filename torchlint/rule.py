@@ -123,6 +123,18 @@ class Rule:
         """Findings that need facts from several files (see ``FileContext.add_fact``)."""
         return []
 
+    #: Words whose presence in any checked file the project phase should know, whether or
+    #: not this rule ran on that file (`ProjectContext.files_mentioning`): "does the project
+    #: ever mention cuda?" costs one byte search per file.
+    project_tokens: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def keep_in_project(cls, project: ProjectContext, finding: Finding) -> bool:
+        """Whether a finding this rule made while checking one file stands, given what the
+        whole project shows (e.g. a checkpoint load in a project that never uses CUDA). The
+        finding keeps its fix; `--fix` applies the same judgement."""
+        return True
+
     # -- metadata ---------------------------------------------------------------------------
     @classmethod
     def docs(cls) -> str:

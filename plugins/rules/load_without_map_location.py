@@ -8,6 +8,7 @@ from torchlint.rule import Bad, Good, Rule
 from torchlint.static.names import dotted_name
 
 from ._calls import argument, has_star_args, with_keyword
+from ._checkpoints import SAVE_FUNCTIONS, ScriptOrder, availability_guarded, holds_no_tensors, path_text
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 
@@ -24,10 +25,17 @@ class LoadWithoutMapLocation(Rule):
     deserialize object on a CUDA device but torch.cuda.is_available() is False"), or piles
     every rank's weights onto GPU 0 in multi-GPU jobs.
 
-    A call that forwards `*args` or `**kwargs` may carry `map_location` and is not flagged;
-    neither is a load inside a `Dataset` subclass, which reads caches it wrote itself on the
-    CPU to build CPU batches, nor a round trip (`torch.save(obj, buffer)` then
-    `torch.load(buffer)` in one function), where the devices necessarily exist.
+    It is left alone where the devices necessarily exist or no accelerator is involved:
+    - a call that forwards `*args` or `**kwargs` (they may carry `map_location`);
+    - a load inside a `Dataset` subclass, which reads caches it wrote itself on the CPU;
+    - a round trip in one process: the same path (the same expression) saved before, in the
+      same function, at module level, or in a function the script's main sequence calls
+      before the one that loads (`train()` saves, then `test()` loads);
+    - the accelerator arm of `if torch.cuda.is_available():` that has a CPU `else`;
+    - a project none of whose checked files names an accelerator (`cuda`, `accelerator`,
+      `xla`, `xpu`, `"mps"`): nothing in it can have saved a tensor on one;
+    - a path the project only ever saves with a payload that holds no tensors (a numpy
+      array, numbers, lists or dicts of them), in any of its files.
 
     ## Example
     ```python
@@ -49,25 +57,29 @@ class LoadWithoutMapLocation(Rule):
     code = "TL301"
     name = "load-without-map-location"
     summary = "`torch.load` without `map_location` only loads where the checkpoint was saved"
-    triggers = ("load",)
+    triggers = ("load", "save")
     imports = ("torch",)
+    #: A project that never names an accelerator cannot have saved a checkpoint on one.
+    project_tokens = ("cuda", "accelerator", "xla", "xpu", '"mps"', "'mps'")
     fix_safety = UNSAFE
     cases = [
         Bad(
             """
             import torch
             state = torch.load("ckpt.pt")  # error
+            model.cuda()
             """,
             fixed="""
             import torch
             state = torch.load("ckpt.pt", map_location="cpu")  # error
+            model.cuda()
             """,
         ),
         Bad(
             """
             import torch
 
-            def restore(model, path, device):
+            def restore(model, path, device="cuda"):
                 model.load_state_dict(torch.load(path)["model"])  # error
                 extra = torch.load(  # error
                     path,
@@ -77,7 +89,7 @@ class LoadWithoutMapLocation(Rule):
             fixed="""
             import torch
 
-            def restore(model, path, device):
+            def restore(model, path, device="cuda"):
                 model.load_state_dict(torch.load(path, map_location=device)["model"])  # error
                 extra = torch.load(  # error
                     path,
@@ -93,6 +105,7 @@ class LoadWithoutMapLocation(Rule):
             from torch import load as tl
             a = T.load(path, weights_only=True)  # error
             b = tl(path)  # error
+            T.set_default_device("cuda")
             """,
             note="aliases resolve like the real name",
         ),
@@ -102,7 +115,82 @@ class LoadWithoutMapLocation(Rule):
 
             def restore(model, path):
                 model.load_state_dict(torch.load(path)["model"])  # error
+                model.cuda()
             """
+        ),
+        Bad(
+            files={
+                "train.py": """
+                    import torch
+
+                    model = Net().cuda()
+                    torch.save(model.state_dict(), "best.pt")
+                """,
+                "predict.py": """
+                    import torch
+
+                    state = torch.load("best.pt")  # error
+                """,
+            },
+            note="a script of a project that trains on CUDA loads what another process saved",
+        ),
+        Good(
+            """
+            import torch
+
+            model = Net()
+            torch.save(model.state_dict(), "best.pt")
+            state = torch.load("best.pt")
+            """,
+            note="a project that never names an accelerator cannot have saved on one",
+        ),
+        Good(
+            """
+            import torch
+
+            def train(model):
+                model.cuda()
+                torch.save(model.state_dict(), args.checkpoint)
+
+            def test(model):
+                model.load_state_dict(torch.load(args.checkpoint))
+
+            def main():
+                train(model)
+                test(model)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            note="saved and loaded back in one process: train() saves before test() loads",
+        ),
+        Good(
+            """
+            import torch
+
+            if torch.cuda.is_available():
+                state = torch.load(path)
+            else:
+                state = torch.load(path, map_location="cpu")
+            """,
+            note="the CUDA arm of an availability check, with a CPU else",
+        ),
+        Good(
+            files={
+                "make_data.py": """
+                    import numpy as np
+                    import torch
+
+                    torch.save(np.random.rand(100, 3), "points.pt")
+                """,
+                "train.py": """
+                    import torch
+
+                    points = torch.load("points.pt")
+                    model.cuda()
+                """,
+            },
+            note="the project writes this file only with a numpy array: no tensors, no devices",
         ),
         Good('import torch\nstate = torch.load("ckpt.pt", map_location="cpu")'),
         Good("import torch\nstate = torch.load(path, device)", note="map_location passed positionally"),
@@ -184,8 +272,20 @@ class LoadWithoutMapLocation(Rule):
         ),
     ]
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.order = ScriptOrder()
+        self._calls_seen = 0
+        self._loads: list[tuple[object, str, str | None, int, cst.Call]] = []
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualname(node.func) not in LOAD_FUNCTIONS:
+        self._calls_seen += 1
+        qualname = self.ctx.qualname(node.func)
+        if qualname in SAVE_FUNCTIONS:
+            self._note_save(node)
+            return
+        if qualname not in LOAD_FUNCTIONS:
+            self._note_call(node)
             return
         if has_star_args(node) or argument(node, "map_location", 1) is not None:
             return
@@ -193,8 +293,10 @@ class LoadWithoutMapLocation(Rule):
             return  # datasets read caches they wrote themselves, on the CPU, for CPU batches
         if self._round_trip(node):
             return  # saved and loaded again in this function: the devices exist
+        if availability_guarded(self.ctx.ancestors):
+            return  # the accelerator arm of an availability check; the else arm loads for the CPU
         device = self._device_in_scope()
-        self.report(
+        handle = self.report(
             node,
             "`torch.load` without `map_location`: tensors return to the device they were saved on; "
             'pass map_location="cpu" or the target device',
@@ -204,6 +306,50 @@ class LoadWithoutMapLocation(Rule):
                 ((node, _with_map_location(node, device)),),
             ),
         )
+        function = self.ctx.enclosing_function()
+        self._loads.append((handle, function.name.value if function is not None else "", path_text(self.ctx.module, node, "f", 0), self._calls_seen, node))
+
+    # -- where checkpoints come from (see _checkpoints) -------------------------------------------
+    def _function_name(self) -> str:
+        function = self.ctx.enclosing_function()
+        return function.name.value if function is not None else ""
+
+    def _note_save(self, node: cst.Call) -> None:
+        written = path_text(self.ctx.module, node, "f", 1)
+        if written is None:
+            return
+        self.order.saves.setdefault(self._function_name(), []).append((written, self._calls_seen))
+        payload = argument(node, "obj", 0)
+        if payload is not None and not payload.star:
+            self.add_fact("save", {"path": written, "tensors": not holds_no_tensors(self.ctx.module, payload.value)})
+
+    def _note_call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Name):
+            return
+        caller = self._function_name()
+        self.order.calls.setdefault(caller, set()).add(node.func.value)
+        if caller in ("", "main"):
+            self.order.main_calls.append((node.func.value, self._calls_seen))
+
+    def finish(self) -> None:
+        for handle, function, loaded, at, node in self._loads:
+            if loaded is not None and self.order.saved_before(function, loaded, at):
+                self.withdraw(handle)  # the same process wrote it just before
+            elif loaded is not None:
+                line, column = self.ctx.position(node)[:2]
+                self.add_fact("load", {"line": line, "column": column, "path": loaded})
+
+    @classmethod
+    def keep_in_project(cls, project, finding) -> bool:
+        if not any(project.files_mentioning(token) for token in cls.project_tokens):
+            return False  # nothing in the project ever puts a tensor on an accelerator
+        loads = project.facts.get(finding.path, {}).get(cls.code, {}).get("load", [])
+        loaded = next((f["path"] for f in loads if (f["line"], f["column"]) == (finding.location.line, finding.location.column)), None)
+        if loaded is None:
+            return True
+        saves = [fact for facts in project.facts.values() for fact in facts.get(cls.code, {}).get("save", []) if fact["path"] == loaded]
+        # The project writes this file only with payloads that hold no tensors.
+        return not saves or any(save["tensors"] for save in saves)
 
     def _round_trip(self, node: cst.Call) -> bool:
         """`torch.save(obj, buffer)` ... `torch.load(buffer)` in one function."""

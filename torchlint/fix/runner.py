@@ -121,6 +121,6 @@ def _fix_file(engine: StaticEngine, path: str, findings: list[Finding], *, unsaf
 def _recheck(engine: StaticEngine, path: str, text: str) -> list[Finding]:
     """Findings in the fixed text, after suppressions and per-file ignores, like a real run."""
     fresh = engine.check_text(path, text)
-    findings = [f for f in fresh.findings if f.code in engine.enabled]
+    findings = engine.keep_in_project([f for f in fresh.findings if f.code in engine.enabled])
     kept, _ = engine._apply_suppressions([Discovered(Path(path), path)], findings, {path: text})
     return kept

@@ -263,6 +263,12 @@ class ProjectContext:
     #: display path -> dotted module name ("pkg.models"), from __init__.py files on disk.
     module_names: dict[str, str]
     enabled: frozenset[str] = field(default_factory=frozenset)
+    #: token -> the checked files whose text contains it (the rules' `project_tokens`).
+    token_files: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def files_mentioning(self, token: str) -> frozenset[str]:
+        """Checked files whose text contains `token` (one of the enabled rules' `project_tokens`)."""
+        return self.token_files.get(token, frozenset())
 
     def resolve_module(self, importer: str, module: str, level: int = 0) -> str | None:
         """The checked file that `import module` (or `from .module`, level 1) in `importer`

@@ -22,6 +22,7 @@ from torchlint.static.source import decode_source, read_bytes, read_source
 from torchlint.static.suppress import parse_suppressions
 
 if TYPE_CHECKING:
+    from torchlint.static.context import ProjectContext
     import pluggy
 
     from torchlint.rule import Rule
@@ -101,6 +102,9 @@ class StaticEngine:
             if code in rules and code not in ENGINE_RULES and not rules[code].runtime_only
         ]
         self._wants_file_facts = bool(pm.hook.torchlint_file_facts.get_hookimpls())
+        self._project_tokens = sorted({token for rule in self.active_rules for token in rule.project_tokens})
+        #: The last run's project phase (`keep_in_project` judges `--fix` re-checks by it).
+        self.project: ProjectContext | None = None
         self._per_file_ignores = [
             (pattern, codes_for(codes, rules, where=f"{config.config_file or 'configuration'}: [tool.torchlint] per-file-ignores {pattern!r}"))
             for pattern, codes in config.per_file_ignores
@@ -196,7 +200,8 @@ class StaticEngine:
         # Suppressions are read from the bytes that were checked (no second read from disk,
         # and a file edited meanwhile cannot be judged against other text).
         texts = {r.path: decode_source(contents[r.path]).text or "" for r in done if r.findings and r.path in contents}
-        check = self._finish(items, done, texts)
+        tokens = {token: frozenset(path for path, data in contents.items() if token.encode() in data) for token in self._project_tokens}
+        check = self._finish(items, done, texts, tokens)
         check.cache_hits = hits
         return check
 
@@ -207,11 +212,16 @@ class StaticEngine:
         for item in items:
             source = decode_source(sources[item.display].encode("utf-8"))
             results.append(self.check_text(item.display, source.text or ""))
-        return self._finish(items, results, dict(sources))
+        tokens = {token: frozenset(p for p, text in sources.items() if token in text) for token in self._project_tokens}
+        return self._finish(items, results, dict(sources), tokens)
 
-    def _finish(self, items: list[Discovered], results: list[FileResult], texts: dict[str, str]) -> CheckResult:
+    def _finish(
+        self, items: list[Discovered], results: list[FileResult], texts: dict[str, str], tokens: dict[str, frozenset[str]]
+    ) -> CheckResult:
         findings = [f for result in results for f in result.findings if f.code in self.enabled]
-        findings.extend(self._project_findings(items, results))
+        self.project = self._project(items, results, tokens)
+        findings = self.keep_in_project(findings)
+        findings.extend(self._project_findings())
         kept, suppressed = self._apply_suppressions(items, findings, texts)
         kept.sort(key=Finding.sort_key)
         return CheckResult(
@@ -223,19 +233,36 @@ class StaticEngine:
             enabled=self.enabled,
         )
 
-    def _project_findings(self, items: list[Discovered], results: list[FileResult]) -> list[Finding]:
+    def _project(self, items: list[Discovered], results: list[FileResult], tokens: dict[str, frozenset[str]]) -> ProjectContext:
         from torchlint.static.context import ProjectContext
         from torchlint.static.modules import module_name
 
         facts = {r.path: r.facts for r in results if r.facts}
-        if not facts:
-            return []
         paths = {item.display: item.path for item in items}
-        project = ProjectContext(
+        return ProjectContext(
             facts=facts,
             module_names={display: module_name(paths.get(display, Path(display))) for display in facts},
             enabled=self.enabled,
+            token_files=tokens,
         )
+
+    def keep_in_project(self, findings: list[Finding]) -> list[Finding]:
+        """Per-file findings that stand once the whole project is known (`Rule.keep_in_project`).
+        Before any project phase has run (a `--fix` re-check of one file) nothing is dropped."""
+        project = getattr(self, "project", None)
+        if project is None:
+            return findings
+        kept = []
+        for finding in findings:
+            rule = self.rules.get(finding.code)
+            if rule is None or rule.keep_in_project(project, finding):
+                kept.append(finding)
+        return kept
+
+    def _project_findings(self) -> list[Finding]:
+        project = self.project
+        if not project.facts:
+            return []
         findings: list[Finding] = []
         for code in sorted(self.enabled):
             rule = self.rules.get(code)
