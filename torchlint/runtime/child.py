@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -109,6 +110,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         progress(f"step {steps}{limit}" if kind == "step" else f"forward call {forwards}{limit} (no optimizer yet)")
 
     counter = StepCounter(spec.get("steps"), on_progress)
+    _silence_threads_once_stopped(counter)
     progress(f"running {Path(spec['script']).name} on {mode.name} under probes: {', '.join(p.name for p in probes) or 'none'}")
     started = time.monotonic()
     outcome: dict[str, Any]
@@ -160,7 +162,26 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    if counter.stopped and any(thread.is_alive() for thread in threading.enumerate() if thread is not threading.main_thread()):
+        # --steps stops the whole target: its other threads must not keep the process alive
+        # (a non-daemon one would, until the timeout) nor run on into interpreter shutdown.
+        os._exit(EXIT_OK)
     return EXIT_OK
+
+
+def _silence_threads_once_stopped(counter: Any) -> None:
+    """Once --steps has stopped the target, what its other threads raise is noise of our making
+    (they run on while probes are removed), not the program's output. For the child's whole
+    life: the threads run on after the target's main thread has stopped."""
+    from torchlint.runtime.steps import StepLimitReached
+
+    original = threading.excepthook
+
+    def hook(args: Any) -> None:
+        if not (counter.stopped or issubclass(args.exc_type, StepLimitReached)):
+            original(args)
+
+    threading.excepthook = hook
 
 
 @contextlib.contextmanager
