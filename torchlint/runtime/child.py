@@ -134,7 +134,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
             if spec.get("entry"):
                 _run_entry(Path(spec["script"]), spec["entry"], mode, torch)
             else:
-                _run_script(Path(spec["script"]), spec.get("args", []))
+                _run_script(Path(spec["script"]), sys.argv[1:])
             outcome = {"status": "completed"}
         except StepLimitReached as exc:
             outcome = {"status": "steps-reached", "detail": f"stopped after {exc}"}

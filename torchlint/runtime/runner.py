@@ -45,7 +45,6 @@ class RunSpec:
         return {
             "script": str(self.target.path),
             "entry": self.target.entry,
-            "args": list(self.args),
             "device": self.device,
             "steps": self.steps,
             "quiet": self.quiet,
@@ -114,7 +113,9 @@ class RunningChild:
         try:
             self.proc = subprocess.Popen(
                 [python, "-m", "torchlint.runtime.supervisor", "--parent", str(os.getpid()), "--pass-fd", fd,
-                 "--", python, "-m", "torchlint.runtime.child"],
+                 # The script's arguments on the command line, as the user's were: one environment
+                 # string would hold only 128 KiB of them.
+                 "--", python, "-m", "torchlint.runtime.child", *spec.args],
                 cwd=cwd,
                 env=env,
                 # A script waiting for keyboard input would otherwise hang until the timeout.
