@@ -84,7 +84,7 @@ def _start(folder: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_terminating_signal_stops_the_target_and_all_it_started(sleeper, signo):
     proc = _start(sleeper)
     pids: list[int] = []
