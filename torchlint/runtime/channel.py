@@ -67,6 +67,8 @@ class EvidenceChannel:
         """Every event received, once the child and its processes have ended (or ``wait`` s)."""
         self._readers[0].join(timeout=wait)
         self._closing.set()
+        if self._listener is not None:
+            self._accepter.join(timeout=wait)  # first: it may still start readers
         for reader in list(self._readers[1:]):
             reader.join(timeout=wait)
         with self._lock:
@@ -95,10 +97,15 @@ class EvidenceChannel:
 
     def _accept(self) -> None:
         assert self._listener is not None
-        while not self._closing.is_set():
+        while True:
+            # Once closing, connections already made (and their data) still wait in the backlog:
+            # accept them all; only an empty wait after closing ends the loop.
+            closing = self._closing.is_set()
             try:
                 connection, _ = self._listener.accept()
             except socket.timeout:  # TimeoutError from 3.10 on, an OSError before
+                if closing:
+                    return
                 continue
             except OSError:
                 return
