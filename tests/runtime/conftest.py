@@ -38,14 +38,15 @@ class RunResult:
         return {f["code"] for f in self.findings(status)}
 
 
-def torchlint_run(*args: str, cwd: Path, timeout: float = 120) -> RunResult:
-    """`torchlint run ARGS` in a subprocess, as a user would type it."""
+def torchlint_run(*args: str, cwd: Path, timeout: float = 120, env: dict | None = None) -> RunResult:
+    """`torchlint run ARGS` in a subprocess, as a user would type it (``env``: extra variables)."""
+    import os
     import time
 
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "torchlint", "run", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})),
     )
     return RunResult(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
 

@@ -91,3 +91,16 @@ def test_a_torn_last_event_line_is_skipped(tmp_path):
     with open(path, "a") as stream:
         stream.write('{"event": "evid')
     assert [e["event"] for e in read_events(path)] == ["progress"]
+
+
+def test_status_zero_without_an_outcome_event_is_never_a_completed_run(tmp_path):
+    progress = {"event": "progress", "optimizer_steps": 2, "forward_calls": 2}
+    findings, outcome = merge([], child(progress, returncode=0), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    assert not outcome.succeeded and outcome.status == "no-outcome"
+    assert [f.code for f in findings] == ["TL702"]
+    assert "without finishing under torchlint" in findings[0].message and "2 optimizer steps" in findings[0].message
+    # no events at all: the evidence channel was lost, which is not a success either
+    findings, outcome = merge([], ChildResult(events=[], returncode=0, timed_out=False, seconds=1.0, script="/p/train.py"),
+                              enabled=ENABLED, cwd=tmp_path, timeout=10)
+    assert not outcome.succeeded and [f.code for f in findings] == ["TL702"]
+    assert "no evidence" in findings[0].message

@@ -1,8 +1,9 @@
-"""The child half of `torchlint run`: ``python -m torchlint.runtime.child SPEC.json``.
+"""The child half of `torchlint run`: ``python -m torchlint.runtime.child``, started by
+``runtime.supervisor`` with the spec in the environment.
 
 Imports torch, selects the device mode, installs the probes, runs the target as ``__main__``
-(or calls its entry), and records one ``outcome`` event. Everything goes to the JSON-lines
-event file named in the spec; what the target prints goes to the parent through our stdout.
+(or calls its entry), and records one ``outcome`` event. Events go to the parent through
+``runtime.channel``; what the target prints goes to the parent through our stdout.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
+from torchlint.runtime.channel import ChannelWriter
 from torchlint.runtime.events import EventWriter
 
 EXIT_OK, EXIT_USAGE, EXIT_SETUP = 0, 2, 3
@@ -37,10 +41,17 @@ class Progress:
                 stream.flush()
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    spec = json.loads(Path(argv[0]).read_text())
-    events = EventWriter(spec["events"])
+def main() -> int:
+    from torchlint.runtime.lifetime import die_with_parent
+    from torchlint.runtime.runner import SPEC_ENV
+    from torchlint.runtime.supervisor import ENV_PARENT
+
+    # Never outlive the supervisor; the target does not see our settings.
+    parent = os.environ.pop(ENV_PARENT, None)
+    if not die_with_parent(signal.SIGKILL, int(parent) if parent else None):
+        return EXIT_SETUP
+    spec = json.loads(os.environ.pop(SPEC_ENV))
+    events = ChannelWriter(spec["channel"])
     progress = Progress(spec.get("quiet", False))
     try:
         import torch
@@ -99,6 +110,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         progress(f"step {steps}{limit}" if kind == "step" else f"forward call {forwards}{limit} (no optimizer yet)")
 
     counter = StepCounter(spec.get("steps"), on_progress)
+    _silence_threads_once_stopped(counter)
     progress(f"running {Path(spec['script']).name} on {mode.name} under probes: {', '.join(p.name for p in probes) or 'none'}")
     started = time.monotonic()
     outcome: dict[str, Any]
@@ -114,6 +126,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         counter.install()
         stack.callback(counter.uninstall)
         stack.enter_context(mode.active())
+        stack.enter_context(_noting_os_exit(events, ctx))
         # Entered last, so it sees each call first (with the device the user asked for),
         # before the device mode rewrites it.
         stack.enter_context(ProbeDispatch(installed, ctx))
@@ -121,7 +134,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
             if spec.get("entry"):
                 _run_entry(Path(spec["script"]), spec["entry"], mode, torch)
             else:
-                _run_script(Path(spec["script"]), spec.get("args", []))
+                _run_script(Path(spec["script"]), sys.argv[1:])
             outcome = {"status": "completed"}
         except StepLimitReached as exc:
             outcome = {"status": "steps-reached", "detail": f"stopped after {exc}"}
@@ -149,7 +162,47 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    if counter.stopped and any(thread.is_alive() for thread in threading.enumerate() if thread is not threading.main_thread()):
+        # --steps stops the whole target: its other threads must not keep the process alive
+        # (a non-daemon one would, until the timeout) nor run on into interpreter shutdown.
+        os._exit(EXIT_OK)
     return EXIT_OK
+
+
+def _silence_threads_once_stopped(counter: Any) -> None:
+    """Once --steps has stopped the target, what its other threads raise is noise of our making
+    (they run on while probes are removed), not the program's output. For the child's whole
+    life: the threads run on after the target's main thread has stopped."""
+    from torchlint.runtime.steps import StepLimitReached
+
+    original = threading.excepthook
+
+    def hook(args: Any) -> None:
+        if not (counter.stopped or issubclass(args.exc_type, StepLimitReached)):
+            original(args)
+
+    threading.excepthook = hook
+
+
+@contextlib.contextmanager
+def _noting_os_exit(events: EventWriter, ctx: Any) -> Any:
+    """``os._exit`` ends the process before the outcome event: note where the target called it,
+    so that the report says how the program left instead of only that it did."""
+    real_exit = os._exit
+    owner = os.getpid()
+
+    def noting_exit(status: int) -> None:
+        if os.getpid() == owner:  # a forked worker's os._exit is how it normally ends
+            with contextlib.suppress(Exception):
+                site = ctx.frames.user_site(sys._getframe(1))
+                events.emit("os-exit", code=status, at=[site.path, site.line] if site else None)
+        real_exit(status)
+
+    os._exit = noting_exit
+    try:
+        yield
+    finally:
+        os._exit = real_exit
 
 
 def _after_run(probes: list, ctx: Any) -> None:

@@ -26,7 +26,7 @@ RUNTIME_ONLY = "runtime only"
 class Outcome:
     """How the run ended, in words, for the report's header."""
 
-    status: str  # completed, steps-reached, stopped, exited, raised, killed, timed-out, no-outcome
+    status: str  # completed, steps-reached, stopped, exited, raised, killed, timed-out, no-outcome (status 0, unfinished)
     summary: str
     optimizer_steps: int = 0
     forward_calls: int = 0
@@ -135,10 +135,7 @@ def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
     if event is None:
         if child.signal_name:
             return Outcome("killed", f"was killed by {child.signal_name} {far}", short=f"was killed by {child.signal_name}", **counts)
-        if child.returncode == 0:
-            return Outcome("completed", f"exited with status 0 ({far})", **counts)
-        return Outcome("exited", f"exited with status {child.returncode} without reporting back {far}",
-                       short=f"exited with status {child.returncode}", **counts)
+        return _unfinished(child, far, cwd, counts)
     status = event["status"]
     if status == "completed":
         return Outcome(status, f"completed {far}", **counts)
@@ -155,6 +152,24 @@ def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
     where = f" at {display_path(exception['at'][0], cwd)}:{exception['at'][1]}" if exception.get("at") else ""
     return Outcome("raised", f"raised {exception.get('type')}{where} {far}: {exception.get('message', '')}".rstrip(": "),
                    data=exception, short=f"raised {exception.get('type')}{where}", **counts)
+
+
+def _unfinished(child: ChildResult, far: str, cwd: Path, counts: dict) -> Outcome:
+    """The child ended without its ``outcome`` event. Never a success, even with status 0:
+    the target left early (``os._exit``) or the evidence channel was lost on the way."""
+    status = "no-outcome" if child.returncode == 0 else "exited"
+    left = child.first("os-exit")
+    if left is not None:
+        where = f" at {display_path(left['at'][0], cwd)}:{left['at'][1]}" if left.get("at") else ""
+        call = f"called os._exit({left.get('code')}){where}"
+        return Outcome(status, f"{call} without finishing under torchlint {far}", data={"at": left.get("at")},
+                       short=call, **counts)
+    if not child.events:
+        return Outcome(status, f"exited with status {child.returncode} and sent no evidence (torchlint's evidence "
+                       "channel was lost): the run cannot be checked", short=f"exited with status {child.returncode}", **counts)
+    return Outcome(status, f"exited with status {child.returncode} without finishing under torchlint {far} (it never "
+                   "reported how it ended: an os._exit, or its evidence channel was lost)",
+                   short=f"exited with status {child.returncode}", **counts)
 
 
 def _outcome_findings(child: ChildResult, outcome: Outcome, cwd: Path) -> list[Finding]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from torchlint.findings import Finding, Severity
+from torchlint.runtime.interrupts import Stopped, stopped_by_signals
 from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, merge
 from torchlint.runtime.report import status_of, write_json, write_text
 from torchlint.runtime.runner import RunningChild, RunSpec
@@ -81,13 +82,18 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         project_root=str(session.config.root) if session.config.root else None,
         options=options.probe_options(cwd),
     )
-    child = RunningChild(spec, cwd=cwd)
     try:
-        static = _static_findings(session, enabled, target, cwd, options.quiet)
-    except BaseException:
-        child.kill()
-        raise
-    result = child.finish()
+        with stopped_by_signals():
+            child = RunningChild(spec, cwd=cwd)
+            try:
+                static = _static_findings(session, enabled, target, cwd, options.quiet)
+            except BaseException:
+                child.kill()
+                raise
+            result = child.finish()
+    except Stopped as stop:
+        sys.stderr.write(f"torchlint: stopped by {stop.name}; the program and everything it started were stopped\n")
+        return stop.exit_code
 
     error = result.first("error")
     if error is not None:

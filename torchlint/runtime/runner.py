@@ -1,31 +1,31 @@
 """The parent half of `torchlint run`: start the child, watch the clock, collect its JSON.
 
-The child runs in its own session (process group) so that a timeout or Ctrl-C kills the
-target and everything it started (DataLoader workers, shells), not just the interpreter.
-Its stdout and stderr share one pipe, drained by a thread so megabytes of output cannot
-block it; the last part is kept for the report of a crash.
+A supervisor process (``runtime.supervisor``) stands between us and the child, so that a
+timeout, Ctrl-C, SIGTERM or our own death kills the target and everything it started
+(DataLoader workers, shells, setsid daemons), not just the interpreter. Its stdout and stderr
+share one pipe, drained by a thread so megabytes of output cannot block it; the last part is
+kept for the report of a crash. Events come through ``runtime.channel``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from torchlint.runtime.events import read_events
+from torchlint.runtime.channel import EvidenceChannel
+from torchlint.runtime.supervisor import TERMINATE_GRACE_S
 from torchlint.runtime.target import Target
 
 OUTPUT_TAIL_BYTES = 64 * 1024
-TERMINATE_GRACE_S = 2.0
+SPEC_ENV = "TORCHLINT_RUN_SPEC"  # the child reads its RunSpec here (and removes it)
 
 
 @dataclass(frozen=True)
@@ -41,17 +41,16 @@ class RunSpec:
     #: Settings for optional probes (compile, profile), JSON-able; probes read ``ctx.options``.
     options: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self, events_path: Path) -> dict[str, Any]:
+    def to_json(self, channel: dict[str, Any]) -> dict[str, Any]:
         return {
             "script": str(self.target.path),
             "entry": self.target.entry,
-            "args": list(self.args),
             "device": self.device,
             "steps": self.steps,
             "quiet": self.quiet,
             "plugins": list(self.plugins),
             "project_root": self.project_root,
-            "events": str(events_path),
+            "channel": channel,
             "options": dict(self.options),
         }
 
@@ -96,33 +95,50 @@ class _OutputPump(threading.Thread):
 
 
 class RunningChild:
-    """A started child; ``finish()`` waits for it (within the timeout) and collects its events."""
+    """A started child; ``finish()`` waits for it (within the timeout) and collects its events.
+
+    The process we start is ``runtime.supervisor``, which starts the child proper and kills
+    whatever the target leaves behind; the spec travels in the environment and the events in
+    ``runtime.channel``'s pipe, so no file or folder exists that a target could delete or that
+    a killed run could leave behind."""
 
     def __init__(self, spec: RunSpec, *, cwd: Path, python: str | None = None) -> None:
         self.spec = spec
-        self.workdir = Path(tempfile.mkdtemp(prefix="torchlint-run-"))
-        self.events_path = self.workdir / "events.jsonl"
-        self.events_path.touch()
-        spec_path = self.workdir / "spec.json"
-        spec_path.write_text(json.dumps(spec.to_json(self.events_path)))
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1", TORCHLINT_RUN_CHILD="1")
+        self.channel = EvidenceChannel()
+        python = python or sys.executable
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1", TORCHLINT_RUN_CHILD="1",
+                   **{SPEC_ENV: json.dumps(spec.to_json(self.channel.child_settings()))})
+        fd = str(self.channel.child_fd)
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            [python or sys.executable, "-m", "torchlint.runtime.child", str(spec_path)],
-            cwd=cwd,
-            env=env,
-            # A script waiting for keyboard input would otherwise hang until the timeout.
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        try:
+            self.proc = subprocess.Popen(
+                [python, "-m", "torchlint.runtime.supervisor", "--parent", str(os.getpid()), "--pass-fd", fd,
+                 # The script's arguments on the command line, as the user's were: one environment
+                 # string would hold only 128 KiB of them.
+                 "--", python, "-m", "torchlint.runtime.child", *spec.args],
+                cwd=cwd,
+                env=env,
+                # A script waiting for keyboard input would otherwise hang until the timeout.
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                # Its own session: Ctrl-C in a terminal reaches us, and we stop it in order.
+                start_new_session=True,
+                pass_fds=(self.channel.child_fd,),
+            )
+        except BaseException:
+            self.channel.child_started()
+            self.channel.close()
+            raise
+        self.channel.child_started()
         self.pump = _OutputPump(self.proc.stdout, forward=not spec.quiet)
         self.pump.start()
 
     def kill(self) -> None:
-        _kill_group(self.proc)
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        try:
+            _stop(self.proc)
+        finally:
+            self.channel.close()
 
     def finish(self) -> ChildResult:
         timed_out = False
@@ -132,16 +148,16 @@ class RunningChild:
                 self.proc.wait(timeout=remaining)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill_group(self.proc)
+                _stop(self.proc)
             seconds = time.monotonic() - self.started
-            _kill_leftovers(self.proc)
             self.pump.join(timeout=5)
+            events = self.channel.collect()
             returncode = self.proc.returncode
             signal_name = None
             if returncode is not None and returncode < 0 and not timed_out:
                 signal_name = _signal_name(-returncode)
             return ChildResult(
-                events=list(read_events(self.events_path)),
+                events=events,
                 returncode=returncode,
                 timed_out=timed_out,
                 seconds=seconds,
@@ -149,36 +165,32 @@ class RunningChild:
                 output_tail=bytes(self.pump.tail).decode("utf-8", "replace"),
                 signal_name=signal_name,
             )
-        except BaseException:  # Ctrl-C in the parent: leave nothing running behind us
-            _kill_group(self.proc)
+        except BaseException:  # Ctrl-C or SIGTERM in the parent: leave nothing running behind us
+            _stop(self.proc)
             raise
         finally:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.channel.close()
 
 
 def run_child(spec: RunSpec, *, cwd: Path, python: str | None = None) -> ChildResult:
     return RunningChild(spec, cwd=cwd, python=python).finish()
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    for sig, grace in ((signal.SIGTERM, TERMINATE_GRACE_S), (signal.SIGKILL, 5.0)):
+def _stop(proc: subprocess.Popen) -> None:
+    """Ask the supervisor to stop the target (SIGTERM, then SIGKILL after a grace period, then
+    every descendant); if it does not answer in time, kill its group ourselves."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, TERMINATE_GRACE_S + 10.0), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
         try:
-            proc.wait(timeout=grace)
+            proc.wait(timeout=wait)
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def _kill_leftovers(proc: subprocess.Popen) -> None:
-    """Processes the target started and left running (they would hold our pipe open)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _signal_name(number: int) -> str:

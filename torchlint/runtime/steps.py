@@ -3,10 +3,15 @@
 Global hooks only (``register_optimizer_step_post_hook``, module forward hooks): the user's
 optimizer and model classes are not touched. Forward calls count only when no optimizer
 exists, so a training loop stops after its N-th step, not in the middle of it.
+
+Only the thread that runs the target (the one that installs the counter) counts: a background
+thread running its own forward calls or steps must neither inflate the numbers nor be the one
+that stops (an exception there would end that thread, not the program).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 import torch
@@ -50,8 +55,11 @@ class StepCounter:
         self._optimizer_seen = False
         self._handles: list[Any] = []
         self._restore_optimizer_init: Callable[[], None] | None = None
+        self._thread: int | None = None
+        self.stopped = False  # the limit was reached and the target told to stop
 
     def install(self) -> None:
+        self._thread = threading.get_ident()
         self._handles = [
             optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
             module_hooks.register_module_forward_pre_hook(self._enter_forward),
@@ -72,20 +80,30 @@ class StepCounter:
 
     # -- hooks ------------------------------------------------------------------------------
     def _note_optimizer(self) -> None:
-        self._optimizer_seen = True
+        if threading.get_ident() == self._thread:
+            self._optimizer_seen = True
+
+    def _stop(self, what: str) -> None:
+        self.stopped = True
+        raise StepLimitReached(what)
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if threading.get_ident() != self._thread:
+            return
         self._optimizer_seen = True
         self.optimizer_steps += 1
         if _progress_worthy(self.optimizer_steps):
             self._on_progress("step", self.optimizer_steps, self.forward_calls)
         if self.limit is not None and self.optimizer_steps >= self.limit:
-            raise StepLimitReached(f"{self.optimizer_steps} optimizer steps")
+            self._stop(f"{self.optimizer_steps} optimizer steps")
 
     def _enter_forward(self, module: Any, args: Any) -> None:
-        self._depth += 1
+        if threading.get_ident() == self._thread:
+            self._depth += 1
 
     def _leave_forward(self, module: Any, args: Any, output: Any) -> None:
+        if threading.get_ident() != self._thread:
+            return
         self._depth -= 1
         # Loss modules are top-level calls too; only a module with parameters is "the model".
         if self._depth != 0 or next(module.parameters(), None) is None:
@@ -94,4 +112,4 @@ class StepCounter:
         if _progress_worthy(self.forward_calls) and not self._optimizer_seen:
             self._on_progress("forward", self.optimizer_steps, self.forward_calls)
         if self.limit is not None and not self._optimizer_seen and self.forward_calls >= self.limit:
-            raise StepLimitReached(f"{self.forward_calls} forward calls")
+            self._stop(f"{self.forward_calls} forward calls")
