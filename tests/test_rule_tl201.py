@@ -7,8 +7,12 @@ import textwrap
 from torchlint.testing import check_sources
 
 
+#: The project around each sample runs on CUDA (TL201 leaves accelerator-free projects alone).
+TRAIN = "model.cuda()\n"
+
+
 def findings(code: str):
-    result = check_sources({"model.py": textwrap.dedent(code).lstrip("\n")}, select=["TL201"])
+    result = check_sources({"model.py": textwrap.dedent(code).lstrip("\n"), "train.py": TRAIN}, select=["TL201"])
     assert not [f for f in result.findings if f.code != "TL201"], result.findings
     return [f for f in result.findings if f.code == "TL201"]
 

@@ -125,7 +125,8 @@ class Rule:
 
     #: Words whose presence in any checked file the project phase should know, whether or
     #: not this rule ran on that file (`ProjectContext.files_mentioning`): "does the project
-    #: ever mention cuda?" costs one byte search per file.
+    #: ever mention cuda?" costs one byte search per file. A word counts where no letter
+    #: touches it ("cuda" in `use_cuda` and `x.cuda()`, "xla" not in `xlabel`).
     project_tokens: ClassVar[tuple[str, ...]] = ()
 
     @classmethod

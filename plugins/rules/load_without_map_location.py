@@ -7,6 +7,7 @@ from torchlint.rule import Bad, Good, Rule
 
 from torchlint.static.names import dotted_name
 
+from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
 from ._calls import argument, has_star_args, with_keyword
 from ._checkpoints import SAVE_FUNCTIONS, ScriptOrder, availability_guarded, holds_no_tensors, path_text
 
@@ -60,7 +61,7 @@ class LoadWithoutMapLocation(Rule):
     triggers = ("load", "save")
     imports = ("torch",)
     #: A project that never names an accelerator cannot have saved a checkpoint on one.
-    project_tokens = ("cuda", "accelerator", "xla", "xpu", '"mps"', "'mps'")
+    project_tokens = ACCELERATOR_TOKENS
     fix_safety = UNSAFE
     cases = [
         Bad(
@@ -341,7 +342,7 @@ class LoadWithoutMapLocation(Rule):
 
     @classmethod
     def keep_in_project(cls, project, finding) -> bool:
-        if not any(project.files_mentioning(token) for token in cls.project_tokens):
+        if not project_uses_accelerator(project, finding.path):
             return False  # nothing in the project ever puts a tensor on an accelerator
         loads = project.facts.get(finding.path, {}).get(cls.code, {}).get("load", [])
         loaded = next((f["path"] for f in loads if (f["line"], f["column"]) == (finding.location.line, finding.location.column)), None)

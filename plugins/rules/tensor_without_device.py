@@ -10,6 +10,7 @@ from torchlint.rule import Bad, Good, Rule
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
+from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
 from ._calls import with_keyword
 from ._device_flow import (
     FACTORIES,
@@ -128,6 +129,18 @@ class TensorWithoutDevice(Rule):
     imports = ("torch",)
     fix_safety = UNSAFE
     cases = [
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Masked(nn.Module):
+                def forward(self, x, lengths):
+                    mask = torch.arange(x.size(1))[None] < lengths[:, None]
+                    return x * mask.unsqueeze(-1)
+            """,
+            note="a project none of whose files names an accelerator runs everything on the CPU",
+        ),
         Bad(
             """
             import torch
@@ -138,6 +151,8 @@ class TensorWithoutDevice(Rule):
                     T = x.size(1)
                     mask = torch.arange(T)[None] < lengths[:, None]  # error
                     return x * mask.unsqueeze(-1)
+
+            model.cuda()
             """,
             fixed="""
             import torch
@@ -148,6 +163,8 @@ class TensorWithoutDevice(Rule):
                     T = x.size(1)
                     mask = torch.arange(T, device=lengths.device)[None] < lengths[:, None]  # error
                     return x * mask.unsqueeze(-1)
+
+            model.cuda()
             """,
             note="the sequence-mask pattern; the fix takes the device of the tensor it meets",
         ),
@@ -166,6 +183,8 @@ class TensorWithoutDevice(Rule):
                     b, t = idx.size()
                     pos = torch.arange(0, t, dtype=torch.long)  # error
                     return self.wte(idx) + self.wpe(pos)
+
+            model.cuda()
             """,
             note="positional ids into an embedding",
         ),
@@ -182,6 +201,8 @@ class TensorWithoutDevice(Rule):
                     causal = torch.tril(torch.ones(T, T))  # error
                     att = att.masked_fill(causal == 0, float("-inf"))
                     return F.softmax(att, dim=-1) @ v
+
+            model.cuda()
             """,
             note="causal mask via torch.ones + tril",
         ),
@@ -195,6 +216,8 @@ class TensorWithoutDevice(Rule):
                     B = x.shape[0]
                     cls = torch.zeros(B, 1, x.shape[2])  # error
                     return torch.cat([cls, x], dim=1)
+
+            model.cuda()
             """,
             note="passed with a device tensor to torch.cat",
         ),
@@ -206,6 +229,8 @@ class TensorWithoutDevice(Rule):
             def sequence_mask(lengths: Tensor, max_len: int) -> Tensor:
                 steps = torch.arange(max_len)  # error
                 return steps.unsqueeze(0) < lengths.unsqueeze(1)
+
+            model.cuda()
             """,
             note="a helper whose parameter is annotated Tensor",
         ),
@@ -218,6 +243,8 @@ class TensorWithoutDevice(Rule):
                 logits = image_features @ text_features.t()
                 labels = torch.arange(image_features.shape[0])  # error
                 return F.cross_entropy(logits, labels)
+
+            model.cuda()
             """,
             note="CPU targets meet logits computed from a parameter whose .shape is read",
         ),
@@ -234,6 +261,8 @@ class TensorWithoutDevice(Rule):
                 def forward(self, x):
                     offset = torch.linspace(0, 1, x.shape[-1])  # error
                     return x * self.weight + offset.to(x.dtype)
+
+            model.cuda()
             """,
             note=".to(dtype) changes the type, not the device",
         ),
@@ -249,6 +278,8 @@ class TensorWithoutDevice(Rule):
                 noise = torch.randn(x.shape)  # error
                 x += noise
                 return x
+
+            model.cuda()
             """,
             note="a window passed with the input; an augmented assignment",
         ),
@@ -262,6 +293,8 @@ class TensorWithoutDevice(Rule):
                     if mask is None:
                         mask = torch.ones(x.shape[0], x.shape[1])  # error
                     return (x * mask[..., None]).sum(1)
+
+            model.cuda()
             """,
             note="a default mask made on one branch",
         ),
@@ -463,6 +496,13 @@ class TensorWithoutDevice(Rule):
             note="dataset methods and collate functions build batches on the CPU by design",
         ),
     ]
+
+    #: A project that never names an accelerator runs everything on the CPU.
+    project_tokens = ACCELERATOR_TOKENS
+
+    @classmethod
+    def keep_in_project(cls, project, finding) -> bool:
+        return project_uses_accelerator(project, finding.path)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

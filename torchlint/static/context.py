@@ -265,10 +265,19 @@ class ProjectContext:
     enabled: frozenset[str] = field(default_factory=frozenset)
     #: token -> the checked files whose text contains it (the rules' `project_tokens`).
     token_files: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: display path -> the folder of the project it belongs to (nearest pyproject.toml,
+    #: setup.py, setup.cfg, requirements.txt or .git); files without one share "".
+    roots: dict[str, str] = field(default_factory=dict)
 
-    def files_mentioning(self, token: str) -> frozenset[str]:
-        """Checked files whose text contains `token` (one of the enabled rules' `project_tokens`)."""
-        return self.token_files.get(token, frozenset())
+    def files_mentioning(self, token: str, near: str | None = None) -> frozenset[str]:
+        """Checked files whose text contains `token` (one of the enabled rules'
+        `project_tokens`); with `near`, only those of the same project as that file (a
+        folder of independent examples is many projects)."""
+        files = self.token_files.get(token, frozenset())
+        if near is None:
+            return files
+        root = self.roots.get(near, "")
+        return frozenset(f for f in files if self.roots.get(f, "") == root)
 
     def resolve_module(self, importer: str, module: str, level: int = 0) -> str | None:
         """The checked file that `import module` (or `from .module`, level 1) in `importer`

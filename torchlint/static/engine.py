@@ -7,6 +7,7 @@ never mention a rule's trigger tokens does not pay libcst's ~0.2 s import.
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,39 @@ def _compile_error(text: str) -> tuple[str, int, int] | None:
     return None
 
 
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
+
+
+def _project_roots(paths: dict[str, Path]) -> dict[str, str]:
+    """Each file's project folder: the nearest folder up from it holding a project marker."""
+    found: dict[Path, str] = {}
+
+    def root_of(folder: Path) -> str:
+        if folder in found:
+            return found[folder]
+        if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+            result = str(folder)
+        elif folder.parent == folder:
+            result = ""
+        else:
+            result = root_of(folder.parent)
+        found[folder] = result
+        return result
+
+    roots = {}
+    for display, path in paths.items():
+        try:
+            roots[display] = root_of(path.absolute().parent)
+        except (OSError, RecursionError):
+            roots[display] = ""
+    return roots
+
+
+def _word(token: str) -> re.Pattern[bytes]:
+    """`token` not inside a longer word: "xla" is not in "xlabel", "cuda" is in "use_cuda"."""
+    return re.compile(rb"(?<![A-Za-z])" + re.escape(token.encode()) + rb"(?![A-Za-z])")
+
+
 class StaticEngine:
     def __init__(self, config: Config, pm: pluggy.PluginManager, rules: dict[str, type[Rule]], enabled: set[str]) -> None:
         self.config = config
@@ -102,7 +136,9 @@ class StaticEngine:
             if code in rules and code not in ENGINE_RULES and not rules[code].runtime_only
         ]
         self._wants_file_facts = bool(pm.hook.torchlint_file_facts.get_hookimpls())
-        self._project_tokens = sorted({token for rule in self.active_rules for token in rule.project_tokens})
+        self._project_tokens = {
+            token: _word(token) for token in sorted({token for rule in self.active_rules for token in rule.project_tokens})
+        }
         #: The last run's project phase (`keep_in_project` judges `--fix` re-checks by it).
         self.project: ProjectContext | None = None
         self._per_file_ignores = [
@@ -200,7 +236,7 @@ class StaticEngine:
         # Suppressions are read from the bytes that were checked (no second read from disk,
         # and a file edited meanwhile cannot be judged against other text).
         texts = {r.path: decode_source(contents[r.path]).text or "" for r in done if r.findings and r.path in contents}
-        tokens = {token: frozenset(path for path, data in contents.items() if token.encode() in data) for token in self._project_tokens}
+        tokens = {token: frozenset(path for path, data in contents.items() if pattern.search(data)) for token, pattern in self._project_tokens.items()}
         check = self._finish(items, done, texts, tokens)
         check.cache_hits = hits
         return check
@@ -212,7 +248,7 @@ class StaticEngine:
         for item in items:
             source = decode_source(sources[item.display].encode("utf-8"))
             results.append(self.check_text(item.display, source.text or ""))
-        tokens = {token: frozenset(p for p, text in sources.items() if token in text) for token in self._project_tokens}
+        tokens = {token: frozenset(p for p, text in sources.items() if pattern.search(text.encode())) for token, pattern in self._project_tokens.items()}
         return self._finish(items, results, dict(sources), tokens)
 
     def _finish(
@@ -244,6 +280,7 @@ class StaticEngine:
             module_names={display: module_name(paths.get(display, Path(display))) for display in facts},
             enabled=self.enabled,
             token_files=tokens,
+            roots=_project_roots(paths) if tokens else {},
         )
 
     def keep_in_project(self, findings: list[Finding]) -> list[Finding]:
