@@ -303,3 +303,75 @@ def test_logits_model_across_files_is_left_alone(tmp_path):
         "main.py": "import torch.nn as nn\nfrom engine import fit\nfrom models import Net\n\nfit(Net(), nn.CrossEntropyLoss(), x, y)\n",
     })
     assert found == []
+
+
+# -- TL103 through the model ------------------------------------------------------------------
+def test_inplace_on_the_output_of_a_user_submodule_that_returns_relu():
+    code = """
+    import torch
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def forward(self, x):
+            return torch.relu(self.fc(x))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+
+        def forward(self, x):
+            h = self.block(x)
+            h += 1
+            return h
+    """
+    result = check_sources({"example.py": textwrap.dedent(code).lstrip("\n")}, select=["TL103"])
+    assert [f.location.line for f in result.findings] == [15]
+    assert "returned by `Block.forward`" in result.findings[0].message
+
+
+def test_inplace_in_a_helper_reached_from_forward_but_not_from_no_grad_code():
+    reached = """
+    import torch
+    import torch.nn as nn
+
+    def scale(h):
+        h.mul_(2)
+        return h
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return scale(torch.sigmoid(self.fc(x)))
+    """
+    only_no_grad = reached.replace(
+        "            return scale(torch.sigmoid(self.fc(x)))",
+        "            with torch.no_grad():\n                return scale(torch.sigmoid(self.fc(x)))",
+    )
+    assert lines(reached, "TL103") == [5]
+    assert lines(only_no_grad, "TL103") == []
+
+
+def test_every_arm_rebinding_the_name_kills_the_saved_output():
+    code = """
+    import torch
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def forward(self, x):
+            return torch.tanh(x)
+
+    class Net(nn.Module):
+        def forward(self, x):
+            h = self.block(x)
+            if self.a:
+                h = h * 2
+            elif self.b:
+                h = h + 1
+            else:
+                h = self.fc(h)
+            h += 1
+            return h
+
+        block = Block()
+    """
+    assert lines(code, "TL103") == []

@@ -22,8 +22,6 @@ from torchlint.semantic.project import Encoder, ProjectModel
 from torchlint.semantic.values import PROB, External, LossModule, Origin, Tensor
 from torchlint.static.context import make_finding
 
-from ._calls import argument
-
 if TYPE_CHECKING:
     from torchlint.findings import Finding
     from torchlint.static.context import ProjectContext
@@ -60,24 +58,19 @@ class LossInputRule(Rule):
     def message(cls, loss_label: str, where: str) -> str:
         raise NotImplementedError
 
-    def visit_Call(self, node: cst.Call) -> None:
-        qualname = self.model.qualname(node.func)
-        callee = None
-        if qualname is not None:
-            if api.LOSS_FUNCTIONS.get(qualname) != self.loss_kind:
-                return
-        else:
-            callee = self.model.value(node.func)
-            if callee is None:
-                return
-        first = argument(node, "input", 0)
-        if first is None or first.star:
-            return
-        self.calls.append(LossCall(node, callee, "", self.model.value(first.value)))
+    def loss_calls(self) -> list[LossCall]:
+        """Calls of this rule's loss: its functional form, and every call with an input and a
+        target whose callee may turn out to be its loss module."""
+        calls = list(self.calls)
+        for node, callee, value in self.model.two_argument_calls():
+            if callee is None and api.LOSS_FUNCTIONS.get(self.model.qualname(node.func)) != self.loss_kind:
+                continue
+            calls.append(LossCall(node, callee, "", value))
+        return calls
 
     # -- judging ------------------------------------------------------------------------------
     def finish(self) -> None:
-        for call in self.calls:
+        for call in self.loss_calls():
             values = self.model.resolve(call.value)
             wrong = [v for v in values if type(v) is Tensor and v.kind == self.tensor_kind]
             external = [v for v in values if type(v) is External]
@@ -89,7 +82,9 @@ class LossInputRule(Rule):
                 callees = self.model.resolve(call.callee)
                 if any(type(c) is LossModule and c.kind == self.loss_kind for c in callees):
                     label = label or self.loss_label_module
-                elif any(type(c) is External for c in callees):
+                elif any(type(c) is External and c.ref[0] == "param" for c in callees):
+                    # A loss handed in by callers in other files (`def train(model, criterion)`):
+                    # any other call of an outside object is not worth a project-phase look.
                     self._defer(call, callees, values)
                     continue
                 else:

@@ -8,6 +8,8 @@ import libcst as cst
 from torchlint.findings import Severity
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
+from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.values import SAVED_KINDS, Tensor
 from torchlint.static.names import dotted_name
 
 from ._grad_mode import (
@@ -199,8 +201,11 @@ class InplaceOnGradTensor(Rule):
 
     ## Known limitations
     Names are followed within one function, in source order (the arms of an `if` are merged as
-    possible paths); a tensor passed to another function or stored in a container or in an
-    attribute (other than a module's own parameters) is not followed, and tuple targets
+    possible paths). Beyond the function, the engine's semantic model adds the output of a
+    submodule or helper of this file (`h = self.block(x); h += 1` where `Block.forward` returns
+    `torch.relu(...)`) and a helper's argument (`scale(torch.sigmoid(x))` where `scale` edits
+    it in place), unless the call runs under `no_grad`. A tensor stored in a container or in
+    an attribute (other than a module's own parameters) is not followed, and tuple targets
     (`w[0], w[1] = ...`) are not read. Custom activation factories (`create_act_layer(...)`)
     are not resolved. A function called under `torch.no_grad()` from another file is not
     known to be; in the same file it is. Inside `forward` the input of a saved-output op is
@@ -209,6 +214,7 @@ class InplaceOnGradTensor(Rule):
     w; w.add_(1)`) are out of scope.
     """
 
+    analyses = (SemanticModel,)
     code = "TL103"
     name = "inplace-on-grad-tensor"
     summary = "in-place op on a leaf that requires grad or on an output autograd saves for backward"
@@ -629,6 +635,10 @@ class InplaceOnGradTensor(Rule):
         self.class_facts: dict[int, ClassFacts] = {}
         self.called_without_grad: set[str] = set()
         self.candidates: list[Candidate] = []
+        self.model: SemanticModel = ctx.analysis(SemanticModel)
+        #: In-place writes on names this rule's own dataflow knows nothing about: the semantic
+        #: model decides in finish() (a submodule's output, a helper's argument).
+        self.deferred: list[tuple[cst.CSTNode, object, str, str, tuple[str, ...], Scope, str]] = []
 
     # -- grad mode ----------------------------------------------------------------------------
     def grad_enabled(self) -> bool:
@@ -784,6 +794,8 @@ class InplaceOnGradTensor(Rule):
         root = self.resolve_target(node.target, index_target=True)
         if root is not None:
             self.consider(node, root, f"`{symbol}`", fix=self.rewrite_hint(node.target, symbol), operands=[node.value])
+        else:
+            self.defer(node, node.target, f"`{symbol}`", self.rewrite_hint(node.target, symbol))
 
     def check_index_assignment(self, node: cst.CSTNode, target: cst.BaseExpression) -> None:
         if not isinstance(target, cst.Subscript):
@@ -816,11 +828,11 @@ class InplaceOnGradTensor(Rule):
 
     def check_inplace_method(self, node: cst.Call, func: cst.Attribute, method: str) -> None:
         root = self.resolve_target(func.value, index_target=False)
+        fix = f"use the out-of-place `{method[:-1]}(...)` and assign the result"
         if root is not None:
-            self.consider(
-                node, root, f"`{method}`", fix=f"use the out-of-place `{method[:-1]}(...)` and assign the result",
-                operands=[arg.value for arg in node.args],
-            )
+            self.consider(node, root, f"`{method}`", fix=fix, operands=[arg.value for arg in node.args])
+        else:
+            self.defer(node, func.value, f"`{method}`", fix)
         if _is_tensor_method(func, SAVED_OUTPUT_METHODS) and isinstance(func.value, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
             self.mark_saved(func.value.value, f"`.{method}()`", node)
 
@@ -1055,12 +1067,56 @@ class InplaceOnGradTensor(Rule):
             if name is not None:
                 self.called_without_grad.add(name.rpartition(".")[2])
 
+    def defer(self, node: cst.CSTNode, target: cst.BaseExpression, op: str, fix: str) -> None:
+        """An in-place write on a name whose value only the semantic model can tell: the output
+        of a submodule or helper (`h = self.block(x); h += 1`), or a helper's argument."""
+        if not self.grad_enabled() or not self.model.in_training_path():
+            return
+        if isinstance(target, cst.Subscript):
+            target = target.value
+        while isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute) and target.func.attr.value in VIEW_METHODS:
+            target = target.func.value
+        if not isinstance(target, cst.Name):
+            return
+        scope = self.scopes[-1]
+        if scope.function is None:
+            return
+        functions = tuple(s.function.name.value for s in self.scopes if s.function is not None)
+        self.deferred.append((node, self.model.value(target), op, fix, functions, scope, target.value))
+
     def finish(self) -> None:
         # Reported while visiting (positions and fix layout need that context); withdrawn here
         # when the enclosing function turns out to be called under no_grad in this file.
         for candidate in self.candidates:
             if any(function in self.called_without_grad for function in candidate.functions):
                 self.withdraw(candidate.report)
+        for node, value, op, fix, functions, scope, name in self.deferred:
+            if any(function in self.called_without_grad for function in functions):
+                continue
+            values = self.model.resolve(value)
+            if not any(type(v) is Tensor and v.kind in SAVED_KINDS and v.recorded for v in values):
+                continue
+            if name not in _parameter_names(scope.function) and not self.backward_can_reach(scope, name):
+                continue  # neither on the way to backward here, nor an argument a caller passes
+            function = scope.function
+            # Outputs made in this function were judged by the rule's own dataflow while
+            # visiting; the model adds what came from elsewhere (a submodule, a caller).
+            first, last = self.ctx.position(function)[0], self.ctx.position(function)[2]
+            saved = [
+                v for v in values
+                if type(v) is Tensor and v.kind in SAVED_KINDS and v.recorded
+                and not (v.origin.node is not None and first <= self.line(v.origin.node) <= last)
+            ]
+            if not saved:
+                continue
+            origin = min(saved, key=lambda v: (v.origin.line or self.line(v.origin.node), v.origin.text)).origin
+            line = self.line(origin.node) if origin.node is not None else origin.line
+            via = f", returned by `{origin.via}.forward`" if origin.via else ""
+            self.report(
+                node,
+                f"in-place {op} on the output of {origin.text} (line {line}{via}), which autograd saves for "
+                f"backward; backward will fail with 'modified by an inplace operation'; {fix}",
+            )
 
     # -- small helpers ------------------------------------------------------------------------
     def source(self, node: cst.CSTNode) -> str:

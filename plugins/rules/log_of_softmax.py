@@ -199,6 +199,9 @@ class LogOfSoftmax(LossInputRule):
 
     loss_kind = "log"
 
+    def loss_calls(self) -> list[LossCall]:
+        return self.calls  # logarithms, not losses: the base class resolves and reports them
+
     def visit_Call(self, node: cst.Call) -> None:
         subject, label = self._log_subject(node)
         if subject is None:

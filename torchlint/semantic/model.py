@@ -25,6 +25,7 @@ The one join policy:
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -38,6 +39,7 @@ from torchlint.semantic.values import (
     PROB,
     Applied,
     Attr,
+    Copied,
     BoundMethod,
     ClassObj,
     ClassRef,
@@ -63,6 +65,7 @@ from torchlint.static.names import dotted_name
 _SCOPES = ("FunctionDef", "ClassDef", "Module")
 _BRANCHING = {"If": "if", "For": "loop", "While": "loop", "Try": "try", "TryStar": "try", "Match": "if"}
 _END_OF_MODULE = 1 << 62
+_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
 #: Beyond this depth resolution gives up (recursive helpers, long alias chains).
 _MAX_DEPTH = 40
 
@@ -123,25 +126,51 @@ class SemanticModel(Analysis):
         #: Blocks whose remaining statements do not run in training mode (an earlier
         #: `if self.training: return ...` left the function).
         self._dead_after: set[int] = set()
+        self._scope_key: tuple = ()
+        self._defined: frozenset[str] | None = None
+        self._two_argument_calls: list[tuple[cst.Call, Value, Value]] = []
+        self._scope_cached = 0
+        self._path_key: tuple = ()
+        self._path_cached: tuple = ()
+        #: `if` statements seen on binding paths, by id (to tell when every arm rebinds a name).
+        self._branch_nodes: dict[int, cst.If] = {}
         self._in_progress: set[Value] = set()
 
     # -- where we are -----------------------------------------------------------------------
     def _scope_index(self) -> int:
         ancestors = self.ctx.ancestors
+        key = (len(ancestors), id(ancestors[-1]) if ancestors else 0)
+        if key == self._scope_key:
+            return self._scope_cached
+        found = 0
         for index in range(len(ancestors) - 1, -1, -1):
             if type(ancestors[index]).__name__ in _SCOPES:
-                return index
-        return 0
+                found = index
+                break
+        self._scope_key, self._scope_cached = key, found
+        return found
 
     def _path(self, scope_index: int) -> tuple:
         """The branching statements between the scope and here, each with the child (arm)
-        we are in: ((statement id, child id, kind), ...)."""
+        we are in: ((statement id, child id, kind), ...). Memoised for the node being visited:
+        every name in one expression asks."""
+        ancestors = self.ctx.ancestors
+        key = (len(ancestors), id(ancestors[-1]) if ancestors else 0, scope_index)
+        if key == self._path_key:
+            return self._path_cached
+        path = self._compute_path(scope_index)
+        self._path_key, self._path_cached = key, path
+        return path
+
+    def _compute_path(self, scope_index: int) -> tuple:
         ancestors = self.ctx.ancestors
         path = []
         for index in range(scope_index + 1, len(ancestors) - 1):
             kind = _BRANCHING.get(type(ancestors[index]).__name__)
             if kind is not None:
                 path.append((id(ancestors[index]), id(ancestors[index + 1]), kind))
+                if kind == "if":
+                    self._branch_nodes[id(ancestors[index])] = ancestors[index]
         return tuple(path)
 
     def _dead_in_training(self, scope_index: int) -> bool:
@@ -160,6 +189,10 @@ class SemanticModel(Analysis):
                 if polarity != in_body:
                     return True
         return False
+
+    def in_training_path(self) -> bool:
+        """Whether the code being visited runs in training mode (see the join policy)."""
+        return not self._dead_in_training(self._scope_index())
 
     def _method(self) -> tuple[str, str] | None:
         """(class name, name of `self`) inside an ordinary method of a class of this file."""
@@ -340,6 +373,11 @@ class SemanticModel(Analysis):
         qualname = self.ctx.qualname(node.func)
         if qualname is not None and qualname.split(".")[0] == "torch":
             return
+        # Call sites matter for what a parameter receives: calls of this file's functions,
+        # methods and classes, and of imported names (facts for other files). Most calls in
+        # model code are tensor methods (`x.view(...)`) and need no record.
+        if qualname is None and name not in self._defined_names():
+            return
         has_star = any(arg.star for arg in node.args)
         site = CallSite(self.value(node.func), [], {}, has_star)
         if not has_star:
@@ -349,6 +387,33 @@ class SemanticModel(Analysis):
                 else:
                     site.keywords[arg.keyword.value] = self.value(arg.value)
         self._calls_by_name.setdefault(name, []).append(site)
+
+    def _defined_names(self) -> frozenset[str]:
+        """Names this file defines with `def` or `class` (a text scan: they may come later)."""
+        if self._defined is None:
+            self._defined = frozenset(_DEFINITION.findall(self.ctx.text))
+        return self._defined
+
+    def two_argument_calls(self) -> list[tuple[cst.Call, Value, Value]]:
+        """Calls with an input and a target, as losses take them: (call, callee, input) with
+        the callee's symbolic value (None for a torch function) and the input's. Collected
+        once per file for every rule that judges loss inputs."""
+        return self._two_argument_calls
+
+    def leave_Call(self, node: cst.Call) -> None:
+        args = node.args
+        if len(args) < 2 or args[0].star or (args[0].keyword is not None and args[0].keyword.value != "input"):
+            return
+        qualname = self.qualname(node.func)
+        if qualname is not None:
+            if qualname not in api.LOSS_FUNCTIONS:
+                return
+            callee = None
+        else:
+            callee = self.value(node.func)
+            if callee is None:
+                return
+        self._two_argument_calls.append((node, callee, self.value(args[0].value)))
 
     # -- symbolic evaluation (while visiting) -------------------------------------------------
     def value(self, expr: cst.BaseExpression | None) -> Value:
@@ -432,7 +497,9 @@ class SemanticModel(Analysis):
             method = func.attr.value
             receiver = self.value(func.value)
             if method in api.TENSOR_METHODS and self._tensor_method(call, func):
-                return Tensor(api.TENSOR_METHODS[method], self.origin(call, func))
+                return self._tensor(api.TENSOR_METHODS[method], self.origin(call, func))
+            if method in api.COPY_METHODS:
+                return Copied(receiver)
             if method in api.PASSTHROUGH_METHODS:
                 return receiver
             if method == "forward":
@@ -443,6 +510,19 @@ class SemanticModel(Analysis):
         if imported is not None:
             return Instance(imported)
         return Applied(self.value(func))
+
+    def _tensor(self, kind: str, origin: Origin) -> Tensor:
+        return Tensor(kind, origin, recorded=not self._grad_disabled())
+
+    def _grad_disabled(self) -> bool:
+        """Under `with torch.no_grad():` / `inference_mode()`, or in a function decorated so."""
+        for node in self.ctx.ancestors:
+            kind = type(node)
+            if kind is cst.With and any(_disables_grad(item.item) for item in node.items):
+                return True
+            if kind is cst.FunctionDef and any(_disables_grad(d.decorator) for d in node.decorators):
+                return True
+        return False
 
     def is_tensor_method(self, call: cst.Call, method: str) -> bool:
         """`call` is `<tensor>.<method>(...)` (as opposed to a module's or library's method)."""
@@ -462,13 +542,13 @@ class SemanticModel(Analysis):
         head = dotted_name(receiver)
         if head is not None and self.ctx.aliases.resolve(head) is not None:
             return False
-        if func.attr.value in ("sigmoid", "exp"):
-            return not call.args
-        return _looks_like_dim(call)
+        if func.attr.value in ("softmax", "log_softmax"):
+            return _looks_like_dim(call)
+        return not call.args
 
     def _qualified_call(self, call: cst.Call, qualname: str) -> Value:
         if qualname in api.TENSOR_FUNCTIONS:
-            return Tensor(api.TENSOR_FUNCTIONS[qualname], self.origin(call, call.func))
+            return self._tensor(api.TENSOR_FUNCTIONS[qualname], self.origin(call, call.func))
         if qualname in api.LAYERS:
             return Layer(api.LAYERS[qualname], self.origin(call, call.func))
         if qualname in api.LOSS_MODULES:
@@ -574,6 +654,8 @@ class SemanticModel(Analysis):
                 elif type(owner) is External:
                     found.add(External(("attr", owner.ref, value.name)))
             return found
+        if kind is Copied:
+            return {Tensor(v.kind, v.origin, recorded=False) if type(v) is Tensor else v for v in self.resolve(value.value, depth)}
         if kind is Union_:
             found = set()
             for option in value.options:
@@ -589,6 +671,7 @@ class SemanticModel(Analysis):
         bindings = self._bindings.get((use.scope, use.name), [])
         found: set = set()
         definite = False
+        maybe: list[tuple] = []
         for binding in reversed(bindings):
             if binding.order > use.order:
                 if _loop_carried(binding.path, use.path) and not binding.dead:
@@ -600,12 +683,40 @@ class SemanticModel(Analysis):
             if reach == "never":
                 continue
             found |= self.resolve(binding.value, depth)
-            if reach == "surely":
+            if reach == "surely" or self._every_arm_binds(maybe := [*maybe, binding.path], use.path):
                 definite = True
                 break
         if definite:
             return found
         return found | self._entry_value(use, depth)
+
+    def _every_arm_binds(self, paths: list[tuple], use: tuple) -> bool:
+        """Every arm of an `if`/`elif`/`else` chain the use comes after binds the name directly
+        in that arm: together they kill what was bound before the `if`."""
+        last = paths[-1]
+        k = 0
+        while k < min(len(last), len(use)) and last[k] == use[k]:
+            k += 1
+        if k >= len(last) or last[k][2] != "if":
+            return False
+        if k < len(use) and use[k][0] == last[k][0]:
+            return False  # the use is inside this `if`
+        prefix = use[:k]
+        arms = {tuple(p[k:]) for p in paths if p[:k] == prefix}
+        node = self._branch_nodes.get(last[k][0])
+        depth = 0
+        while node is not None:
+            entry = (id(node), id(node.body), "if")
+            if not any(len(arm) == depth + 1 and arm[depth] == entry for arm in arms):
+                return False
+            orelse = node.orelse
+            if orelse is None:
+                return False
+            if type(orelse) is cst.Else:
+                return any(len(arm) == depth + 1 and arm[depth] == (id(node), id(orelse), "if") for arm in arms)
+            arms = {arm[1:] for arm in arms if arm and arm[0] == (id(node), id(orelse), "if")}
+            node = orelse
+        return False
 
     def _entry_value(self, use: Local, depth: int) -> set:
         """What a name means before any binding in its scope: a parameter, `self`, a name of
@@ -863,6 +974,16 @@ def _training_test(test: cst.BaseExpression) -> bool | None:
     if name in _EVAL_FLAGS:
         return negated
     return None
+
+
+def _disables_grad(expr: cst.BaseExpression) -> bool:
+    func = expr.func if isinstance(expr, cst.Call) else expr
+    name = dotted_name(func) or ""
+    if not name.endswith(("no_grad", "inference_mode")):
+        return False
+    if isinstance(expr, cst.Call) and expr.args and isinstance(expr.args[0].value, cst.Name):
+        return expr.args[0].value.value != "False"
+    return True
 
 
 def _always_leaves(block: cst.BaseSuite) -> bool:

@@ -23,7 +23,9 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Iterator
 
 from torchlint.semantic.values import (
+    LOGPROB,
     PROB,
+    SIGMOID,
     BoundMethod,
     ClassObj,
     ClassRef,
@@ -42,6 +44,8 @@ if TYPE_CHECKING:
     from torchlint.static.context import ProjectContext
 
 FACTS_KEY = "semantic"
+#: Tensor kinds the project phase follows across files (the loss-input rules' questions).
+CROSS_FILE_KINDS = frozenset({PROB, LOGPROB, SIGMOID})
 #: Kinds of values worth telling other files about (anything else is "unknown" there anyway).
 _INTERESTING = ("t", "layer", "loss", "class", "instance", "function", "ext", "seq")
 _MAX_DEPTH = 30
@@ -59,10 +63,12 @@ class Encoder:
 
     def value(self, value: Any, depth: int = 0) -> dict[str, Any] | None:
         kind = type(value)
+        # Only what other files' rules ask about crosses files; locating an origin costs a
+        # code generation of its statement, so the common relu/tanh outputs stay home.
         if kind is Tensor:
-            return {"t": value.kind, **self.origin(value.origin)}
+            return {"t": value.kind, **self.origin(value.origin)} if value.kind in CROSS_FILE_KINDS else None
         if kind is Layer:
-            return {"layer": value.kind, **self.origin(value.origin)}
+            return {"layer": value.kind, **self.origin(value.origin)} if value.kind in CROSS_FILE_KINDS else None
         if kind is LossModule:
             return {"loss": value.kind}
         if kind is ClassObj:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchlint.semantic.values import EXP, LOGPROB, PROB, SIGMOID
+from torchlint.semantic.values import EXP, LOGPROB, PROB, SAVED, SIGMOID
 
 
 def _nn(*names: str, modules: tuple[str, ...] = ()) -> frozenset[str]:
@@ -26,15 +26,28 @@ TENSOR_FUNCTIONS: dict[str, str] = {
         ("torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit", "torch.Tensor.sigmoid"), SIGMOID
     ),
     **dict.fromkeys(("torch.exp", "torch.Tensor.exp"), EXP),
+    # Other ops whose output autograd saves (checked with torch 2.13: an in-place edit of
+    # their output makes backward raise "modified by an inplace operation").
+    **dict.fromkeys(
+        (
+            "torch.relu", "torch.nn.functional.relu", "torch.tanh", "torch.nn.functional.tanh",
+            "torch.sqrt", "torch.rsqrt", "torch.reciprocal", "torch.tan", "torch.expm1", "torch.exp2",
+        ),
+        SAVED,
+    ),
 }
 #: `x.<method>(...)` on a tensor, and the property of its output.
-TENSOR_METHODS: dict[str, str] = {"softmax": PROB, "log_softmax": LOGPROB, "sigmoid": SIGMOID, "exp": EXP}
+TENSOR_METHODS: dict[str, str] = {
+    "softmax": PROB, "log_softmax": LOGPROB, "sigmoid": SIGMOID, "exp": EXP,
+    **dict.fromkeys(("relu", "tanh", "sqrt", "rsqrt", "reciprocal", "tan", "expm1", "exp2"), SAVED),
+}
 
 #: Layers whose output has a tracked property.
 LAYERS: dict[str, str] = {
     **dict.fromkeys(_nn("Softmax", "Softmax2d", modules=("activation",)), PROB),
     **dict.fromkeys(_nn("LogSoftmax", modules=("activation",)), LOGPROB),
     **dict.fromkeys(_nn("Sigmoid", modules=("activation",)), SIGMOID),
+    **dict.fromkeys(_nn("ReLU", "Tanh", modules=("activation",)), SAVED),
 }
 
 SEQUENTIAL = _nn("Sequential", modules=("container",))
@@ -66,9 +79,11 @@ PASSTHROUGH_METHODS = frozenset(
     {
         "view", "view_as", "reshape", "reshape_as", "flatten", "squeeze", "unsqueeze", "permute",
         "transpose", "contiguous", "to", "float", "double", "half", "bfloat16", "cuda", "cpu",
-        "clone", "detach", "eval", "train", "requires_grad_", "type_as", "expand", "expand_as",
+        "eval", "train", "requires_grad_", "type_as", "expand", "expand_as",
     }
 )
+#: Methods that keep the values in a new tensor (or one cut from the graph).
+COPY_METHODS = frozenset({"clone", "detach"})
 #: torch functions that keep their first argument's values.
 PASSTHROUGH_FUNCTIONS = frozenset(
     {

@@ -45,14 +45,20 @@ class Origin:
 PROB, LOGPROB, SIGMOID, EXP = "prob", "logprob", "sigmoid", "exp"
 #: A layer that passes its input through (Dropout, Flatten, Identity).
 IDENTITY = "identity"
+#: Output of another op autograd saves for its backward (relu, tanh, sqrt, ...).
+SAVED = "saved"
+#: Every kind whose tensor autograd saves when the op that made it ran with grad enabled.
+SAVED_KINDS = frozenset({PROB, LOGPROB, SIGMOID, EXP, SAVED})
 
 
 @dataclass(frozen=True)
 class Tensor:
-    """A tensor with a property (`kind`) that `origin` gave it."""
+    """A tensor with a property (`kind`) that `origin` gave it. `recorded` is False when the
+    op ran under `no_grad`/`inference_mode`: autograd saved nothing for it."""
 
     kind: str
     origin: Origin
+    recorded: bool = True
 
 
 @dataclass(frozen=True)
@@ -190,6 +196,13 @@ class Quotient:
     numerator: "Value"
     summed: "Value"
     origin: Origin
+
+
+@dataclass(frozen=True)
+class Copied:
+    """`x.clone()` / `x.detach()`: the same values, in a tensor autograd did not save."""
+
+    value: "Value"
 
 
 @dataclass(frozen=True)
