@@ -8,6 +8,10 @@ from torchlint.rule import Bad, Good, Rule
 from torchlint.static.names import dotted_name
 
 from ._calls import argument, has_star_args, with_keyword
+from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
+
+#: TL302, load-without-weights-only: a call missing both keywords is one finding, this rule's.
+WEIGHTS_ONLY_CODE = "TL302"
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 
@@ -29,6 +33,9 @@ class LoadWithoutMapLocation(Rule):
     CPU to build CPU batches, nor a round trip (`torch.save(obj, buffer)` then
     `torch.load(buffer)` in one function), where the devices necessarily exist.
 
+    When TL302 (`load-without-weights-only`) also runs and would report the same call, this
+    rule's one finding names both keywords and TL302 stays quiet on that call.
+
     ## Example
     ```python
     state = torch.load("model.pt")
@@ -43,7 +50,10 @@ class LoadWithoutMapLocation(Rule):
     The fix adds `map_location=device` when a variable named `device` is in scope, else
     `map_location="cpu"`. It is safe when the loaded object goes straight into
     `load_state_dict(...)`, which copies every tensor onto the model's own devices anyway;
-    elsewhere it is unsafe, because code may rely on tensors arriving on the GPU.
+    elsewhere it is unsafe, because code may rely on tensors arriving on the GPU. When the
+    finding names `weights_only` too, an unsafe fix also adds `weights_only=True` (not with a
+    `pickle_module`); a safe one stays as it is, and TL302 offers `weights_only` once it has
+    been applied.
     """
 
     code = "TL301"
@@ -185,25 +195,51 @@ class LoadWithoutMapLocation(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualname(node.func) not in LOAD_FUNCTIONS:
+        if not self.flags(node):
             return
-        if has_star_args(node) or argument(node, "map_location", 1) is not None:
-            return
-        if self._in_dataset_class():
-            return  # datasets read caches they wrote themselves, on the CPU, for CPU batches
-        if self._round_trip(node):
-            return  # saved and loaded again in this function: the devices exist
         device = self._device_in_scope()
-        self.report(
-            node,
-            "`torch.load` without `map_location`: tensors return to the device they were saved on; "
-            'pass map_location="cpu" or the target device',
-            fix=NodeFix(
-                f"Add `map_location={device}`",
-                SAFE if self._feeds_load_state_dict() else UNSAFE,
-                ((node, _with_map_location(node, device)),),
-            ),
+        fix = NodeFix(
+            f"Add `map_location={device}`",
+            SAFE if self._feeds_load_state_dict() else UNSAFE,
+            ((node, _with_map_location(node, device)),),
         )
+        if self._also_missing_weights_only(node):
+            message, fix = self._with_weights_only(node, device, fix)
+        else:
+            message = (
+                "`torch.load` without `map_location`: tensors return to the device they were saved on; "
+                'pass map_location="cpu" or the target device'
+            )
+        self.report(node, message, fix=fix)
+
+    def flags(self, node: cst.Call) -> bool:
+        """Whether this rule reports `node` (TL302 asks, to leave the call to this rule)."""
+        if self.ctx.qualname(node.func) not in LOAD_FUNCTIONS:
+            return False
+        if has_star_args(node) or argument(node, "map_location", 1) is not None:
+            return False
+        if self._in_dataset_class():
+            return False  # datasets read caches they wrote themselves, on the CPU, for CPU batches
+        if self._round_trip(node):
+            return False  # saved and loaded again in this function: the devices exist
+        return True
+
+    # -- one finding for a call TL302 (load-without-weights-only) would report too ----------
+    def _also_missing_weights_only(self, node: cst.Call) -> bool:
+        return self.ctx.is_enabled(WEIGHTS_ONLY_CODE) and missing_weights_only(self.ctx, node)
+
+    def _with_weights_only(self, node: cst.Call, device: str, fix: NodeFix) -> tuple[str, NodeFix]:
+        """The message naming both keywords, and a fix adding both where that is no riskier:
+        a safe `map_location` fix stays alone (TL302 offers `weights_only` on the next pass)."""
+        message = (
+            "`torch.load` without `map_location` or `weights_only`: tensors return to the device they were saved "
+            f"on, and {weights_only_risk(self.ctx)}; pass map_location=\"cpu\" (or the target device) and "
+            "weights_only=True (False only for trusted files)"
+        )
+        if fix.applicability == UNSAFE and weights_only_fixable(node):
+            both = with_keyword(_with_map_location(node, device), "weights_only", "True")
+            fix = NodeFix(f"Add `map_location={device}` and `weights_only=True`", UNSAFE, ((node, both),))
+        return message, fix
 
     def _round_trip(self, node: cst.Call) -> bool:
         """`torch.save(obj, buffer)` ... `torch.load(buffer)` in one function."""

@@ -1,0 +1,91 @@
+"""Precision fixes found by reading real findings: one finding per bare `torch.load` (TL301 +
+TL302), TL302's wording, TL607 narrowed to the ambiguous call (the rest is TL609), TL202's
+host moves, and TL401/TL402 leaving whole numbers alone."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchlint.config import Config
+from torchlint.fix.apply import apply_fixes
+from torchlint.testing import check_sources
+
+
+def findings(source: str, select: list[str], target: str | None = None):
+    config = Config(root=Path.cwd(), target_torch=target)
+    return check_sources({"lib.py": textwrap.dedent(source).lstrip("\n")}, select=select, config=config).findings
+
+
+def fixed(source: str, finding) -> str:
+    return apply_fixes(source, [finding.fix]).text
+
+
+# -- TL301 + TL302: one finding per call ----------------------------------------------------
+
+BARE = "import torch\nstate = torch.load(path)\n"
+
+
+def test_a_bare_load_is_one_finding_naming_both_keywords():
+    (finding,) = findings(BARE, ["TL301", "TL302"])
+    assert finding.code == "TL301"
+    assert "map_location" in finding.message and "weights_only" in finding.message
+    assert finding.fix.applicability == "unsafe"
+    assert fixed(BARE, finding) == 'import torch\nstate = torch.load(path, map_location="cpu", weights_only=True)\n'
+
+
+@pytest.mark.parametrize("select", [["TL301"], ["TL302"]])
+def test_each_rule_alone_still_reports_a_bare_load(select):
+    (finding,) = findings(BARE, select)
+    assert finding.code == select[0]
+    if select == ["TL301"]:
+        assert "weights_only" not in finding.message  # TL302 is off: not this run's concern
+
+
+def test_the_second_rule_reports_what_the_first_leaves():
+    source = """
+        import torch
+        from torch.utils.data import Dataset
+
+        a = torch.load(path, map_location="cpu")
+
+        class Cache(Dataset):
+            def load(self):
+                return torch.load(self.path)
+        """
+    found = sorted((f.location.line, f.code) for f in findings(source, ["TL301", "TL302"]))
+    # line 4 has map_location; TL301 exempts a Dataset's own cache, so TL302 keeps line 8
+    assert found == [(4, "TL302"), (8, "TL302")]
+
+
+def test_target_torch_decides_whether_the_finding_mentions_weights_only():
+    (finding,) = findings(BARE, ["TL301", "TL302"], target="2.6")
+    assert finding.code == "TL301" and "weights_only" not in finding.message
+    (finding,) = findings(BARE, ["TL301", "TL302"], target="2.4")
+    assert "weights_only" in finding.message and "before torch 2.6" not in finding.message
+
+
+def test_a_safe_map_location_fix_is_not_made_unsafe_by_weights_only():
+    source = "import torch\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n"
+    (finding,) = findings(source, ["TL301", "TL302"])
+    assert "weights_only" in finding.message
+    assert finding.fix.applicability == "safe"
+    assert "weights_only" not in finding.fix.edits[0].content
+    # once applied, TL302 offers its own (unsafe) fix
+    (again,) = findings(fixed(source, finding), ["TL301", "TL302"])
+    assert again.code == "TL302" and again.fix is not None
+
+
+def test_no_weights_only_fix_next_to_a_pickle_module():
+    source = "import pickle, torch\nx = torch.load(path, pickle_module=pickle)\n"
+    (finding,) = findings(source, ["TL301", "TL302"])
+    assert "weights_only" in finding.message
+    assert "weights_only" not in finding.fix.edits[0].content
+
+
+def test_weights_only_message_describes_the_allowlist_not_tensors_only():
+    (finding,) = findings("import torch\nx = torch.load(p, map_location='cpu')\n", ["TL302"])
+    assert "non-tensor" not in finding.message
+    assert "allowlist" in finding.message and "argparse.Namespace" in finding.message
