@@ -89,3 +89,39 @@ def test_weights_only_message_describes_the_allowlist_not_tensors_only():
     (finding,) = findings("import torch\nx = torch.load(p, map_location='cpu')\n", ["TL302"])
     assert "non-tensor" not in finding.message
     assert "allowlist" in finding.message and "argparse.Namespace" in finding.message
+
+
+# -- TL607 / TL609 ---------------------------------------------------------------------------
+
+CONSTRUCTORS = """
+    import numpy as np
+    import torch
+
+    def build(values, array, n_in, n_out, tokens):
+        n = len(tokens)
+        a = torch.Tensor(n)
+        b = torch.FloatTensor(n_out)
+        c = torch.Tensor(values)
+        d = torch.FloatTensor([1, 2])
+        e = torch.Tensor(np.asarray(array))
+        f = torch.Tensor(n_out, n_in)
+        return a, b, c, d, e, f
+    """
+
+
+def test_only_the_ambiguous_single_count_is_on_by_default():
+    default = findings(CONSTRUCTORS, ["TL607"])
+    assert sorted(f.location.line for f in default) == [6, 7]
+    style = findings(CONSTRUCTORS, ["TL609"])
+    assert sorted(f.location.line for f in style) == [8, 9, 10, 11]
+
+
+def test_no_fix_turns_numpy_data_into_torch_tensor():
+    source = "import numpy as np\nimport torch\nx = torch.Tensor(np.zeros(3))\ny = torch.FloatTensor(arr)\n"
+    assert all(f.fix is None for f in findings(source, ["TL607", "TL609"]))
+
+
+def test_a_count_fix_allocates_exactly_what_the_legacy_call_did():
+    source = "import torch\n\ndef f(x):\n    return torch.LongTensor(x.shape[0])\n"
+    (finding,) = findings(source, ["TL607"])
+    assert fixed(source, finding).endswith("return torch.empty(x.shape[0], dtype=torch.int64)\n")
