@@ -125,3 +125,28 @@ def test_a_count_fix_allocates_exactly_what_the_legacy_call_did():
     source = "import torch\n\ndef f(x):\n    return torch.LongTensor(x.shape[0])\n"
     (finding,) = findings(source, ["TL607"])
     assert fixed(source, finding).endswith("return torch.empty(x.shape[0], dtype=torch.int64)\n")
+
+
+# -- TL202 -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "x.to(self._cpu_device).numpy()",
+        "x.to(cpu_device).numpy()",
+        'x.to(torch.device("cpu")).numpy()',
+        'x.to("cpu", non_blocking=True).numpy()',
+        'x.to("cpu:0").numpy()',
+        "x.detach().cpu().numpy()",
+        "x.cpu().detach().numpy()",
+        "x.data.cpu().numpy()",
+    ],
+)
+def test_a_move_to_the_host_is_not_flagged(expression):
+    source = f"import torch\n\ndef f(self, x, device, cpu_device):\n    x = x.to(device)\n    return {expression}\n"
+    assert findings(source, ["TL202"]) == []
+
+
+def test_a_device_named_like_the_gpu_is_still_flagged():
+    source = "import torch\n\ndef f(x, gpu_device):\n    return x.to(gpu_device).numpy()\n"
+    assert len(findings(source, ["TL202"])) == 1
