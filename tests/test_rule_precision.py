@@ -150,3 +150,55 @@ def test_a_move_to_the_host_is_not_flagged(expression):
 def test_a_device_named_like_the_gpu_is_still_flagged():
     source = "import torch\n\ndef f(x, gpu_device):\n    return x.to(gpu_device).numpy()\n"
     assert len(findings(source, ["TL202"])) == 1
+
+
+# -- TL401 / TL402 ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "operand,flagged",
+    [
+        ("torch.tensor(len(xs))", False),
+        ("n_steps", False),
+        ("self.num_updates", False),
+        ("torch.tensor(round(seconds))", False),
+        ("torch.tensor(int(v))", False),
+        ("torch.tensor(math.ceil(v))", False),
+        ("torch.tensor(x.numel())", False),
+        ("torch.tensor(x.size(0) // 2)", False),
+        ("torch.tensor(x.shape[-1])", False),
+        ("(pred == y).sum()", False),
+        ("x.long().float()", False),
+        ("counted", False),  # a local bound to torch.bincount(...)
+        ("x", True),
+        ("x / n_steps", True),
+        ("torch.tensor(round(seconds, 2))", True),
+        ("x.mean()", True),
+        ("x.shape", True),  # not an int: the rule does not pretend to know
+    ],
+)
+def test_whole_numbers_lose_nothing_in_log1p_and_expm1(operand, flagged):
+    source = f"""
+        import math
+        import torch
+
+        def f(self, x, xs, n_steps, seconds, v, pred, y):
+            counted = torch.bincount(y)
+            a = torch.log(1 + {operand})
+            b = torch.exp({operand}) - 1
+            return a, b
+        """
+    lines = sorted((f.code, f.location.line) for f in findings(source, ["TL401", "TL402"]))
+    assert lines == ([("TL401", 6), ("TL402", 7)] if flagged else [])
+
+
+def test_a_name_bound_to_a_count_only_in_a_branch_is_not_trusted_after_it():
+    source = """
+        import torch
+
+        def f(x, flag):
+            r = x
+            if flag:
+                r = torch.tensor(len(x))
+            return torch.log(1 + r)
+        """
+    assert [f.location.line for f in findings(source, ["TL401"])] == [7]
