@@ -202,3 +202,23 @@ def test_a_name_bound_to_a_count_only_in_a_branch_is_not_trusted_after_it():
             return torch.log(1 + r)
         """
     assert [f.location.line for f in findings(source, ["TL401"])] == [7]
+
+
+@pytest.mark.parametrize("name", ["bond_length", "time_step", "x_len"])
+def test_names_that_may_hold_fractions_are_not_taken_for_counts(name):
+    source = f"import torch\n\ndef f({name}):\n    return torch.log(1 + {name})\n"
+    assert len(findings(source, ["TL401"])) == 1
+
+
+@pytest.mark.parametrize("argument,reported", [("size", False), ("img_size", False), ("kernel_size", False),
+                                               ("hidden_size", True), ("num_classes", True), ("self.in_features", True)])
+def test_a_size_name_that_may_hold_a_list_is_not_the_ambiguous_count(argument, reported):
+    source = f"import torch\n\ndef f(self, size, img_size, kernel_size, hidden_size, num_classes):\n    return torch.Tensor({argument})\n"
+    assert len(findings(source, ["TL607"])) == int(reported)
+
+
+@pytest.mark.parametrize("arange,flagged", [("torch.arange(w, dtype=torch.float32)", False), ("torch.arange(2, w)", False),
+                                            ("torch.arange(0.5, w)", True), ("torch.arange(0, w, 0.1)", True)])
+def test_arange_counts_in_whole_steps_from_a_whole_start(arange, flagged):
+    source = f"import torch\n\ndef f(w):\n    c = {arange}\n    return torch.log(1 + (c - c.mean()).abs()), torch.log(1 + (c[:, None] - c[None, :]).abs())\n"
+    assert [f.location.line for f in findings(source, ["TL401"])] == ([5, 5] if flagged else [5])

@@ -49,10 +49,11 @@ _KEEP_FUNCTIONS = frozenset({"torch.sum", "torch.cumsum", "torch.abs", "torch.as
 _WHOLE_OPERATORS = ("Add", "Subtract", "Multiply", "FloorDivide", "Modulo", "BitAnd", "BitOr", "BitXor",
                     "LeftShift", "RightShift")
 #: Names whose spelling says they count something: `n`, `num_steps`, `n_tokens`, `word_count`,
-#: `step`, `epoch`. Only for a rule that accepts spelling as evidence of a whole number.
+#: `step`, `epoch`. Only for a rule that accepts spelling as evidence of a whole number. Not
+#: `*_length` or `*_step` (`bond_length`, `time_step` are often fractions).
 COUNT_NAME = re.compile(
     r"^(?:n|num|count|counts|step|steps|global_step|epoch|epochs|iteration|iterations|idx|index)$"
-    r"|^(?:n|num)_|_(?:count|counts|num|steps?|epochs?|idx|index|len|length)$"
+    r"|^(?:n|num)_|_(?:count|counts|num|steps|epochs?|idx|index)$"
 )
 
 Lookup = Callable[[str], Optional[str]]
@@ -126,8 +127,7 @@ class WholeNumbers:
         if name in _KEEP_FUNCTIONS:
             return self._first_argument_tensor_kind(call)
         if name == "torch.arange":
-            whole = call.args and all(arg.keyword is not None or self.kind(arg.value) == PY_INT for arg in call.args)
-            return INT_TENSOR if whole else None
+            return INT_TENSOR if self._whole_arange(call) else None
         method = _method(call)
         if method is None:
             return None
@@ -143,6 +143,19 @@ class WholeNumbers:
             inner = self.kind(call.func.value)
             return INT_TENSOR if inner is not None else None
         return None
+
+    def _whole_arange(self, call: cst.Call) -> bool:
+        """`arange(end)` counts 0, 1, 2...; `arange(start, end[, step])` is whole when start and
+        step are (a `dtype=` changes the type, not the values)."""
+        if any(arg.star for arg in call.args):
+            return False
+        positional = [arg.value for arg in call.args if arg.keyword is None]
+        keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+        if len(positional) + len(set(keywords) & {"start", "end", "step"}) == 0:
+            return False
+        start = keywords.get("start", positional[0] if len(positional) >= 2 else None)
+        step = keywords.get("step", positional[2] if len(positional) >= 3 else None)
+        return all(part is None or self.kind(part) is not None for part in (start, step))
 
     def _first_argument_tensor_kind(self, call: cst.Call) -> Optional[str]:
         """`torch.tensor(len(x))`, `torch.sum(mask)`: whole when the data is."""

@@ -28,10 +28,13 @@ CONSTRUCTORS.update({f"torch.{name}": dtype for name, dtype in _TYPED.items()})
 CONSTRUCTORS.update({f"torch.cuda.{name}": dtype for name, dtype in _TYPED.items()})
 
 
-#: Names spelled like a size or a count: `n`, `num_classes`, `hidden_size`, `in_features`.
+#: Names spelled like one size or count: `n`, `num_classes`, `hidden_size`, `in_features`.
+#: Not `size`, `shape`, `img_size` or `kernel_size`: those often hold a list or a tuple (torch's
+#: ONNX exporter calls `torch.LongTensor(size)` with a list), which the constructor reads as data.
 SIZE_NAME = re.compile(
-    r"^(?:n|num|size|dim|length|count|hidden|width|height|depth|batch|k|d)$"
-    r"|^(?:n|num|dim)_|_(?:size|dim|dims|features|channels|count|len|length|num|units)$"
+    r"^(?:n|num|dim|length|count|hidden|k|d)$"
+    r"|^(?:n|num)_|_(?:dim|features|channels|classes|count|len|length|num|units)$"
+    r"|^(?:hidden|batch|vocab|embed|embedding|state)_size$"
 )
 #: How a legacy constructor call reads: "count" (one argument that is a whole number, the
 #: ambiguous one: TL607), "shape", "data", "empty" or "unknown" (TL609).
@@ -232,9 +235,10 @@ class LegacyTensorConstructor(LegacyConstructorCalls):
                 c = torch.Tensor(np.asarray(array))
                 d = torch.Tensor(n_out, n_in)
                 e = torch.LongTensor(x.size())
-                return a, b, c, d, e
+                f = torch.LongTensor(size) + torch.Tensor(img_size) + torch.Tensor(self.kernel_size)
+                return a, b, c, d, e, f
             """,
-            note="data (a list, a name, a numpy array) and several sizes are TL609's (style, off by default)",
+            note="data (a list, a name, a numpy array, a `size` that may be a list) and several sizes are TL609's",
         ),
         Good(
             """
