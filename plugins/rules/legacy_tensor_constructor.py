@@ -29,11 +29,13 @@ CONSTRUCTORS.update({f"torch.cuda.{name}": dtype for name, dtype in _TYPED.items
 
 
 #: Names spelled like one size or count: `n`, `num_classes`, `hidden_size`, `in_features`.
-#: Not `size`, `shape`, `img_size` or `kernel_size`: those often hold a list or a tuple (torch's
-#: ONNX exporter calls `torch.LongTensor(size)` with a list), which the constructor reads as data.
+#: Not names that often hold a list or a tensor, which the constructor reads as data: `size`,
+#: `img_size`, `kernel_size` (tuples; torch's ONNX exporter calls `torch.LongTensor(size)`
+#: with a list), `src_len` (fairseq: a list of lengths), `pred_classes` (detectron2: a
+#: tensor), one-letter names (`d` for a row of data).
 SIZE_NAME = re.compile(
-    r"^(?:n|num|dim|length|count|hidden|k|d)$"
-    r"|^(?:n|num)_|_(?:dim|features|channels|classes|count|len|length|num|units)$"
+    r"^(?:n|num|dim|length|count|hidden)$"
+    r"|^(?:n|num)_|_(?:dim|features|channels|count|num|units)$"
     r"|^(?:hidden|batch|vocab|embed|embedding|state)_size$"
 )
 #: How a legacy constructor call reads: "count" (one argument that is a whole number, the
@@ -236,9 +238,10 @@ class LegacyTensorConstructor(LegacyConstructorCalls):
                 d = torch.Tensor(n_out, n_in)
                 e = torch.LongTensor(x.size())
                 f = torch.LongTensor(size) + torch.Tensor(img_size) + torch.Tensor(self.kernel_size)
-                return a, b, c, d, e, f
+                g = torch.LongTensor(src_len) + torch.IntTensor(instances.pred_classes) + torch.LongTensor(d)
+                return a, b, c, d, e, f, g
             """,
-            note="data (a list, a name, a numpy array, a `size` that may be a list) and several sizes are TL609's",
+            note="data (a list, a name, a numpy array, a `size` or `src_len` that may be a list) and several sizes are TL609's",
         ),
         Good(
             """
