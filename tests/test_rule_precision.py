@@ -222,3 +222,35 @@ def test_a_size_name_that_may_hold_a_list_is_not_the_ambiguous_count(argument, r
 def test_arange_counts_in_whole_steps_from_a_whole_start(arange, flagged):
     source = f"import torch\n\ndef f(w):\n    c = {arange}\n    return torch.log(1 + (c - c.mean()).abs()), torch.log(1 + (c[:, None] - c[None, :]).abs())\n"
     assert [f.location.line for f in findings(source, ["TL401"])] == ([5, 5] if flagged else [5])
+
+
+def test_speech_durations_are_frame_counts_in_log1p():
+    source = """
+        import torch
+
+        def duration_loss(sample, log_dur_out, half):
+            dur = sample["durations"].float()
+            dur = dur.half() if half else dur
+            log_dur = torch.log(dur + 1)
+            return log_dur, torch.log(1 + log_dur_out)
+        """
+    assert [f.location.line for f in findings(source, ["TL401"])] == [7]  # log_dur_out: a fraction
+
+
+@pytest.mark.parametrize(
+    "statements,flagged",
+    [
+        ("d = torch.exp(y) - 1\n    d = d.round()", False),
+        ("d = torch.exp(y) - 1\n    d = torch.round(d)", False),
+        ("d = torch.round((torch.exp(y) - 1) * k).long()", False),
+        ("d = torch.clamp(torch.round(torch.exp(y) - 1).long(), min=0)", False),
+        ("d = (torch.exp(y) - 1).long()", False),
+        ("d = torch.exp(y) - 1\n    e = d.round()", True),  # d itself is kept unrounded
+        ("d = torch.exp(y) - 1\n    print(d)\n    d = d.round()", True),
+        ("d = torch.round(k(torch.exp(y) - 1))", True),
+        ("d = (torch.exp(y) - 1).round(decimals=3)", True),
+    ],
+)
+def test_expm1_rounded_at_once_is_left_alone(statements, flagged):
+    source = f"import torch\n\ndef f(y, k):\n    {statements}\n    return d\n"
+    assert len(findings(source, ["TL402"])) == int(flagged)

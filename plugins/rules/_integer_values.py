@@ -49,11 +49,15 @@ _KEEP_FUNCTIONS = frozenset({"torch.sum", "torch.cumsum", "torch.abs", "torch.as
 _WHOLE_OPERATORS = ("Add", "Subtract", "Multiply", "FloorDivide", "Modulo", "BitAnd", "BitOr", "BitXor",
                     "LeftShift", "RightShift")
 #: Names whose spelling says they count something: `n`, `num_steps`, `n_tokens`, `word_count`,
-#: `step`, `epoch`. Only for a rule that accepts spelling as evidence of a whole number. Not
-#: `*_length` or `*_step` (`bond_length`, `time_step` are often fractions).
+#: `step`, `epoch`, `durations`. Only for a rule that accepts spelling as evidence of a whole
+#: number. Not `*_length` or `*_step` (`bond_length`, `time_step` are often fractions). A
+#: string key counts like a name: `sample["durations"]`.
 COUNT_NAME = re.compile(
     r"^(?:n|num|count|counts|step|steps|global_step|epoch|epochs|iteration|iterations|idx|index)$"
     r"|^(?:n|num)_|_(?:count|counts|num|steps|epochs?|idx|index)$"
+    # Speech models predict `log(1 + duration)` of durations counted in frames (FastSpeech).
+    # Exact names only: `log_dur` is the log of one, a fraction.
+    r"|^(?:dur|durs|duration|durations)$"
 )
 
 Lookup = Callable[[str], Optional[str]]
@@ -90,6 +94,9 @@ class WholeNumbers:
             return PY_INT if expr.attr.value in ("ndim", "itemsize") else self._spelled_as_count(expr.attr.value)
         if kind == "Call":
             return self._call_kind(expr)
+        if kind == "IfExp":
+            body, orelse = self.kind(expr.body), self.kind(expr.orelse)
+            return None if body is None or orelse is None else (body if body == orelse else INT_TENSOR)
         return None
 
     def _binary_kind(self, expr: cst.BinaryOperation) -> Optional[str]:
@@ -111,6 +118,10 @@ class WholeNumbers:
             return PY_INT if _single_index(expr) else None  # `x.shape[0]`; `x.shape[1:]` is a tuple
         if type(value).__name__ == "Call" and _method(value) == "size" and not value.args:
             return PY_INT if _single_index(expr) else None  # `x.size()[0]`
+        if _single_index(expr) and type(expr.slice[0].slice.value).__name__ == "SimpleString":
+            key = expr.slice[0].slice.value.evaluated_value
+            if isinstance(key, str) and self._spelled_as_count(key):
+                return INT_TENSOR  # `sample["durations"]`, `batch["n_tokens"]`
         inner = self.kind(value)
         return INT_TENSOR if inner == INT_TENSOR else None
 

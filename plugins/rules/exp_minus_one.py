@@ -10,6 +10,12 @@ from ._numerics import LocalTags, is_one, only_positional
 from .log_of_one_plus import _sibling_function
 
 EXP_FUNCTIONS = frozenset({"torch.exp"})
+#: Rounding to whole numbers: the digits `exp(x) - 1` loses near zero are rounded away anyway.
+ROUNDING_FUNCTIONS = frozenset({"torch.round", "torch.floor", "torch.ceil", "torch.trunc", "round", "int",
+                                "math.floor", "math.ceil", "math.trunc"})
+ROUNDING_METHODS = frozenset({"round", "floor", "ceil", "trunc", "long", "int"})
+#: Nodes between `exp(x) - 1` and a rounding call that keep it an arithmetic of the value.
+_ARITHMETIC = frozenset({"Arg", "BinaryOperation", "UnaryOperation"})
 
 
 class ExpMinusOne(LocalTags):
@@ -29,6 +35,10 @@ class ExpMinusOne(LocalTags):
     `a // b`, `t.numel()`, `t.size(0)`, `t.shape[0]`, `t.long()`, `torch.tensor(len(...))`, a
     local name assigned one of those, or a name spelled like a count such as `n_steps`): the
     precision lost is that of a small fraction, and `exp(n) - 1` for a whole `n` has none.
+    Nor is a result that is rounded to whole numbers right away: inside `torch.round(...)`,
+    `.round()`, `.long()`, `int(...)` (through arithmetic such as `* scale`), or assigned to a
+    name that the next statement rounds (`d = torch.exp(x) - 1` then `d = d.round()`), as
+    speech models do to turn predicted log-durations into frame counts.
 
     ## Example
     ```python
@@ -99,6 +109,31 @@ class ExpMinusOne(LocalTags):
             """,
             note="whole numbers: a length, a count, a floor division, an integer cast",
         ),
+        Good(
+            """
+            import torch
+
+            def durations(log_dur, scale):
+                frames = torch.clamp(torch.round((torch.exp(log_dur) - 1) * scale).long(), min=0)
+                counts = (torch.exp(log_dur) - 1).long()
+                d = torch.exp(log_dur) - 1
+                d = torch.round(d)
+                return frames, counts, d
+            """,
+            note="rounded to whole frames at once: the lost digits would be rounded away",
+        ),
+        Bad(
+            """
+            import torch
+
+            def durations(log_dur, scale):
+                d = torch.exp(log_dur) - 1  # error
+                total = d.sum()
+                d = d.round()
+                return torch.round(scale(torch.exp(log_dur) - 1)), total  # error
+            """,
+            note="used before it is rounded; rounded only after a call that may amplify it",
+        ),
         Bad(
             """
             import torch
@@ -127,8 +162,65 @@ class ExpMinusOne(LocalTags):
             return
         if self._whole_numbers().kind(call.args[0].value) is not None:
             return  # whole numbers lose nothing: `exp(n) - 1` is exact enough for a count
+        if self._rounded_in_expression(node) or self._rounded_by_next_statement(node):
+            return
         fix = None
         func = _sibling_function(self, call.func, "expm1")
         if func is not None and only_positional(call, 1):
             fix = NodeFix("Replace with `torch.expm1`", SAFE, ((node, cst.Call(func=func, args=[cst.Arg(call.args[0].value)])),))
         self.report(node, "`torch.exp(x) - 1` loses precision for small `x`: use `torch.expm1(x)`", fix=fix)
+
+    def _rounded_in_expression(self, node: cst.BinaryOperation) -> bool:
+        """`torch.round((exp(x) - 1) * k)`, `(exp(x) - 1).long()`: a rounding reached from
+        `node` through arithmetic only."""
+        ancestors = self.ctx.ancestors
+        child: cst.CSTNode = node
+        for index in range(len(ancestors) - 1, -1, -1):
+            parent = ancestors[index]
+            if type(parent) is cst.Call:
+                if child is parent.func:
+                    return False
+                return _rounding_function(self, parent)
+            if type(parent) is cst.Attribute:
+                above = ancestors[index - 1] if index else None
+                return (parent.attr.value in ROUNDING_METHODS and type(above) is cst.Call
+                        and above.func is parent and not above.args)
+            if type(parent).__name__ not in _ARITHMETIC:
+                return False
+            child = parent
+        return False
+
+    def _rounded_by_next_statement(self, node: cst.BinaryOperation) -> bool:
+        """`d = torch.exp(x) - 1` directly followed by `d = d.round()` or `d = torch.round(d)`."""
+        ancestors = self.ctx.ancestors
+        if len(ancestors) < 3 or type(ancestors[-1]) is not cst.Assign or ancestors[-1].value is not node:
+            return False
+        assign, line, block = ancestors[-1], ancestors[-2], ancestors[-3]
+        if len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name or len(line.body) != 1:
+            return False
+        name = assign.targets[0].target.value
+        body = list(getattr(block, "body", ()))
+        position = next((i for i, statement in enumerate(body) if statement is line), None)
+        if position is None or position + 1 >= len(body):
+            return False
+        following = body[position + 1]
+        if type(following) is not cst.SimpleStatementLine or type(following.body[0]) is not cst.Assign:
+            return False
+        rebind = following.body[0]
+        targets = [target.target for target in rebind.targets]
+        if not any(type(target) is cst.Name and target.value == name for target in targets):
+            return False
+        value = rebind.value
+        if type(value) is not cst.Call:
+            return False
+        if type(value.func) is cst.Attribute and value.func.attr.value in ROUNDING_METHODS and not value.args:
+            return type(value.func.value) is cst.Name and value.func.value.value == name
+        argument = value.args[0].value if value.args else None
+        return _rounding_function(self, value) and type(argument) is cst.Name and argument.value == name
+
+
+def _rounding_function(rule: ExpMinusOne, call: cst.Call) -> bool:
+    name = rule.ctx.qualname(call.func)
+    if name is None and type(call.func) is cst.Name:
+        name = call.func.value  # builtins: round, int
+    return name in ROUNDING_FUNCTIONS
