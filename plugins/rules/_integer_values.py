@@ -61,7 +61,8 @@ COUNT_NAME = re.compile(
 )
 
 Lookup = Callable[[str], Optional[str]]
-QualName = Callable[[cst.BaseExpression], Optional[str]]
+#: Rule modules must not touch libcst at import (torchlint.lazy): the node type stays a string.
+QualName = Callable[["cst.BaseExpression"], Optional[str]]
 
 
 class WholeNumbers:
