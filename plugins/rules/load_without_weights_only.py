@@ -174,8 +174,8 @@ def missing_weights_only(ctx: FileContext, node: cst.Call) -> bool:
 def weights_only_risk(ctx: FileContext) -> str:
     """What a load without `weights_only` does under the configured target torch."""
     if target_torch(ctx) is None:
-        return ("before torch 2.6 it unpickles arbitrary code; from 2.6 it defaults to weights_only=True and "
-                "refuses objects of classes outside its allowlist (numpy arrays, argparse.Namespace, your own classes)")
+        return ("before torch 2.6 it unpickles arbitrary code; from 2.6 it refuses objects of classes outside its "
+                "allowlist (numpy arrays, argparse.Namespace, your own classes)")
     return "on torch < 2.6 it defaults to full unpickling, so a malicious file runs code"
 
 
