@@ -25,7 +25,7 @@ def lines(code: str, select: str, path: str = "lib.py") -> list[int]:
 @pytest.mark.parametrize(
     "code,enabled",
     [("TL203", False), ("TL204", True), ("TL205", True), ("TL601", True), ("TL602", True),
-     ("TL603", False), ("TL604", False), ("TL605", True), ("TL606", False), ("TL607", True), ("TL608", True)],
+     ("TL603", False), ("TL604", False), ("TL605", True), ("TL606", False), ("TL607", True), ("TL608", True), ("TL609", False)],
 )
 def test_default_enablement_matches_the_precision_measured_on_the_corpora(code, enabled):
     assert RULES[code].default_enabled is enabled
@@ -135,13 +135,13 @@ def test_step_without_zero_grad_clearing_only_in_an_outer_loop_is_accepted_when_
 
 
 def test_legacy_cuda_constructor_gets_no_fix_and_mentions_the_device():
-    (finding,) = findings("import torch\nx = torch.cuda.LongTensor([1, 2])\n", "TL607")
+    (finding,) = findings("import torch\nx = torch.cuda.LongTensor([1, 2])\n", "TL609")
     assert finding.fix is None
     assert "device=" in finding.message
 
 
 def test_legacy_constructor_fix_keeps_a_multiline_call_valid():
-    result = check_sources({"lib.py": "import torch\nx = torch.LongTensor(\n    [1, 2],\n)\n"}, select=["TL607"])
+    result = check_sources({"lib.py": "import torch\nx = torch.LongTensor(\n    [1, 2],\n)\n"}, select=["TL609"])
     (finding,) = result.findings
     edit = finding.fix.edits[0]
     assert edit.content.startswith("torch.tensor(")

@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.fix import SAFE, NodeFix
-from torchlint.rule import Bad, Good, Rule
+from torchlint.rule import Bad, Good
+
+from ._integer_values import PY_INT, WholeNumbers
+from ._numerics import LocalTags
 
 #: Legacy constructor -> the dtype it creates (None: the default dtype, like torch.empty).
 _TYPED = {
@@ -23,45 +28,148 @@ CONSTRUCTORS.update({f"torch.{name}": dtype for name, dtype in _TYPED.items()})
 CONSTRUCTORS.update({f"torch.cuda.{name}": dtype for name, dtype in _TYPED.items()})
 
 
-class LegacyTensorConstructor(Rule):
+#: Names spelled like one size or count: `n`, `num_classes`, `hidden_size`, `in_features`.
+#: Not names that often hold a list or a tensor, which the constructor reads as data: `size`,
+#: `img_size`, `kernel_size` (tuples; torch's ONNX exporter calls `torch.LongTensor(size)`
+#: with a list), `src_len` (fairseq: a list of lengths), `pred_classes` (detectron2: a
+#: tensor), one-letter names (`d` for a row of data).
+SIZE_NAME = re.compile(
+    r"^(?:n|num|dim|length|count|hidden)$"
+    r"|^(?:n|num)_|_(?:dim|features|channels|count|num|units)$"
+    r"|^(?:hidden|batch|vocab|embed|embedding|state)_size$"
+)
+#: How a legacy constructor call reads: "count" (one argument that is a whole number, the
+#: ambiguous one: TL607), "shape", "data", "empty" or "unknown" (TL609).
+COUNT, SHAPE, DATA, EMPTY, UNKNOWN = "count", "shape", "data", "empty", "unknown"
+
+
+class LegacyConstructorCalls(LocalTags):
+    """What TL607 and TL609 share: finding legacy constructor calls, reading their arguments,
+    and the fix where the meaning is certain."""
+
+    def tag_of(self, expr: cst.BaseExpression) -> str | None:
+        return WholeNumbers(self.lookup, self.ctx.qualname).kind(expr)
+
+    def classify(self, node: cst.Call) -> tuple[str, str] | None:
+        """(qualified name, how the call reads) for a legacy constructor call, else None."""
+        qualname = self.ctx.qualname(node.func)
+        if qualname not in CONSTRUCTORS:
+            return None
+        args = _positional(node)
+        if any(arg.star for arg in node.args):
+            return qualname, UNKNOWN  # `torch.Tensor(*args)`: sizes, or one list
+        if not node.args:
+            return qualname, EMPTY
+        if len(args) >= 2:
+            return qualname, SHAPE  # several positional arguments can only be sizes
+        if len(args) != 1:
+            return qualname, UNKNOWN
+        value = args[0].value
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
+            return qualname, DATA
+        if self._certain_int(value):
+            return qualname, COUNT
+        name = _last_name(value)
+        if name is not None and SIZE_NAME.search(name.lower()):
+            return qualname, COUNT
+        return qualname, UNKNOWN
+
+    def fix_for(self, node: cst.Call, kind: str, qualname: str) -> NodeFix | None:
+        torch_name = self._torch_alias()
+        dtype = CONSTRUCTORS[qualname]
+        if torch_name is None or qualname.startswith("torch.cuda.") or kind == UNKNOWN:
+            return None
+        if kind == COUNT and not self._certain_int(_positional(node)[0].value):
+            return None  # a name spelled like a size may still hold a list
+        if kind == DATA and dtype is None:
+            return None  # torch.tensor([1, 2]) would infer int64 where torch.Tensor gives float
+        factory = "tensor" if kind == DATA else "empty"
+        args = [cst.Arg(cst.Integer("0"))] if kind == EMPTY else list(node.args)
+        if dtype is not None:
+            dtype_expr = cst.parse_expression(dtype.replace("torch.", f"{torch_name}.", 1))
+            if args and args[-1].comma == cst.MaybeSentinel.DEFAULT:
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(
+                cst.Arg(
+                    keyword=cst.Name("dtype"),
+                    value=dtype_expr,
+                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+                )
+            )
+        new = node.with_changes(func=cst.parse_expression(f"{torch_name}.{factory}"), args=args)
+        return NodeFix(f"Use `torch.{factory}`", SAFE, ((node, new),))
+
+    def _certain_int(self, value: cst.BaseExpression) -> bool:
+        return WholeNumbers(self.lookup, self.ctx.qualname).kind(value) == PY_INT
+
+    def _torch_alias(self) -> str | None:
+        for local, target in sorted(self.ctx.aliases.aliases.items()):
+            if target == "torch" and self.ctx.qualname(cst.Name(local)) == "torch":
+                return local
+        return None
+
+
+def cuda_note(qualname: str) -> str:
+    return " with `device=` (this one raises where CUDA is missing)" if qualname.startswith("torch.cuda.") else ""
+
+
+def _positional(call: cst.Call) -> list[cst.Arg]:
+    return [arg for arg in call.args if arg.keyword is None]
+
+
+def _last_name(node: cst.BaseExpression) -> str | None:
+    """`num_classes` for `num_classes` or `self.num_classes`."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
+class LegacyTensorConstructor(LegacyConstructorCalls):
     """
     ## What it does
-    Flags tensors created by calling the legacy type constructors: `torch.Tensor(...)`,
-    `torch.FloatTensor(...)`, `torch.LongTensor(...)`, `torch.cuda.FloatTensor(...)` and the
-    rest of that family. Uses that are not calls (`x: torch.Tensor`,
-    `isinstance(x, torch.LongTensor)`, `torch.Tensor.add`, `torch.Tensor._make_subclass`) are
-    left alone.
+    Flags a legacy type constructor (`torch.Tensor`, `torch.FloatTensor`, `torch.LongTensor`,
+    `torch.cuda.FloatTensor` and the rest of that family) called with one argument that is a
+    whole number: an integer literal, `len(...)`, `int(...)`, `x.size(0)`, `x.shape[0]`,
+    `t.numel()`, a local name assigned one of those, or a name spelled like a size or count
+    (`n`, `num_classes`, `hidden_size`, `self.in_features`). That is the one call whose meaning
+    a reader cannot tell: it allocates that many uninitialised elements.
+
+    Other calls of these constructors (several sizes, a list, a numpy array, no argument) are
+    style and are TL609's, which is off by default. Uses that are not calls
+    (`x: torch.Tensor`, `isinstance(x, torch.LongTensor)`, `torch.Tensor.add`) are left alone.
 
     ## Why is this bad?
-    The constructors mean two different things depending on their arguments:
+    The constructors mean two different things depending on their argument:
     `torch.Tensor(3)` is an *uninitialised* tensor of three elements (garbage values), while
-    `torch.Tensor([3])` holds the number 3. They accept no `dtype` or `requires_grad`, the
-    `torch.cuda.*Tensor` ones raise on machines without CUDA, and PyTorch documents them as
-    legacy. `torch.tensor(data)` always copies data, `torch.empty(shape)` always allocates.
+    `torch.Tensor([3])` holds the number 3. `torch.LongTensor(label)` written to make a label
+    tensor therefore returns `label` random integers, and nothing fails until the numbers are
+    wrong. `torch.empty(n)` says it allocates; `torch.tensor([n])` says it holds `n`.
 
     ## Example
     ```python
-    weight = nn.Parameter(torch.Tensor(out_features, in_features))
-    labels = torch.LongTensor([0, 2, 1])
+    bias = nn.Parameter(torch.Tensor(out_features))
+    target = torch.LongTensor(label)  # label = 3: three garbage integers
     ```
 
     ## Use instead
     ```python
-    weight = nn.Parameter(torch.empty(out_features, in_features))
-    labels = torch.tensor([0, 2, 1], dtype=torch.int64)
+    bias = nn.Parameter(torch.empty(out_features))
+    target = torch.tensor([label])
     ```
 
     ## Fix safety
-    Offered only where the meaning is certain, and then safe: sizes (an integer literal, or
-    several arguments) become
-    `torch.empty(..., dtype=...)` and a list or tuple literal given to a typed CPU constructor
-    becomes `torch.tensor(..., dtype=...)`. `torch.Tensor([1, 2])` gets no fix, because
-    `torch.tensor([1, 2])` would infer an integer dtype.
+    Offered only where the argument is certainly a Python int (a literal, `len(...)`,
+    `x.size(0)`, a local name assigned one), and then safe: the call becomes
+    `torch.empty(n, dtype=...)`, which allocates exactly what the legacy call did. A name that
+    is only spelled like a size gets no fix (it may hold a list), nor does a `torch.cuda.*`
+    constructor (the device would change).
     """
 
     code = "TL607"
     name = "legacy-tensor-constructor"
-    summary = "`torch.Tensor(...)`/`torch.FloatTensor(...)` legacy constructors: shape or data is ambiguous"
+    summary = "`torch.Tensor(n)`/`torch.LongTensor(n)` with one whole number allocates `n` garbage values"
     triggers = ("Tensor(",)
     imports = ("torch",)
     fix_safety = SAFE
@@ -72,47 +180,68 @@ class LegacyTensorConstructor(Rule):
             from torch import nn
 
             class Linear(nn.Module):
-                def __init__(self, n_in, n_out):
+                def __init__(self, n_in, out_features):
                     super().__init__()
-                    self.weight = nn.Parameter(torch.Tensor(n_out, n_in))  # error
-                    self.bias = nn.Parameter(torch.Tensor(4))  # error
+                    self.weight = nn.Parameter(torch.Tensor(out_features, n_in))
+                    self.bias = nn.Parameter(torch.Tensor(out_features))  # error
+                    self.scale = nn.Parameter(torch.Tensor(4))  # error
             """,
             fixed="""
             import torch
             from torch import nn
 
             class Linear(nn.Module):
-                def __init__(self, n_in, n_out):
+                def __init__(self, n_in, out_features):
                     super().__init__()
-                    self.weight = nn.Parameter(torch.empty(n_out, n_in))  # error
-                    self.bias = nn.Parameter(torch.empty(4))  # error
+                    self.weight = nn.Parameter(torch.Tensor(out_features, n_in))
+                    self.bias = nn.Parameter(torch.Tensor(out_features))  # error
+                    self.scale = nn.Parameter(torch.empty(4))  # error
             """,
-            note="several arguments or an integer literal are certainly sizes",
+            note="a literal is certainly a size and is fixed; a name spelled like one is reported only",
         ),
         Bad(
             """
             import torch as T
             from torch import LongTensor
 
-            labels = LongTensor([0, 2, 1])  # error
-            mask = T.cuda.ByteTensor(3, 4)  # error
-            xs = T.Tensor([1, 2])  # error
-            ys = T.FloatTensor(values)  # error
-            buf = T.FloatTensor(n, 2)  # error
-            none = T.Tensor()  # error
+            def encode(label, tokens, x):
+                n = len(tokens)
+                a = LongTensor(label)
+                b = T.FloatTensor(n)  # error
+                c = T.Tensor(x.size(0))  # error
+                d = T.cuda.LongTensor(self.num_classes)  # error
+                return a, b, c, d
             """,
             fixed="""
             import torch as T
             from torch import LongTensor
 
-            labels = T.tensor([0, 2, 1], dtype=T.int64)  # error
-            mask = T.cuda.ByteTensor(3, 4)  # error
-            xs = T.Tensor([1, 2])  # error
-            ys = T.FloatTensor(values)  # error
-            buf = T.empty(n, 2, dtype=T.float32)  # error
-            none = T.empty(0)  # error
+            def encode(label, tokens, x):
+                n = len(tokens)
+                a = LongTensor(label)
+                b = T.empty(n, dtype=T.float32)  # error
+                c = T.empty(x.size(0))  # error
+                d = T.cuda.LongTensor(self.num_classes)  # error
+                return a, b, c, d
             """,
-            note="aliases; fixes only where the meaning is certain and the device stays the CPU",
+            note="a local bound to len(), a size(0), a count-like attribute; `label` may be a list: TL609's",
+        ),
+        Good(
+            """
+            import numpy as np
+            import torch
+
+            def to_tensors(values, array, n_in, n_out):
+                a = torch.Tensor(values)
+                b = torch.FloatTensor([1, 2])
+                c = torch.Tensor(np.asarray(array))
+                d = torch.Tensor(n_out, n_in)
+                e = torch.LongTensor(x.size())
+                f = torch.LongTensor(size) + torch.Tensor(img_size) + torch.Tensor(self.kernel_size)
+                g = torch.LongTensor(src_len) + torch.IntTensor(instances.pred_classes) + torch.LongTensor(d)
+                return a, b, c, d, e, f, g
+            """,
+            note="data (a list, a name, a numpy array, a `size` or `src_len` that may be a list) and several sizes are TL609's",
         ),
         Good(
             """
@@ -156,67 +285,14 @@ class LegacyTensorConstructor(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        qualname = self.ctx.qualname(node.func)
-        if qualname not in CONSTRUCTORS:
+        found = self.classify(node)
+        if found is None or found[1] != COUNT:
             return
-        spelled = qualname
-        args = [arg for arg in node.args if arg.keyword is None]
-        if any(arg.star for arg in node.args):
-            kind = "ambiguous"
-        elif not node.args:
-            kind = "empty"
-        elif len(args) >= 2 or (args and _is_int_literal(args[0].value)):
-            kind = "shape"  # several positional arguments can only be sizes
-        elif len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple, cst.ListComp)):
-            kind = "data"
-        else:
-            kind = "ambiguous"
+        qualname, kind = found
         dtype = CONSTRUCTORS[qualname]
         dtype_text = f", dtype={dtype}" if dtype else ""
-        if kind == "empty":
-            message = f"`{spelled}()` is a legacy constructor; use `torch.empty(0{dtype_text})`"
-        elif kind == "shape":
-            message = f"`{spelled}(...)` with sizes allocates uninitialised memory; use `torch.empty(...{dtype_text})`"
-        elif kind == "data":
-            message = f"`{spelled}(...)` is a legacy constructor; use `torch.tensor(data{dtype_text or ', dtype=...'})`"
-        else:
-            message = (
-                f"`{spelled}(...)` means a shape for ints and data for sequences; use `torch.tensor(data{dtype_text})` "
-                f"or `torch.empty(shape{dtype_text})`"
-            )
-        if qualname.startswith("torch.cuda."):
-            message += " with `device=` (this one raises where CUDA is missing)"
-        self.report(node, message, fix=self._fix(node, kind, qualname))
-
-    def _fix(self, node: cst.Call, kind: str, qualname: str) -> NodeFix | None:
-        torch_name = self._torch_alias()
-        dtype = CONSTRUCTORS[qualname]
-        if torch_name is None or qualname.startswith("torch.cuda.") or kind == "ambiguous":
-            return None
-        if kind == "data" and dtype is None:
-            return None  # torch.tensor([1, 2]) would infer int64 where torch.Tensor gives float
-        factory = "tensor" if kind == "data" else "empty"
-        args = [cst.Arg(cst.Integer("0"))] if kind == "empty" else list(node.args)
-        if dtype is not None:
-            dtype_expr = cst.parse_expression(dtype.replace("torch.", f"{torch_name}.", 1))
-            if args and args[-1].comma == cst.MaybeSentinel.DEFAULT:
-                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(
-                cst.Arg(
-                    keyword=cst.Name("dtype"),
-                    value=dtype_expr,
-                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-                )
-            )
-        new = node.with_changes(func=cst.parse_expression(f"{torch_name}.{factory}"), args=args)
-        return NodeFix(f"Use `torch.{factory}`", SAFE, ((node, new),))
-
-    def _torch_alias(self) -> str | None:
-        for local, target in sorted(self.ctx.aliases.aliases.items()):
-            if target == "torch" and self.ctx.qualname(cst.Name(local)) == "torch":
-                return local
-        return None
-
-
-def _is_int_literal(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Integer)
+        message = (
+            f"`{qualname}(n)` with one whole number allocates n uninitialised elements, it does not hold n: "
+            f"use `torch.empty(n{dtype_text})` to allocate or `torch.tensor([n]{dtype_text})` for the value"
+        )
+        self.report(node, message + cuda_note(qualname), fix=self.fix_for(node, kind, qualname))

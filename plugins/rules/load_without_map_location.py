@@ -10,6 +10,10 @@ from torchlint.static.names import dotted_name
 from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
 from ._calls import argument, has_star_args, with_keyword
 from ._checkpoints import SAVE_FUNCTIONS, ScriptOrder, availability_guarded, holds_no_tensors, path_text
+from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
+
+#: TL302, load-without-weights-only: a call missing both keywords is one finding, this rule's.
+WEIGHTS_ONLY_CODE = "TL302"
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 
@@ -38,6 +42,9 @@ class LoadWithoutMapLocation(Rule):
     - a path the project only ever saves with a payload that holds no tensors (a numpy
       array, numbers, lists or dicts of them), in any of its files.
 
+    When TL302 (`load-without-weights-only`) also runs and would report the same call, this
+    rule's one finding names both keywords and TL302 stays quiet on that call.
+
     ## Example
     ```python
     state = torch.load("model.pt")
@@ -52,7 +59,10 @@ class LoadWithoutMapLocation(Rule):
     The fix adds `map_location=device` when a variable named `device` is in scope, else
     `map_location="cpu"`. It is safe when the loaded object goes straight into
     `load_state_dict(...)`, which copies every tensor onto the model's own devices anyway;
-    elsewhere it is unsafe, because code may rely on tensors arriving on the GPU.
+    elsewhere it is unsafe, because code may rely on tensors arriving on the GPU. When the
+    finding names `weights_only` too, an unsafe fix also adds `weights_only=True` (not with a
+    `pickle_module`); a safe one stays as it is, and TL302 offers `weights_only` once it has
+    been applied.
     """
 
     code = "TL301"
@@ -288,27 +298,55 @@ class LoadWithoutMapLocation(Rule):
         if qualname not in LOAD_FUNCTIONS:
             self._note_call(node)
             return
-        if has_star_args(node) or argument(node, "map_location", 1) is not None:
+        if not self.flags(node):
             return
-        if self._in_dataset_class():
-            return  # datasets read caches they wrote themselves, on the CPU, for CPU batches
-        if self._round_trip(node):
-            return  # saved and loaded again in this function: the devices exist
-        if availability_guarded(self.ctx.ancestors):
-            return  # the accelerator arm of an availability check; the else arm loads for the CPU
         device = self._device_in_scope()
-        handle = self.report(
-            node,
-            "`torch.load` without `map_location`: tensors return to the device they were saved on; "
-            'pass map_location="cpu" or the target device',
-            fix=NodeFix(
-                f"Add `map_location={device}`",
-                SAFE if self._feeds_load_state_dict() else UNSAFE,
-                ((node, _with_map_location(node, device)),),
-            ),
+        fix = NodeFix(
+            f"Add `map_location={device}`",
+            SAFE if self._feeds_load_state_dict() else UNSAFE,
+            ((node, _with_map_location(node, device)),),
         )
-        function = self.ctx.enclosing_function()
-        self._loads.append((handle, function.name.value if function is not None else "", path_text(self.ctx.module, node, "f", 0), self._calls_seen, node))
+        if self._also_missing_weights_only(node):
+            message, fix = self._with_weights_only(node, device, fix)
+        else:
+            message = (
+                "`torch.load` without `map_location`: tensors return to the device they were saved on; "
+                'pass map_location="cpu" or the target device'
+            )
+        handle = self.report(node, message, fix=fix)
+        self._loads.append((handle, self._function_name(), path_text(self.ctx.module, node, "f", 0), self._calls_seen, node))
+
+    def flags(self, node: cst.Call) -> bool:
+        """Whether this rule reports `node` while reading its file (the project phase may
+        still drop it: `keep_in_project`)."""
+        if self.ctx.qualname(node.func) not in LOAD_FUNCTIONS:
+            return False
+        if has_star_args(node) or argument(node, "map_location", 1) is not None:
+            return False
+        if self._in_dataset_class():
+            return False  # datasets read caches they wrote themselves, on the CPU, for CPU batches
+        if self._round_trip(node):
+            return False  # saved and loaded again in this function: the devices exist
+        if availability_guarded(self.ctx.ancestors):
+            return False  # the accelerator arm of an availability check; the else arm loads for the CPU
+        return True
+
+    # -- one finding for a call TL302 (load-without-weights-only) would report too ----------
+    def _also_missing_weights_only(self, node: cst.Call) -> bool:
+        return self.ctx.is_enabled(WEIGHTS_ONLY_CODE) and missing_weights_only(self.ctx, node)
+
+    def _with_weights_only(self, node: cst.Call, device: str, fix: NodeFix) -> tuple[str, NodeFix]:
+        """The message naming both keywords, and a fix adding both where that is no riskier:
+        a safe `map_location` fix stays alone (TL302 offers `weights_only` on the next pass)."""
+        message = (
+            "`torch.load` without `map_location` or `weights_only`: tensors return to the device they were saved "
+            f"on, and {weights_only_risk(self.ctx)}; pass map_location=\"cpu\" (or the target device) and "
+            "weights_only=True (False only for trusted files)"
+        )
+        if fix.applicability == UNSAFE and weights_only_fixable(node):
+            both = with_keyword(_with_map_location(node, device), "weights_only", "True")
+            fix = NodeFix(f"Add `map_location={device}` and `weights_only=True`", UNSAFE, ((node, both),))
+        return message, fix
 
     # -- where checkpoints come from (see _checkpoints) -------------------------------------------
     def _function_name(self) -> str:
@@ -336,9 +374,11 @@ class LoadWithoutMapLocation(Rule):
         for handle, function, loaded, at, node in self._loads:
             if loaded is not None and self.order.saved_before(function, loaded, at):
                 self.withdraw(handle)  # the same process wrote it just before
-            elif loaded is not None:
-                line, column = self.ctx.position(node)[:2]
-                self.add_fact("load", {"line": line, "column": column, "path": loaded})
+                continue
+            # Every load this file reports, for the project phase (and for TL302, which
+            # leaves a call to this rule where this rule's finding stands).
+            line, column = self.ctx.position(node)[:2]
+            self.add_fact("load", {"line": line, "column": column, "path": loaded})
 
     @classmethod
     def keep_in_project(cls, project, finding) -> bool:
@@ -351,6 +391,13 @@ class LoadWithoutMapLocation(Rule):
         saves = [fact for facts in project.facts.values() for fact in facts.get(cls.code, {}).get("save", []) if fact["path"] == loaded]
         # The project writes this file only with payloads that hold no tensors.
         return not saves or any(save["tensors"] for save in saves)
+
+    @classmethod
+    def reports_load_at(cls, project, finding) -> bool:
+        """Whether this rule's finding on the same call as `finding` stands in the project."""
+        loads = project.facts.get(finding.path, {}).get(cls.code, {}).get("load", [])
+        at = (finding.location.line, finding.location.column)
+        return any((f["line"], f["column"]) == at for f in loads) and cls.keep_in_project(project, finding)
 
     def _round_trip(self, node: cst.Call) -> bool:
         """`torch.save(obj, buffer)` ... `torch.load(buffer)` in one function."""

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 
 from ._torchfix_helpers import has_double_star, in_compat_fallback, keyword_arg, positional_args, target_torch, with_keyword
+
+if TYPE_CHECKING:
+    from torchlint.static.context import FileContext
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 
@@ -16,12 +21,22 @@ class LoadWithoutWeightsOnly(Rule):
     Flags `torch.load(...)` calls that do not pass `weights_only`, unless the configured
     `target-torch` is 2.6 or newer (where `weights_only=True` is the default) or older than
     1.13 (which lacks the parameter). A call that forwards `**kwargs` may carry it and is
-    not flagged, nor is a retry inside `except TypeError:` or a version check. An explicit `weights_only=False` is a deliberate choice and is not flagged.
+    not flagged, nor is a retry inside `except TypeError:` or a version check. An explicit
+    `weights_only=False` is a deliberate choice and is not flagged.
 
     Without `target-torch` the rule flags: it cannot know which default the code will run
-    under, and the call then behaves differently across versions — before 2.6 it unpickles
-    anything (running code from the file), from 2.6 it refuses checkpoints holding
-    non-tensor objects. Set `target-torch = "2.6"` (or newer) to turn the rule off.
+    under, and the call then behaves differently across versions. Before 2.6 it unpickles
+    anything, running code from the file. From 2.6 it loads only tensors, primitive values
+    (numbers, strings, bytes, None), dicts, lists, tuples and sets of those, `OrderedDict`,
+    `torch.Size`, `torch.device`, dtypes and the classes allowlisted with
+    `torch.serialization.add_safe_globals`; an object of any other class (a numpy array or
+    numpy scalar, an `argparse.Namespace`, your own classes, a whole pickled `nn.Module`)
+    makes it raise `pickle.UnpicklingError`. Set `target-torch = "2.6"` (or newer) to turn the
+    rule off.
+
+    When TL301 (`load-without-map-location`) also runs and reports the same call, that one
+    finding names both keywords and this rule stays quiet on the call; run alone, this rule
+    reports every call it describes.
 
     ## Why is this bad?
     With `weights_only=False`, the default before torch 2.6, `torch.load` runs the pickle
@@ -40,9 +55,9 @@ class LoadWithoutWeightsOnly(Rule):
     ```
 
     ## Fix safety
-    The fix adds `weights_only=True` and is unsafe: checkpoints that pickle other objects
-    (an argparse Namespace, numpy arrays, custom classes) then fail to load. It is not
-    offered when `pickle_module` is passed, which `weights_only=True` rejects.
+    The fix adds `weights_only=True` and is unsafe: checkpoints that pickle objects of other
+    classes (an argparse Namespace, numpy arrays, your own classes) then fail to load. It is
+    not offered when `pickle_module` is passed, which `weights_only=True` rejects.
     """
 
     code = "TL302"
@@ -105,26 +120,68 @@ class LoadWithoutWeightsOnly(Rule):
             """,
             note="other loaders",
         ),
+        Bad(
+            """
+            import torch
+
+            def resume(path):
+                return torch.load(path)  # error
+            """,
+            fixed="""
+            import torch
+
+            def resume(path):
+                return torch.load(path, weights_only=True)  # error
+            """,
+            note="run alone, the rule reports a call that lacks map_location too (with TL301 on, TL301 reports it)",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualname(node.func) not in LOAD_FUNCTIONS:
+        if self.ctx.qualname(node.func) not in LOAD_FUNCTIONS or not missing_weights_only(self.ctx, node):
             return
-        if keyword_arg(node, "weights_only") is not None or has_double_star(node):
-            return
-        if in_compat_fallback(self.ctx):
-            return  # `except TypeError:` retrying without weights_only for an old torch
-        target = target_torch(self.ctx)
-        if target is not None and not ((1, 13) <= target < (2, 6)):
-            return
-        if target is None:
-            message = ("`torch.load` without `weights_only`: before torch 2.6 it unpickles arbitrary code, from 2.6 it "
-                       "refuses non-tensor objects; pass weights_only=True (or False for trusted files)")
-        else:
-            message = ("`torch.load` without `weights_only` defaults to full unpickling on torch < 2.6: a malicious "
-                       "file runs code; pass weights_only=True (or False for trusted files)")
-        pickle_module = keyword_arg(node, "pickle_module") or (positional_args(node)[2:3] or [None])[0]
         fix = None
-        if pickle_module is None:
+        if weights_only_fixable(node):
             fix = NodeFix("Add `weights_only=True`", UNSAFE, ((node, with_keyword(node, "weights_only", "True")),))
-        self.report(node, message, fix=fix)
+        self.report(node, f"`torch.load` without `weights_only`: {weights_only_risk(self.ctx)}; "
+                          "pass weights_only=True (or False for trusted files)", fix=fix)
+
+    @classmethod
+    def keep_in_project(cls, project, finding) -> bool:
+        """One finding per call: where TL301's finding on the same call stands (it names
+        weights_only too), this one gives way. Where TL301 drops its own (a CPU-only project,
+        a round trip), this one stands: the unpickling risk remains."""
+        if MAP_LOCATION_CODE not in project.enabled:
+            return True
+        from .load_without_map_location import LoadWithoutMapLocation  # it imports this module
+
+        return not LoadWithoutMapLocation.reports_load_at(project, finding)
+
+
+#: TL301, load-without-map-location: when it reports a call, its message covers this rule's.
+MAP_LOCATION_CODE = "TL301"
+
+
+def missing_weights_only(ctx: FileContext, node: cst.Call) -> bool:
+    """Whether TL302 describes this `torch.load` call: no `weights_only` (nor `**kwargs` that
+    may carry it), not a compatibility fallback, and a target torch whose default differs."""
+    if keyword_arg(node, "weights_only") is not None or has_double_star(node):
+        return False
+    if in_compat_fallback(ctx):
+        return False  # `except TypeError:` retrying without weights_only for an old torch
+    target = target_torch(ctx)
+    return target is None or (1, 13) <= target < (2, 6)
+
+
+def weights_only_risk(ctx: FileContext) -> str:
+    """What a load without `weights_only` does under the configured target torch."""
+    if target_torch(ctx) is None:
+        return ("before torch 2.6 it unpickles arbitrary code; from 2.6 it refuses objects of classes outside its "
+                "allowlist (numpy arrays, argparse.Namespace, your own classes)")
+    return "on torch < 2.6 it defaults to full unpickling, so a malicious file runs code"
+
+
+def weights_only_fixable(node: cst.Call) -> bool:
+    """`weights_only=True` can be added: no `pickle_module`, which it rejects."""
+    pickle_module = keyword_arg(node, "pickle_module") or (positional_args(node)[2:3] or [None])[0]
+    return pickle_module is None

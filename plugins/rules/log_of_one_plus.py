@@ -5,12 +5,13 @@ import libcst as cst
 from torchlint.fix import SAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 
-from ._numerics import is_one, only_positional
+from ._integer_values import WholeNumbers
+from ._numerics import LocalTags, is_one, only_positional
 
 LOG_FUNCTIONS = frozenset({"torch.log"})
 
 
-class LogOfOnePlus(Rule):
+class LogOfOnePlus(LocalTags):
     """
     ## What it does
     Flags `torch.log(1 + x)` and `torch.log(x + 1)` (also with `1.0`).
@@ -20,6 +21,12 @@ class LogOfOnePlus(Rule):
     every significant digit: in float32, `torch.log(1 + 1e-8)` is `0.0` while
     `torch.log1p(1e-8)` is `1e-8`. `torch.log1p` computes `log(1 + x)` without forming `1 + x`.
     It keeps the dtype `torch.log(1 + x)` has (int and bool inputs give float32 in both).
+
+    Only an `x` that may hold a small fraction matters. Whole numbers lose nothing, so `x` is
+    left alone when it certainly holds them: an integer literal, `len(...)`, `int(...)`,
+    `round(v)`, `math.ceil(...)`, `a // b`, `t.numel()`, `t.size(0)`, `t.shape[0]`, a count of
+    `(pred == y).sum()`, `t.long()`, `torch.tensor(len(...))`, a local name assigned one of
+    those, or a name spelled like a count (`n`, `num_*`, `n_*`, `*_count`, `step`, `epoch`).
 
     ## Example
     ```python
@@ -103,7 +110,40 @@ class LogOfOnePlus(Rule):
             """,
             note="a parameter named torch is not the module",
         ),
+        Good(
+            """
+            import math
+            import torch
+
+            def idf(docs, term_counts, n_steps, seconds):
+                n = len(docs)
+                a = torch.log(1 + torch.tensor(n))
+                b = torch.log(1 + term_counts.long()) + torch.log(torch.tensor(len(docs)) + 1)
+                c = torch.log(1 + torch.tensor(n_steps)) + torch.log(1.0 + torch.tensor(round(seconds)))
+                d = torch.log(1 + torch.tensor(math.ceil(seconds) // 2))
+                e = torch.log(1 + (docs == 0).sum()) + torch.log(1 + docs.size(0) * torch.ones(3))
+                return a, b, c, d, e
+            """,
+            note="whole numbers lose nothing: counts, lengths, rounded values, sizes",
+        ),
+        Bad(
+            """
+            import torch
+
+            def smooth(counts, total):
+                n = len(counts)
+                freq = counts.float() / total
+                return torch.log(1 + freq), torch.log(1 + n * freq)  # error
+            """,
+            note="a ratio of counts is a fraction, and so is a count times one",
+        ),
     ]
+
+    def tag_of(self, expr: cst.BaseExpression) -> str | None:
+        return self._whole_numbers().kind(expr)
+
+    def _whole_numbers(self) -> WholeNumbers:
+        return WholeNumbers(self.lookup, self.ctx.qualname, by_spelling=True)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.qualname(node.func) not in LOG_FUNCTIONS:
@@ -111,8 +151,8 @@ class LogOfOnePlus(Rule):
         if not node.args or node.args[0].keyword is not None or node.args[0].star:
             return
         rest = _one_plus_rest(node.args[0].value)
-        if rest is None:
-            return
+        if rest is None or self._whole_numbers().kind(rest) is not None:
+            return  # whole numbers lose nothing: `log(1 + n)` is exact enough for a count
         fix = None
         func = _sibling_function(self, node.func, "log1p")
         if func is not None and only_positional(node, 1):

@@ -49,7 +49,9 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
     Flags `t.numpy()` where `t` evidently lives on an accelerator or requires grad:
     - moved there in the same function by `.cuda()` or `.to(<device>)` (a string like `"cuda"`,
       an int, `torch.device("cuda")`, or a name ending in `device`/`gpu`/`cuda`, `rank`,
-      `local_rank`) or created with such a `device=`, without a later `.cpu()`;
+      `local_rank`) or created with such a `device=`, without a later `.cpu()` or a
+      `.to(...)` naming the host (`"cpu"`, `torch.device("cpu")`, a name containing `cpu`
+      such as `self._cpu_device`);
     - created with `requires_grad=True`, as an `nn.Parameter`, by `.requires_grad_()`, or
       a name `backward()` was called on, without `.detach()` / `.data` in between.
     Values are followed through local variables (in source order, a binding in a branch does
@@ -161,6 +163,36 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
         ),
         Good(
             """
+            import torch
+
+            class Predictor:
+                def __init__(self):
+                    self._cpu_device = torch.device("cpu")
+
+                def run(self, model, x, device, cpu):
+                    x = x.to(device)
+                    a = model(x).to(self._cpu_device).numpy()
+                    b = x.to(self._cpu_device).numpy()
+                    c = x.to(torch.device("cpu")).numpy() + x.to("cpu", non_blocking=True).numpy()
+                    d = x.detach().cpu().numpy() + x.cpu().detach().numpy() + x.data.cpu().numpy()
+                    e = x.to(cpu).numpy() + x.to(device="cpu:0").numpy()
+                    return a, b, c, d, e
+            """,
+            note="moved back to the host: a device name that says cpu, `torch.device('cpu')`, `.cpu()`",
+        ),
+        Bad(
+            """
+            import torch
+
+            def run(model, x, device, cpu_device):
+                x = x.to(device)
+                a = x.to(cpu_device).float().numpy()
+                return a, x.to(cpu_device).cuda().numpy()  # error
+            """,
+            note="back on the host, then moved to the GPU again",
+        ),
+        Good(
+            """
             import tensorflow as tf
 
             def f(t):
@@ -257,7 +289,7 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
             text = expr.evaluated_value if isinstance(expr.evaluated_value, str) else ""
             if text.startswith(("cuda", "mps", "xpu", "npu", "hpu")):
                 return "accelerator"
-            return "cpu" if text == "cpu" else None
+            return "cpu" if text == "cpu" or text.startswith("cpu:") else None
         if isinstance(expr, cst.Integer):
             return "accelerator"
         if isinstance(expr, cst.Call) and self.ctx.qualname(expr.func) == "torch.device":
@@ -270,6 +302,8 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
         if name is None:
             return None
         last = name.rpartition(".")[2].lower()
+        if "cpu" in last:
+            return "cpu"  # `self._cpu_device`, `cpu_device`: a name for the host
         if any(word in last for word in DEVICE_WORDS) or last in DEVICE_NAMES:
             return "accelerator"
         return None

@@ -41,6 +41,9 @@ class PendingReport:
 class FileContext:
     """Per-file state shared by every rule during the single traversal."""
 
+    #: The codes of the rules this check runs, set by the engine; None when nobody said.
+    enabled_codes: frozenset[str] | None = None
+
     def __init__(
         self, path: str, text: str, module: cst.Module, ancestors: list[cst.CSTNode], config: Config | None = None
     ) -> None:
@@ -60,6 +63,11 @@ class FileContext:
         self._qualnames: dict[int, str | None] = {}
         #: The file's analyses (torchlint.analysis), built by the engine before the rules.
         self.analyses: dict[type, Any] = {}
+
+    def is_enabled(self, code: str) -> bool:
+        """Whether rule `code` runs in this check: two rules that would report the same call
+        use it to agree on which one does. False when the engine did not say."""
+        return self.enabled_codes is not None and code in self.enabled_codes
 
     def analysis(self, cls: type[A]) -> A:
         """This file's instance of an analysis the calling rule names in ``Rule.analyses``."""

@@ -184,6 +184,7 @@ class StaticEngine:
         result.parsed = True
 
         ctx = FileContext(path, text, module, [], self.config)
+        ctx.enabled_codes = self.enabled
         crashes = run_rules(ctx, candidates)
         if self._wants_file_facts:
             for facts in self.pm.hook.torchlint_file_facts(ctx=ctx):
