@@ -178,3 +178,19 @@ def test_a_broken_linter_is_reported_not_scored(tmp_path):
     out = io.StringIO()
     score.report_text(outcomes, errors, out)
     assert "Programs not scored: 1" in out.getvalue()
+
+
+def test_a_linter_that_prints_nothing_is_an_error_not_a_clean_program(tmp_path):
+    """Exit 1 with no JSON is a crash (say, an import error), never "no findings"."""
+    crashing = [sys.executable, "-c", "import sys; sys.stderr.write('ImportError: x'); sys.exit(1)"]
+    findings, error = score.run_torchlint(tmp_path, crashing, timeout=60)
+    assert findings == [] and "ImportError" in error
+
+
+def test_the_default_command_keeps_the_checked_folder_off_sys_path(tmp_path):
+    """A checked tree holding `random.py` (torch's own sources do) must not shadow the stdlib."""
+    (tmp_path / "random.py").write_text("raise SystemExit('shadowed the standard library')\n")
+    (tmp_path / "train.py").write_text("import torch\nstate = torch.load('x.pt')\n")
+    findings, error = score.run_torchlint(tmp_path, score._torchlint_command(None), timeout=120)
+    assert error is None, error
+    assert all(f.path == "train.py" for f in findings)  # which findings is the benchmark's business

@@ -116,10 +116,18 @@ def program_labels(program: Path) -> list[Label]:
     return labels
 
 
+# `python -m torchlint` would put the checked tree's folder first on sys.path, and torch's own
+# sources (random.py, signal/) then shadow the standard library inside torchlint itself.
+_RUN_TORCHLINT = (
+    "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+    "from torchlint.cli import main; sys.exit(main())"
+)
+
+
 def _torchlint_command(args_torchlint: str | None) -> list[str]:
     if args_torchlint:
         return args_torchlint.split()
-    return [sys.executable, "-m", "torchlint"]
+    return [sys.executable, "-c", _RUN_TORCHLINT]
 
 
 def run_torchlint(target: Path, torchlint: list[str], timeout: float) -> tuple[list[Finding], str | None]:
@@ -139,8 +147,10 @@ def run_torchlint(target: Path, torchlint: list[str], timeout: float) -> tuple[l
         return [], f"could not start {command[0]}: {error}"
     if done.returncode not in (0, 1):
         return [], f"exit {done.returncode}: {done.stderr.strip()[-500:]}"
+    if not done.stdout.strip():  # the JSON format prints `[]` when there is nothing to report
+        return [], f"no output (exit {done.returncode}): {done.stderr.strip()[-500:]}"
     try:
-        raw = json.loads(done.stdout or "[]")
+        raw = json.loads(done.stdout)
     except json.JSONDecodeError as error:
         return [], f"unreadable JSON output ({error}): {done.stdout[:200]!r}"
     findings = []
@@ -337,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="NAME", help="score only these programs")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per torchlint run")
-    parser.add_argument("--torchlint", help="command to run torchlint (default: this Python's -m torchlint)")
+    parser.add_argument("--torchlint", help="command to run torchlint (default: torchlint imported by this Python, with the checked folder kept off sys.path)")
     parser.add_argument("--corpus", nargs="+", type=Path, metavar="PATH",
                         help="external trees: findings per 1,000 files instead of the labelled score")
     parser.add_argument("--corpus-timeout", type=float, default=1800.0, help="seconds per external tree")
