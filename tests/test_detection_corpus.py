@@ -194,3 +194,10 @@ def test_the_default_command_keeps_the_checked_folder_off_sys_path(tmp_path):
     findings, error = score.run_torchlint(tmp_path, score._torchlint_command(None), timeout=120)
     assert error is None, error
     assert all(f.path == "train.py" for f in findings)  # which findings is the benchmark's business
+
+
+def test_only_names_a_missing_program_as_not_scored(tmp_path):
+    (tmp_path / "programs" / "real").mkdir(parents=True)
+    never_run = [sys.executable, "-c", "raise SystemExit(3)"]
+    outcomes, errors = score.score_corpus(tmp_path / "programs", never_run, timeout=60, only=["typo"])
+    assert outcomes == {} and list(errors) == ["typo"] and "no program folder" in errors["typo"]

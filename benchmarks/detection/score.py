@@ -262,6 +262,9 @@ def score_corpus(programs_dir: Path, torchlint: list[str], timeout: float, only:
             errors[program.name] = error
             continue
         outcomes[program.name] = score_program(labels, findings)
+    for name in only or ():
+        if not (programs_dir / name).is_dir():
+            errors[name] = f"no program folder {name!r} under {programs_dir}"
     return outcomes, errors
 
 
@@ -362,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
             print()
         return 0
 
+    if not args.programs.is_dir():
+        print(f"score.py: no programs folder at {args.programs}", file=sys.stderr)
+        return 0
     outcomes, errors = score_corpus(args.programs, torchlint, args.timeout, args.only)
     if args.json:
         json.dump(report_json(outcomes, errors), sys.stdout, indent=2)
