@@ -491,7 +491,15 @@ class SemanticModel(Analysis):
     def _call(self, call: cst.Call) -> Value:
         func = call.func
         qualname = self.qualname(func)
-        if qualname is not None:
+        if qualname is not None and (qualname.split(".")[0] == "torch" or not isinstance(func, cst.Attribute)):
+            return self._qualified_call(call, qualname)
+        # `classifier.to(device)` on an imported object: its methods, not a module's function.
+        if isinstance(func, cst.Attribute) and qualname is not None:
+            method = func.attr.value
+            if method in api.PASSTHROUGH_METHODS or method in api.COPY_METHODS:
+                return self.value(func.value)
+            if method in ("forward", "__call__"):
+                return Applied(self.value(func.value))
             return self._qualified_call(call, qualname)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
