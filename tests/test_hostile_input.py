@@ -158,6 +158,17 @@ def test_fifo_named_like_a_module_does_not_block(tmp_path, named):
     assert "not a regular file" in found[("x.py", "TL000")]["message"]
 
 
+@needs_fifo
+@pytest.mark.parametrize("fmt", ["sarif", "gitlab", "full"])
+def test_fifo_does_not_block_formats_that_read_source_lines(tmp_path, fmt):
+    os.mkfifo(tmp_path / "x.py")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchlint", "check", "--no-cache", "--output-format", fmt, "."],
+        cwd=tmp_path, capture_output=True, timeout=60,
+    )
+    assert proc.returncode == 1 and b"x.py" in proc.stdout
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
 def test_symlink_to_a_device_is_not_read(tmp_path):
     (tmp_path / "zero.py").symlink_to("/dev/zero")
