@@ -7,6 +7,7 @@ never mention a rule's trigger tokens does not pay libcst's ~0.2 s import.
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,15 +78,24 @@ def _rule_wants_file(rule: type[Rule], text: str) -> bool:
     return not rule.imports or any(package in text for package in rule.imports)
 
 
+def _lines(text: str) -> list[str]:
+    """Lines as CPython and libcst count them: `\r\n`, `\r` or `\n` ends one (str.splitlines
+    also splits at form feeds and U+2028, which would shift every line number after them)."""
+    lines = re.split(r"\r\n|\r|\n", text)
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def _position(text: str, line: int | None, column: int | None) -> tuple[int, int]:
     """A 1-based (line, column) inside `text`: CPython puts some errors one past the end."""
-    lines = text.splitlines() or [""]
+    lines = _lines(text)
     line = min(max(line or 1, 1), len(lines))
     return line, min(max(column or 1, 1), len(lines[line - 1]) + 1)
 
 
 def _longest_line(text: str) -> int:
-    lines = text.splitlines() or [""]
+    lines = _lines(text)
     return max(range(len(lines)), key=lambda i: len(lines[i])) + 1
 
 
