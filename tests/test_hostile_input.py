@@ -66,6 +66,21 @@ def test_too_deep_nesting_is_one_finding_not_a_segfault(tmp_path, jobs):
     assert found[("ors.py", "TL000")]["location"]["row"] == 3
 
 
+def test_syntax_newer_than_the_running_python_is_still_checked(tmp_path, monkeypatch):
+    """`def f[T]()` is 3.12 syntax: under 3.11 `ast` refuses it, libcst parses it. The file
+    was checked before the ast gate existed and still is (torch ships such a file)."""
+    (tmp_path / "new.py").write_text("import torch\ndef f[T](p):\n    return torch.load(p, weights_only=True)\n")
+    _, found = check_json(tmp_path, monkeypatch, ".")
+    assert set(found) == {("new.py", "TL301")}
+
+
+def test_deep_nesting_is_refused_even_when_python_refuses_the_syntax(tmp_path):
+    deep = "(" * 1500 + "1" + ")" * 1500
+    (tmp_path / "new.py").write_text(f"import torch\ndef f[T](p):\n    return torch.load(p, weights_only=True)\nx = {deep}\n")
+    _, found = check_json_subprocess(tmp_path, ".")
+    assert set(found) == {("new.py", "TL000")}
+
+
 def test_nesting_depth_bound_counts_what_libcst_nests():
     import ast
 

@@ -150,6 +150,13 @@ class StaticEngine:
         # CPython parses first, for every file: syntax errors are reported whatever rules are
         # enabled, and code nested deeper than libcst survives never reaches libcst.
         tree, problem = _parse_with_python(text)
+        if problem is not None and candidates and tree is None and problem[0].startswith("syntax error"):
+            # Syntax newer than the running Python (`def f[T]()` under 3.11) is still Python
+            # to libcst: let it try, if the tokens bound the nesting instead of `ast`.
+            from torchlint.static.nesting import shallow_by_tokens
+
+            if shallow_by_tokens(text):
+                return self._check_with_libcst(result, path, text, candidates, python_problem=problem)
         if problem is not None:
             result.findings.append(engine_finding(FileNotChecked, path, *problem))
             return result
@@ -162,6 +169,13 @@ class StaticEngine:
             result.findings.append(engine_finding(FileNotChecked, path, message, deepest_line(tree)))
             return result
         del tree
+        return self._check_with_libcst(result, path, text, candidates)
+
+    def _check_with_libcst(
+        self, result: FileResult, path: str, text: str, candidates: list[type[Rule]], python_problem: tuple[str, int, int] | None = None
+    ) -> FileResult:
+        """Parse with libcst and run `candidates`. When CPython already refused the text,
+        its error (with its position) is what a libcst failure reports."""
         import libcst as cst
 
         from torchlint.static.context import FileContext
@@ -171,13 +185,15 @@ class StaticEngine:
             module = cst.parse_module(text)
         except cst.ParserSyntaxError as exc:
             line, column = _position(text, exc.raw_line, exc.raw_column + 1)
-            result.findings.append(engine_finding(FileNotChecked, path, f"syntax error: {exc.message}", line, column))
+            problem = python_problem or (f"syntax error: {exc.message}", line, column)
+            result.findings.append(engine_finding(FileNotChecked, path, *problem))
             return result
         except (RecursionError, MemoryError) as exc:
             result.findings.append(engine_finding(FileNotChecked, path, f"nesting too deep to check safely ({type(exc).__name__})"))
             return result
         except Exception as exc:  # libcst's native parser can raise its own errors
-            result.findings.append(engine_finding(FileNotChecked, path, f"could not parse: {exc}".splitlines()[0]))
+            problem = python_problem or (f"could not parse: {exc}".splitlines()[0], 1, 1)
+            result.findings.append(engine_finding(FileNotChecked, path, *problem))
             return result
         result.parsed = True
 

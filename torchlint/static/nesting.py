@@ -73,3 +73,39 @@ def deepest_line(tree: ast.AST) -> int:
             ):
                 lines.append(node.lineno)
     return min(lines, default=1)
+
+
+#: For code CPython's `ast` refuses but libcst may accept (syntax newer than the running
+#: Python, such as `def f[T]()` checked under 3.11), the bound comes from tokens: nesting
+#: needs at least one token a level, and 1,500 nested brackets (3,000 tokens) crash libcst.
+MAX_TOKENS_PER_STATEMENT = 2000
+#: CPython's own limit on indentation levels, which `ast` would otherwise have enforced.
+MAX_INDENT_LEVELS = 100
+
+
+def shallow_by_tokens(text: str) -> bool:
+    """Whether no statement of `text` has more tokens, nor more indentation levels, than
+    libcst safely parses. False also when the text cannot be tokenized at all."""
+    import io
+    import tokenize
+
+    statement_end = (tokenize.NEWLINE, tokenize.ENDMARKER)
+    count = indent = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            kind = token.type
+            if kind in statement_end:
+                count = 0
+                continue
+            if kind == tokenize.INDENT:
+                indent += 1
+                if indent > MAX_INDENT_LEVELS:
+                    return False
+            elif kind == tokenize.DEDENT:
+                indent -= 1
+            count += 1
+            if count > MAX_TOKENS_PER_STATEMENT:
+                return False
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return True
