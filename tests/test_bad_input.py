@@ -88,18 +88,18 @@ def test_unreadable_file(tmp_path, monkeypatch):
 
 def test_unreadable_file_via_patched_read(tmp_path, monkeypatch):
     """The permission path, exercised even when the tests run as root."""
-    from pathlib import Path
+    from torchlint.static import source
 
     (tmp_path / "secret.py").write_bytes(BUGGY)
     (tmp_path / "good.py").write_bytes(BUGGY)
-    real = Path.read_bytes
+    real = source.os.open
 
-    def read_bytes(self):
-        if self.name == "secret.py":
+    def open_(path, *args, **kwargs):
+        if str(path).endswith("secret.py"):
             raise PermissionError(13, "Permission denied")
-        return real(self)
+        return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(source.os, "open", open_)
     code, found = check_json(tmp_path, monkeypatch, ".")
     assert set(found) == {("secret.py", "TL000"), ("good.py", "TL301")}
     assert "permission denied" in found[("secret.py", "TL000")]["message"]

@@ -74,14 +74,17 @@ def test_suppressions_are_read_from_the_checked_content_not_a_second_read(tmp_pa
     from torchlint.static.engine import StaticEngine
 
     (tmp_path / "a.py").write_text("import torch  # on cuda\nx = torch.load(p, weights_only=True)  # noqa: TL301\n")
+    from torchlint.static import source
+
     reads = []
-    real = Path.read_bytes
+    real = source.os.open
 
-    def counting(self):
-        reads.append(self.name)
-        return real(self)
+    def counting(path, *args, **kwargs):  # every read of a checked file opens it here
+        if Path(path).name == "a.py":
+            reads.append(Path(path).name)
+        return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", counting)
+    monkeypatch.setattr(source.os, "open", counting)
     pm = make_plugin_manager()
     engine = StaticEngine(Config(root=tmp_path), pm, collect_rules(pm), {"TL301"})
     result = engine.check_paths([tmp_path / "a.py"], cwd=tmp_path)

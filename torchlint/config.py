@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -53,7 +54,12 @@ class Config:
 
 def find_config_file(start: Path) -> Path | None:
     """The nearest pyproject.toml with a [tool.torchlint] table, looking up from `start`."""
-    start = start.resolve()
+    try:
+        start = start.resolve()
+    except (OSError, RuntimeError):
+        # A symbolic link loop (RuntimeError before Python 3.13, OSError after): look up from
+        # the folder holding the link; the engine reports the path itself as not checkable.
+        start = Path(os.path.abspath(start))
     directory = start if start.is_dir() else start.parent
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"

@@ -10,13 +10,15 @@ from __future__ import annotations
 from typing import TextIO
 
 from torchlint.findings import Finding, Severity
+from torchlint.plugins.formats.escape import escape_control
 from torchlint.report import ReportContext
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return escape_control(text)  # ESC and U+2028 too, not only the CR and LF GitHub names
 
 
 def escape_property(text: str) -> str:

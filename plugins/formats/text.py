@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import TextIO
 
 from torchlint.findings import Finding
+from torchlint.plugins.formats.escape import escape_control
 from torchlint.report import ReportContext
 
 
 def headline(finding: Finding) -> str:
     loc = finding.location
     fixable = " [*]" if finding.fix is not None and finding.fix.applicability == "safe" else ""
-    return f"{finding.path}:{loc.line}:{loc.column}: {finding.code}{fixable} {finding.message}"
+    path, message = escape_control(finding.path), escape_control(finding.message)
+    return f"{path}:{loc.line}:{loc.column}: {finding.code}{fixable} {message}"
 
 
 def write_concise(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
@@ -21,7 +23,8 @@ def write_concise(findings: list[Finding], stream: TextIO, ctx: ReportContext) -
 
 def write_pylint(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
     for finding in findings:
-        stream.write(f"{finding.path}:{finding.location.line}: [{finding.code}] {finding.message}\n")
+        path, message = escape_control(finding.path), escape_control(finding.message)
+        stream.write(f"{path}:{finding.location.line}: [{finding.code}] {message}\n")
 
 
 def write_full(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
@@ -39,7 +42,7 @@ def _snippet(finding: Finding, ctx: ReportContext) -> str:
     loc = finding.location
     if not lines or not (1 <= loc.line <= len(lines)):
         return ""
-    text = lines[loc.line - 1].expandtabs(1)
+    text = escape_control(lines[loc.line - 1].expandtabs(1))
     width = len(str(loc.line))
     end = loc.end_column if loc.end_line == loc.line else len(text) + 1
     carets = "^" * max(1, end - loc.column)

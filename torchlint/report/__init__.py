@@ -23,10 +23,12 @@ class ReportContext:
 
     def source_lines(self, path: str) -> list[str] | None:
         if path not in self._lines:
-            try:
-                self._lines[path] = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                self._lines[path] = None
+            from torchlint.static.source import read_bytes
+
+            # The same guarded read as the checker's: a FIFO reported as TL000 must not block
+            # the fingerprints of SARIF, GitLab and baseline output.
+            data, _ = read_bytes(Path(path))
+            self._lines[path] = data.decode("utf-8", errors="replace").splitlines() if data is not None else None
         return self._lines[path]
 
     def snippet(self, finding: Finding) -> str:

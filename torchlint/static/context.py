@@ -199,6 +199,7 @@ class FileContext:
         return self._positions.span(node, statement)
 
     def findings(self) -> list[Finding]:
+        self._prepare_positions()
         out = []
         for item in self.pending:
             line, column, end_line, end_column = self.position(item.node, item.statement)
@@ -217,6 +218,28 @@ class FileContext:
                 )
             )
         return out
+
+    def _prepare_positions(self) -> None:
+        """Positions of every reported node (and every node a fix replaces), one code
+        generation per statement rather than one per finding."""
+        if not self.pending:
+            return
+        if self._positions is None:
+            from torchlint.static.positions import Positions
+
+            self._positions = Positions(self.module)
+        by_statement: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+        for item in self.pending:
+            if item.statement is None:
+                continue
+            nodes = by_statement.setdefault(id(item.statement), (item.statement, []))[1]
+            nodes.append(item.node)
+            if item.end_node is not None:
+                nodes.append(item.end_node)
+            if item.fix is not None:
+                nodes.extend(old for old, _ in item.fix.replacements)
+        for statement, nodes in by_statement.values():
+            self._positions.prepare(statement, nodes)
 
     def _code_at_depth(self, node: cst.CSTNode, indents: tuple[str, ...]) -> str:
         """Code for `node` as it will sit in the file: lines it breaks get the indentation of

@@ -7,6 +7,7 @@ even if excluded, unless `--force-exclude` (what pre-commit passes) is given.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 from dataclasses import dataclass
@@ -59,6 +60,16 @@ def is_excluded(path: Path, config: Config, base: Path | None = None) -> bool:
     return False
 
 
+def _dangling(link: Path) -> str:
+    """Why a symbolic link that leads nowhere cannot be checked."""
+    try:
+        os.stat(link)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop"
+    return "broken symbolic link"
+
+
 def discover(paths: list[Path], config: Config, *, cwd: Path) -> list[Discovered]:
     cwd = cwd.absolute()
     found: dict[str, Discovered] = {}
@@ -75,7 +86,7 @@ def discover(paths: list[Path], config: Config, *, cwd: Path) -> list[Discovered
     for given in paths:
         display = _display(given, cwd)
         if given.is_symlink() and not given.exists():
-            add(Discovered(given, display, "broken symbolic link"))
+            add(Discovered(given, display, _dangling(given)))
             continue
         if not given.exists():
             add(Discovered(given, display, "no such file or directory"))
@@ -116,7 +127,7 @@ def _walk(top: Path, config: Config, gitignore: GitIgnore | None, cwd: Path):
                 continue
             if gitignore is not None and gitignore.ignored(child.absolute(), False):
                 continue
-            problem = "broken symbolic link" if child.is_symlink() and not child.exists() else None
+            problem = _dangling(child) if child.is_symlink() and not child.exists() else None
             yield Discovered(child, _display(child, cwd), problem)
     for error in errors:
         if error.filename and Path(error.filename) != top:

@@ -79,16 +79,46 @@ def _rule_wants_file(rule: type[Rule], text: str) -> bool:
     return not rule.imports or any(package in text for package in rule.imports)
 
 
-def _compile_error(text: str) -> tuple[str, int, int] | None:
+def _lines(text: str) -> list[str]:
+    """Lines as CPython and libcst count them: `\r\n`, `\r` or `\n` ends one (str.splitlines
+    also splits at form feeds and U+2028, which would shift every line number after them)."""
+    lines = re.split(r"\r\n|\r|\n", text)
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _position(text: str, line: int | None, column: int | None) -> tuple[int, int]:
+    """A 1-based (line, column) inside `text`: CPython puts some errors one past the end."""
+    lines = _lines(text)
+    line = min(max(line or 1, 1), len(lines))
+    return line, min(max(column or 1, 1), len(lines[line - 1]) + 1)
+
+
+def _longest_line(text: str) -> int:
+    lines = _lines(text)
+    return max(range(len(lines)), key=lambda i: len(lines[i])) + 1
+
+
+def _parse_with_python(text: str) -> tuple[Any, tuple[str, int, int] | None]:
+    """CPython's own parse, a fifth of libcst's cost: (tree, None), or (None, (problem, line,
+    column)). It raises cleanly where libcst's native parser would crash, and its tokenizer
+    errors carry real positions."""
     import ast
+    import warnings
 
     try:
-        ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences are not ours to report
+            return ast.parse(text), None
     except SyntaxError as exc:
-        return (f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return (f"could not parse: {exc}", 1, 1)
-    return None
+        return None, (f"syntax error: {exc.msg}", *_position(text, exc.lineno, exc.offset))
+    except (RecursionError, MemoryError) as exc:
+        # CPython gave up on the nesting (no position); the deepest code is on a long line.
+        message = f"nesting too deep to check safely (Python's parser raised {type(exc).__name__})"
+        return None, (message, _longest_line(text), 1)
+    except ValueError as exc:
+        return None, (f"could not parse: {exc}", 1, 1)
 
 
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
@@ -156,13 +186,35 @@ class StaticEngine:
     def check_text(self, path: str, text: str) -> FileResult:
         result = FileResult(path)
         candidates = [rule for rule in self.active_rules if _rule_wants_file(rule, text)]
-        if not candidates:
-            # No rule wants this file, but a syntax error must still be reported: CPython's own
-            # parser costs a fifth of libcst's and needs no libcst import.
-            syntax_error = _compile_error(text)
-            if syntax_error is not None:
-                result.findings.append(engine_finding(FileNotChecked, path, *syntax_error))
+        # CPython parses first, for every file: syntax errors are reported whatever rules are
+        # enabled, and code nested deeper than libcst survives never reaches libcst.
+        tree, problem = _parse_with_python(text)
+        if problem is not None and candidates and tree is None and problem[0].startswith("syntax error"):
+            # Syntax newer than the running Python (`def f[T]()` under 3.11) is still Python
+            # to libcst: let it try, if the tokens bound the nesting instead of `ast`.
+            from torchlint.static.nesting import shallow_by_tokens
+
+            if shallow_by_tokens(text):
+                return self._check_with_libcst(result, path, text, candidates, python_problem=problem)
+        if problem is not None:
+            result.findings.append(engine_finding(FileNotChecked, path, *problem))
             return result
+        if not candidates:
+            return result
+        from torchlint.static.nesting import MAX_NESTING, deepest_line, nesting_depth
+
+        if nesting_depth(tree, MAX_NESTING) > MAX_NESTING:
+            message = f"nesting too deep to check safely (more than {MAX_NESTING} levels)"
+            result.findings.append(engine_finding(FileNotChecked, path, message, deepest_line(tree)))
+            return result
+        del tree
+        return self._check_with_libcst(result, path, text, candidates)
+
+    def _check_with_libcst(
+        self, result: FileResult, path: str, text: str, candidates: list[type[Rule]], python_problem: tuple[str, int, int] | None = None
+    ) -> FileResult:
+        """Parse with libcst and run `candidates`. When CPython already refused the text,
+        its error (with its position) is what a libcst failure reports."""
         import libcst as cst
 
         from torchlint.static.context import FileContext
@@ -171,15 +223,16 @@ class StaticEngine:
         try:
             module = cst.parse_module(text)
         except cst.ParserSyntaxError as exc:
-            result.findings.append(
-                engine_finding(FileNotChecked, path, f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
-            )
+            line, column = _position(text, exc.raw_line, exc.raw_column + 1)
+            problem = python_problem or (f"syntax error: {exc.message}", line, column)
+            result.findings.append(engine_finding(FileNotChecked, path, *problem))
             return result
         except (RecursionError, MemoryError) as exc:
-            result.findings.append(engine_finding(FileNotChecked, path, f"too deeply nested to parse ({type(exc).__name__})"))
+            result.findings.append(engine_finding(FileNotChecked, path, f"nesting too deep to check safely ({type(exc).__name__})"))
             return result
         except Exception as exc:  # libcst's native parser can raise its own errors
-            result.findings.append(engine_finding(FileNotChecked, path, f"could not parse: {exc}".splitlines()[0]))
+            problem = python_problem or (f"could not parse: {exc}".splitlines()[0], 1, 1)
+            result.findings.append(engine_finding(FileNotChecked, path, *problem))
             return result
         result.parsed = True
 

@@ -3,6 +3,11 @@
 Workers are forked where the platform allows it, so they inherit the already-configured
 engine (plugins loaded, rules selected) instead of rebuilding it. Results come back as
 plain JSON-able dicts.
+
+A worker killed by a signal (a native crash in the parser or a plugin) must not hang the run
+or lose the other files: `concurrent.futures` notices the dead worker (BrokenProcessPool)
+where `multiprocessing.Pool.map` waits forever. The files left unfinished are then checked
+again, each in a fresh worker of its own, so only the file that kills its worker is lost.
 """
 
 from __future__ import annotations
@@ -61,8 +66,40 @@ def plan_jobs(engine: StaticEngine, items: list[tuple[str, bytes]], jobs: int, f
     return max(1, min(jobs, len(to_parse), sum(to_parse) // MIN_BYTES_PER_FORKED_WORKER))
 
 
+def _executor(engine: StaticEngine, jobs: int, fork: bool):
+    from concurrent.futures import ProcessPoolExecutor
+
+    if fork:
+        return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+    return ProcessPoolExecutor(
+        jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_spawned_worker,
+        initargs=(engine.config, sorted(engine.enabled)),
+    )
+
+
+def _run_pool(engine: StaticEngine, items: list[tuple[str, bytes]], order: list[int], jobs: int, fork: bool) -> dict[int, dict]:
+    """Outputs of the files that finished; a dead worker ends the round early."""
+    from concurrent.futures import as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    outputs: dict[int, dict] = {}
+    with _executor(engine, jobs, fork) as pool:
+        futures = {pool.submit(_check_in_worker, items[i]): i for i in order}
+        try:
+            for future in as_completed(futures):
+                outputs[futures[future]] = future.result()
+        except BrokenProcessPool:
+            for future, index in futures.items():  # keep what finished before the crash
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    outputs[index] = future.result()
+    return outputs
+
+
 def run_checks(engine: StaticEngine, items: list[tuple[str, bytes]], jobs: int) -> list[FileResult]:
     from torchlint.static.engine import FileResult
+    from torchlint.static.engine_rules import FileNotChecked, engine_finding
 
     fork = "fork" in multiprocessing.get_all_start_methods()
     jobs = plan_jobs(engine, items, jobs, fork)
@@ -75,19 +112,18 @@ def run_checks(engine: StaticEngine, items: list[tuple[str, bytes]], jobs: int) 
 
         load("libcst")
         _engine = engine
-        pool = multiprocessing.get_context("fork").Pool(jobs)
-    else:
-        context = multiprocessing.get_context("spawn")
-        pool = context.Pool(jobs, initializer=_init_spawned_worker, initargs=(engine.config, sorted(engine.enabled)))
     # Biggest files first so one huge file does not finish last on an otherwise idle pool.
     order = sorted(range(len(items)), key=lambda i: -len(items[i][1]))
     try:
-        outputs = pool.map(_check_in_worker, [items[i] for i in order], chunksize=1)
+        outputs = _run_pool(engine, items, order, jobs, fork)
+        for index in [i for i in order if i not in outputs]:
+            alone = _run_pool(engine, items, [index], 1, fork)
+            if index in alone:
+                outputs[index] = alone[index]
+            else:
+                path = items[index][0]
+                message = "the checking process died on this file (a crash in the parser or a plugin); it was skipped"
+                outputs[index] = FileResult(path, [engine_finding(FileNotChecked, path, message)]).to_json()
     finally:
-        pool.close()
-        pool.join()
         _engine = None
-    results: list[FileResult | None] = [None] * len(items)
-    for position, index in enumerate(order):
-        results[index] = FileResult.from_json(items[index][0], outputs[position])
-    return [r for r in results if r is not None]
+    return [FileResult.from_json(items[index][0], outputs[index]) for index in range(len(items))]

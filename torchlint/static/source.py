@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import io
+import os
+import stat
 import tokenize
 from dataclasses import dataclass
 import re
@@ -27,10 +30,18 @@ class Source:
         return (b"\xef\xbb\xbf" + data) if self.bom else data
 
 
+#: Bigger files are not read: no hand-written module is this big, and a file that is (a data
+#: dump with a .py name) would take minutes and gigabytes to parse.
+MAX_FILE_BYTES = 10_000_000
+
+
 def read_bytes(path: Path) -> tuple[bytes | None, str | None]:
-    """(content, None) or (None, why it cannot be read)."""
+    """(content, None) or (None, why it cannot be read). Only regular files are read: a FIFO
+    would block forever and a device (a link to /dev/zero) never ends. The file is opened
+    without blocking and judged by `fstat` on the open descriptor, so it cannot be swapped
+    for something else between the check and the read."""
     try:
-        return path.read_bytes(), None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except IsADirectoryError:
         return None, "is a directory, not a file"
     except FileNotFoundError:
@@ -38,7 +49,39 @@ def read_bytes(path: Path) -> tuple[bytes | None, str | None]:
     except PermissionError:
         return None, "permission denied"
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, "symbolic link loop"
         return None, f"cannot read: {exc.strerror or exc}"
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            return None, "is a directory, not a file"
+        if not stat.S_ISREG(info.st_mode):
+            return None, f"not a regular file ({_kind(info.st_mode)}); only regular files are read"
+        if info.st_size > MAX_FILE_BYTES:
+            return None, f"file is larger than {MAX_FILE_BYTES // 1_000_000} MB ({info.st_size:,} bytes); not read"
+        chunks = []
+        size = 0
+        while True:
+            chunk = os.read(fd, max(info.st_size - size, 0) + 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_FILE_BYTES:  # grew while being read
+                return None, f"file is larger than {MAX_FILE_BYTES // 1_000_000} MB; not read"
+        return b"".join(chunks), None
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def read_source(path: Path) -> Source:
@@ -61,8 +104,13 @@ def decode_source(data: bytes) -> Source:
             return Source(None, f"bad encoding declaration: {exc}")
         encoding = "utf-8"  # no cookie: the bytes themselves are not UTF-8; say where below
     try:
-        codecs.lookup(encoding)
+        codec = codecs.lookup(encoding)
+        if not getattr(codec, "_is_text_encoding", True):
+            # `# coding: rot13` (or hex, zlib, base64): Python refuses to run such a file.
+            return Source(None, f"{encoding} is not a text encoding; Python cannot read source in it")
         text = data.decode(encoding)
+    except LookupError as exc:
+        return Source(None, f"bad encoding declaration: {exc}")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -72,6 +120,8 @@ def decode_source(data: bytes) -> Source:
             line=line,
             column=column,
         )
+    except UnicodeError as exc:  # codecs such as idna raise the base class
+        return Source(None, f"not valid {encoding} text: {exc}")
     bom = text.startswith("\ufeff")
     if bom:
         text = text[1:]
