@@ -113,6 +113,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         stack.callback(_uninstall, installed, ctx)
         counter.install()
         stack.callback(counter.uninstall)
+        getattr(mode, "configure", lambda options: None)(ctx.options)
         stack.enter_context(mode.active())
         # Entered last, so it sees each call first (with the device the user asked for),
         # before the device mode rewrites it.
@@ -143,6 +144,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
             _print_user_traceback(exc, ctx)
             outcome = {"status": "raised", "exception": _describe(exc, ctx, mode)}
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
+    outcome.update(getattr(mode, "outcome_data", dict)())
     events.emit("outcome", **outcome)
     progress(f"{outcome['status']} after {counter.optimizer_steps} optimizer steps, {counter.forward_calls} forward calls")
     _after_run(installed, ctx)

@@ -20,6 +20,8 @@ from torchlint.runtime.runner import ChildResult
 
 CONFIRMED, NOT_REPRODUCED, NOT_REACHED, NOT_PROBED = "confirmed", "not reproduced", "not reached", "not probed"
 RUNTIME_ONLY = "runtime only"
+#: Outcome fields a device mode adds (``DeviceMode.outcome_data``) that the report passes on.
+MODE_OUTCOME_KEYS = ("host_syncs",)
 
 
 @dataclass
@@ -33,6 +35,8 @@ class Outcome:
     seconds: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
     short: str = ""  # the summary without details, e.g. "raised RuntimeError at train.py:20"
+    #: What the device mode added to the outcome (fake-cuda: ``host_syncs``), for the JSON report.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def succeeded(self) -> bool:
@@ -128,6 +132,7 @@ def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
     steps = (event or (last[-1] if last else {})).get("optimizer_steps", 0)
     forwards = (event or (last[-1] if last else {})).get("forward_calls", 0)
     counts = dict(optimizer_steps=steps, forward_calls=forwards, seconds=round(child.seconds, 2))
+    counts["extra"] = {key: (event or {})[key] for key in MODE_OUTCOME_KEYS if key in (event or {})}
     far = f"after {steps} optimizer step{'s' * (steps != 1)} and {forwards} forward call{'s' * (forwards != 1)}"
     if child.timed_out and event is None:
         return Outcome("timed-out", f"timed out after {timeout:g} s ({far}); its process group was killed",

@@ -25,6 +25,7 @@ class RunOptions:
     target: str
     script_args: tuple[str, ...] = ()
     device: str = "cpu"
+    fake_devices: int = 1
     steps: int | None = None
     timeout: float = 300.0
     quiet: bool = False
@@ -38,6 +39,8 @@ class RunOptions:
     def probe_options(self, cwd: Path) -> dict:
         """What the optional probes (compile, profile) read in the child as ``ctx.options``."""
         options: dict = {}
+        if self.fake_devices != 1:
+            options["fake_devices"] = self.fake_devices
         if self.compile:
             options["compile"] = self.compile
         if self.profile:
