@@ -95,7 +95,8 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     error = result.first("error")
     if error is not None:
         return _error(error["message"])
-    findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout)
+    findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
+                              rules=session.rules)
     header = f"torchlint run {target.display} --device {options.device}"
     results = _probe_results(result)
     if options.output_format == "json" and results:
