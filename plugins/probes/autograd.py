@@ -72,7 +72,12 @@ class AutogradProbe(Probe):
 
     # -- saved tensors ----------------------------------------------------------------------
     def _pack(self, tensor: Tensor) -> _Saved:
-        holder = _Saved(tensor, self.ctx.frames.user_site())
+        # The holder keeps a detached alias (same storage, same version counter): holding the
+        # tensor itself would tie a saved output to its own grad_fn, a reference cycle that
+        # keeps every graph not run backward (an eval pass with grad on) alive until the cyclic
+        # GC, where the next optimizer step "modifies" its saved weights. The registry's ids
+        # may then be reused, which the version comparison in `after` tolerates.
+        holder = _Saved(tensor.detach(), self.ctx.frames.user_site())
         ref = weakref.ref(holder)
         saved = self.saved
         saved.setdefault(id(tensor), []).append(ref)
@@ -98,7 +103,7 @@ class AutogradProbe(Probe):
         return tensor
 
     def _sweep(self) -> None:
-        """Drop holders whose graph is gone (an id may be reused only once its tensor died)."""
+        """Drop holders whose graph is gone."""
         self._packs_since_sweep = 0
         live = {}
         for key, refs in self.saved.items():
