@@ -62,6 +62,16 @@ def test_mixing_cuda_and_cpu_raises_cudas_error(sim):
             mix()
 
 
+def test_an_rnn_with_its_hidden_state_on_the_cpu_raises_cudnns_error(sim):
+    lstm = nn.LSTM(4, 8).cuda()
+    hidden = (torch.zeros(1, 2, 8), torch.zeros(1, 2, 8))
+    with pytest.raises(RuntimeError, match="Input and hidden tensors are not at the same device, found input tensor at cuda:0 "
+                                           "and hidden tensor at cpu"):
+        lstm(torch.randn(5, 2, 4, device="cuda"), hidden)
+    output, _ = lstm(torch.randn(5, 2, 4, device="cuda"), tuple(h.cuda() for h in hidden))
+    assert output.is_cuda
+
+
 def test_what_cuda_allows_across_devices(sim):
     x = torch.ones(2, 3, device="cuda")
     assert (x * torch.tensor(2.0)).device.type == "cuda"  # a 0-dim CPU tensor is a scalar

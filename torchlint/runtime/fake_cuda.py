@@ -210,7 +210,7 @@ class FakeCudaFunctionMode(TorchFunctionMode):
                     cpu_tensor = True
             if placed and (cpu_tensor or len(placed) > 1) and func not in _CROSS_DEVICE_OK \
                     and not getattr(func, "__name__", "").startswith("_foreach"):
-                raise RuntimeError(_mismatch(placed, cpu_tensor))
+                raise RuntimeError(self._rnn_mismatch(func, args) or _mismatch(placed, cpu_tensor))
         result = func(*args, **kwargs)
         if target is None:
             if not placed:
@@ -223,6 +223,24 @@ class FakeCudaFunctionMode(TorchFunctionMode):
         self._place(result, target)
         return result
 
+    def _rnn_mismatch(self, func: Any, args: tuple) -> str | None:
+        """cuDNN's own words for an RNN whose hidden state or weights sit on another device."""
+        if getattr(func, "__name__", "") not in _RNN_OPS or len(args) < 3 or not isinstance(args[0], Tensor):
+            return None
+        name = self._device_name
+        found = name(args[0])
+        hidden = [args[1]] if isinstance(args[1], Tensor) else list(args[1]) if isinstance(args[1], (list, tuple)) else []
+        for what, tensors in (("hidden", hidden), ("parameter", list(args[2]) if isinstance(args[2], (list, tuple)) else [])):
+            for tensor in tensors:
+                if isinstance(tensor, Tensor) and name(tensor) != found:
+                    return (f"Input and {what} tensors are not at the same device, found input tensor at {found} "
+                            f"and {what} tensor at {name(tensor)}")
+        return None
+
+    def _device_name(self, tensor: Tensor) -> str:
+        index = self.sim.index_of(tensor)
+        return "cpu" if index is None else f"cuda:{index}"
+
     def _place(self, result: Any, index: int) -> None:
         if isinstance(result, Tensor):
             self.sim.place(result, index)
@@ -230,6 +248,9 @@ class FakeCudaFunctionMode(TorchFunctionMode):
             for item in result:
                 if isinstance(item, Tensor):
                     self.sim.place(item, index)
+
+
+_RNN_OPS = {"lstm", "gru", "rnn_tanh", "rnn_relu"}
 
 
 def _mismatch(placed: set[int], cpu_tensor: bool) -> str:
