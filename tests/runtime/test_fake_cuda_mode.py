@@ -192,3 +192,12 @@ def test_leaving_the_simulation_restores_torch():
         pass
     assert not torch.cuda.is_available() and not torch.accelerator.is_available()
     assert nn.Parameter(torch.zeros(1)).device.type == "cpu"
+
+
+def test_torch_compile_runs_on_simulated_cuda(sim):
+    # Dynamo saves and restores the CUDA RNG state around each frame once CUDA is available
+    model = nn.Linear(4, 2).cuda()
+    compiled = torch.compile(model, backend="eager")
+    x = torch.randn(3, 4, device="cuda")
+    out = compiled(x)
+    assert out.shape == (3, 2) and torch.allclose(out.cpu(), model(x).cpu())

@@ -568,6 +568,14 @@ def _runtime_replacements(sim: SimulatedCuda) -> list[tuple[Any, str, Any]]:
     def pin_memory(data: Any, device: Any = None) -> Any:
         return data
 
+    # CUDA tensors draw from the CPU generator here; a CUDA state of its own would be a lie
+    # that torch.compile's RNG save/restore would faithfully replay.
+    def get_rng_state(device: Any = "cuda") -> Tensor:
+        return torch.get_rng_state()
+
+    def get_rng_state_all() -> list[Tensor]:
+        return [torch.get_rng_state() for _ in range(sim.device_count)]
+
     class device:  # noqa: N801 - stands in for torch.cuda.device
         def __init__(self, device: Any) -> None:
             self.index = sim.parse(device)
@@ -617,6 +625,8 @@ def _runtime_replacements(sim: SimulatedCuda) -> list[tuple[Any, str, Any]]:
         (cuda, "default_stream", current_stream),
         (cuda, "stream", stream),
         (cuda, "is_current_stream_capturing", lambda: False),
+        (cuda, "get_rng_state", get_rng_state),
+        (cuda, "get_rng_state_all", get_rng_state_all),
         (accelerator, "is_available", lambda: True),
         (accelerator, "current_accelerator", current_accelerator),
         (accelerator, "device_count", lambda: sim.device_count),
@@ -633,7 +643,8 @@ def _runtime_replacements(sim: SimulatedCuda) -> list[tuple[Any, str, Any]]:
         (torch.backends.cudnn, "version", cudnn_version),
         (pin_memory_module, "pin_memory", pin_memory),
     ]
-    for name in ("empty_cache", "manual_seed", "manual_seed_all", "seed", "seed_all", "ipc_collect", "init"):
+    for name in ("empty_cache", "manual_seed", "manual_seed_all", "seed", "seed_all", "ipc_collect", "init",
+                 "set_rng_state", "set_rng_state_all"):
         replacements.append((cuda, name, noop(name)))
     replacements.append((accelerator, "empty_cache", noop("empty_cache")))
     return [(owner, name, value) for owner, name, value in replacements if hasattr(owner, name)]
