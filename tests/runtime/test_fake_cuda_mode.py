@@ -149,6 +149,30 @@ def test_a_module_moved_to_cuda_trains_and_saves_cpu_loadable_weights(sim):
     assert fresh[0].weight.is_cuda and torch.equal(fresh[0].weight.cpu(), weight.cpu())
 
 
+def test_checkpoints_remember_cuda_as_a_gpu_run_would(tmp_path):
+    from torchlint.runtime.checkpoint_locations import storage_locations
+
+    path = tmp_path / "checkpoint.pt"
+    with simulating(SimulatedCuda(device_count=2)):
+        model = nn.Linear(3, 2).cuda()
+        torch.save({"model": model.state_dict(), "step": torch.tensor(7)}, path)
+
+        def devices(**kwargs):
+            loaded = torch.load(path, **kwargs)
+            return {str(t.device) for t in loaded["model"].values()}, str(loaded["step"].device)
+
+        assert devices() == ({"cuda:0"}, "cpu")  # where each storage was saved
+        assert devices(map_location="cuda:1") == ({"cuda:1"}, "cuda:1")
+        assert devices(map_location=torch.device("cuda")) == ({"cuda:0"}, "cuda:0")
+        assert devices(map_location="cpu") == ({"cpu"}, "cpu")
+        assert devices(map_location={"cuda:0": "cpu"}) == ({"cpu"}, "cpu")
+    with path.open("rb") as stream:
+        assert storage_locations(stream) == {"cuda:0": 2, "cpu": 1}  # what the checkpoint probe reads
+    with pytest.raises(RuntimeError, match="Attempting to deserialize object on a CUDA device"):
+        torch.load(path)  # the real CPU-only torch, after the simulation
+    assert torch.load(path, map_location="cpu")["model"]["weight"].device.type == "cpu"
+
+
 def test_parameters_built_on_cuda_stay_there(sim):
     layer = nn.Linear(3, 2, device="cuda")
     assert layer.weight.is_cuda and isinstance(layer.weight, nn.Parameter)

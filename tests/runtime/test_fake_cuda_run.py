@@ -140,3 +140,25 @@ def test_numpy_on_a_cuda_tensor_confirms_tl202(run_script):
     assert finding["code"] == "TL202" and finding["location"]["row"] == 6
     assert "can't convert cuda:0 device type tensor to numpy" in finding["evidence"][0]["detail"]
     assert not result.findings("runtime only")
+
+
+RESUME = """
+import torch
+from torch import nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = nn.Linear(4, 2).to(device)
+torch.save(model.state_dict(), "model.pt")
+state = torch.load("model.pt")
+model.load_state_dict(state)
+assert next(iter(state.values())).is_cuda
+"""
+
+
+def test_a_checkpoint_saved_from_simulated_cuda_confirms_tl301(run_script):
+    # the file carries cuda:0 location tags, as a GPU run's would; loaded back on simulated CUDA
+    _, result = run_script("resume", RESUME)
+    assert result.report["outcome"]["status"] == "completed", result.stderr[-3000:]
+    confirmed = {(f["code"], f["location"]["row"]): f["evidence"][0]["detail"] for f in result.findings("confirmed")}
+    assert list(confirmed) == [("TL301", 7)]
+    assert "holds 2 storages on cuda:0" in confirmed[("TL301", 7)]

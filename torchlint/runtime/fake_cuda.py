@@ -32,6 +32,7 @@ differ from a real GPU's.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import weakref
 from collections import Counter
@@ -93,6 +94,10 @@ class SimulatedCuda:
         self.table: dict[int, tuple[weakref.ref, int]] = {}
         self.syncs = SyncLog()
         self.peak: dict[int, int] = {}
+        #: While torch.save runs: storage data_ptr -> simulated index (its location tag).
+        self.saving: dict[int, int] = {}
+        #: While torch.load runs: data_ptr of each storage restored to simulated CUDA -> index.
+        self.restored: dict[int, int] = {}
 
     # -- the table --------------------------------------------------------------------------
     def index_of(self, tensor: Tensor) -> int | None:
@@ -137,6 +142,16 @@ class SimulatedCuda:
                 return -1
             return self._checked(self.current if device.index is None else device.index)
         return None
+
+    def storage_places(self) -> dict[int, int]:
+        """data_ptr of the storage of every live simulated tensor -> its index."""
+        places: dict[int, int] = {}
+        with torch._C.DisableTorchFunction():
+            for ref, index in list(self.table.values()):
+                tensor = ref()
+                if tensor is not None:
+                    places[tensor.untyped_storage().data_ptr()] = index
+        return places
 
     def _checked(self, index: int) -> int:
         if not 0 <= index < self.device_count:
@@ -390,6 +405,19 @@ def _repr(mode: FakeCudaFunctionMode, func: Any, args: tuple, kwargs: dict) -> A
     return f"{text[:end]}, device='cuda:{index}'{text[end:]}"
 
 
+def _requires_grad_set(mode: FakeCudaFunctionMode, func: Any, args: tuple, kwargs: dict) -> Any:
+    # torch.load rebuilds each tensor as `t = torch.empty(0).set_(storage, ...)` (a `set_` no
+    # torch function mode sees) and then sets `t.requires_grad`: the first moment to place it.
+    result = func(*args, **kwargs)
+    restored = mode.sim.restored
+    if restored:
+        with torch._C.DisableTorchFunction():
+            index = restored.get(args[0].untyped_storage().data_ptr())
+        if index is not None:
+            mode.sim.place(args[0], index)
+    return result
+
+
 def _identity(mode: FakeCudaFunctionMode, func: Any, args: tuple, kwargs: dict) -> Any:
     return args[0]
 
@@ -419,6 +447,7 @@ def _special_handlers() -> dict[Any, Callable]:
         Tensor.pin_memory: _identity,
         Tensor.is_pinned: _false,
         Tensor.record_stream: _none,
+        Tensor.requires_grad.__set__: _requires_grad_set,
     }
     for name in ("item", "tolist", "__float__", "__int__", "__bool__", "__index__", "__complex__", "__format__"):
         handlers[getattr(Tensor, name)] = _sync(name.strip("_"))
@@ -687,7 +716,58 @@ def parameters_keep_placement(sim: SimulatedCuda) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def checkpoints_keep_placement(sim: SimulatedCuda) -> Iterator[None]:
+    """``torch.save`` tags the storages of simulated tensors ``cuda:N``, as a GPU run's file
+    would be (so the checkpoint probe sees a CUDA checkpoint), and ``torch.load`` restores a
+    storage whose location is CUDA (saved there, or ``map_location="cuda"``) onto simulated
+    CUDA instead of asking the CPU-only torch for a real CUDA storage."""
+    import torch.serialization as serialization
+
+    def tagger(storage: Any) -> str | None:
+        if not sim.saving:
+            return None
+        index = sim.saving.get(storage.data_ptr())
+        return None if index is None else f"cuda:{index}"
+
+    def deserializer(storage: Any, location: str) -> Any:
+        if not location.startswith("cuda"):
+            return None
+        index = sim.parse(location)
+        sim.restored[storage.data_ptr()] = index
+        return storage
+
+    original_save, original_load = torch.save, torch.load
+
+    def save(*args: Any, **kwargs: Any) -> Any:
+        sim.saving = sim.storage_places()
+        try:
+            return original_save(*args, **kwargs)
+        finally:
+            sim.saving = {}
+
+    def load(*args: Any, **kwargs: Any) -> Any:
+        sim.restored = {}
+        try:
+            return original_load(*args, **kwargs)
+        finally:
+            sim.restored = {}
+
+    entry = (0, tagger, deserializer)  # priority 0: asked before the built-in cpu (10) and cuda (20)
+    serialization._package_registry.insert(0, entry)
+    torch.save = serialization.save = functools.wraps(original_save)(save)
+    torch.load = serialization.load = functools.wraps(original_load)(load)
+    try:
+        yield
+    finally:
+        torch.save, serialization.save = original_save, original_save
+        torch.load, serialization.load = original_load, original_load
+        with contextlib.suppress(ValueError):
+            serialization._package_registry.remove(entry)
+
+
+@contextlib.contextmanager
 def simulating(sim: SimulatedCuda) -> Iterator[FakeCudaFunctionMode]:
     """Everything fake-cuda needs, for the duration of the target's run."""
-    with patched_cuda_runtime(sim), parameters_keep_placement(sim), FakeCudaFunctionMode(sim) as mode:
+    with patched_cuda_runtime(sim), parameters_keep_placement(sim), checkpoints_keep_placement(sim), \
+            FakeCudaFunctionMode(sim) as mode:
         yield mode
