@@ -45,6 +45,24 @@ def test_every_way_of_placing_on_cuda(sim, move):
     assert moved.device == torch.device("cuda", 0)
 
 
+def test_default_device_and_generators_on_cuda(sim):
+    with torch.device("cuda"):
+        assert torch.zeros(2).is_cuda and torch.zeros(2, device="cpu").device.type == "cpu"
+    torch.set_default_device("cuda")
+    try:
+        assert torch.randn(2).device == torch.device("cuda", 0)
+    finally:
+        torch.set_default_device(None)
+    assert torch.zeros(2).device.type == "cpu"
+    generator = torch.Generator(device="cuda")
+    assert generator.device == torch.device("cuda", 0) and isinstance(generator, torch.Generator)
+    assert isinstance(torch.default_generator, torch.Generator)  # made before the simulation
+    generator.manual_seed(0)
+    first = torch.randn(3, device="cuda", generator=generator).tolist()
+    generator.manual_seed(0)
+    assert torch.randn(3, device="cuda", generator=generator).tolist() == first
+
+
 def test_a_move_to_cuda_copies_and_keeps_autograd(sim):
     leaf = torch.ones(3, requires_grad=True)
     moved = leaf.to("cuda")

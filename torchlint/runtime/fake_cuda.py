@@ -40,7 +40,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import torch
+import torch.utils._device as _default_device
 from torch.overrides import TorchFunctionMode
+from torch.utils._device import _device_constructors
 
 Tensor = torch.Tensor
 
@@ -57,6 +59,10 @@ _CROSS_DEVICE_OK = {
     torch._has_compatible_shallow_copy_type, Tensor.grad.__set__, Tensor.is_set_to, torch.is_same_size,
     Tensor.backward, torch.autograd.backward, torch.autograd.grad, Tensor.__deepcopy__, Tensor.__reduce_ex__,
 }
+
+
+#: Factories that take `device=` (torch.zeros, torch.randn...).
+_CONSTRUCTORS = frozenset(_device_constructors())
 
 
 def _not_cuda_numpy(index: int) -> TypeError:
@@ -209,6 +215,10 @@ class FakeCudaFunctionMode(TorchFunctionMode):
         sim = self.sim
         target = None
         device = kwargs.get("device")
+        if device is None and func in _CONSTRUCTORS:
+            # torch.set_default_device("cuda") / `with torch.device("cuda"):` put a DeviceContext
+            # at the bottom of the mode stack, below this mode: name its device here instead.
+            device = _default_device.CURRENT_DEVICE
         if device is not None:
             target = sim.parse(device)
             if target is not None and target >= 0:
@@ -531,6 +541,35 @@ class Stream:
         pass
 
 
+class _AnyGenerator(type(torch._C.Generator)):
+    """``isinstance(g, torch.Generator)`` stays true for generators made before the stand-in."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, torch._C.Generator)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, torch._C.Generator)
+
+
+def _generator_class(sim: SimulatedCuda) -> type:
+    class Generator(torch._C.Generator, metaclass=_AnyGenerator):
+        """``torch.Generator(device="cuda")``: a CPU generator (CUDA tensors are computed on
+        the CPU) that reports the simulated device."""
+
+        def __new__(cls, device: Any = "cpu") -> Any:
+            return super().__new__(cls, "cpu")
+
+        def __init__(self, device: Any = "cpu") -> None:
+            index = sim.parse(device)
+            self._torchlint_device = torch.device("cuda", index) if index is not None and index >= 0 else torch.device("cpu")
+
+        @property
+        def device(self) -> torch.device:
+            return self._torchlint_device
+
+    return Generator
+
+
 def _runtime_replacements(sim: SimulatedCuda) -> list[tuple[Any, str, Any]]:
     """(owner, attribute, stand-in) for every function a script uses to ask about the GPU."""
     import torch.utils.data._utils.pin_memory as pin_memory_module
@@ -671,6 +710,7 @@ def _runtime_replacements(sim: SimulatedCuda) -> list[tuple[Any, str, Any]]:
         (torch.backends.cudnn, "is_available", lambda: True),
         (torch.backends.cudnn, "version", cudnn_version),
         (pin_memory_module, "pin_memory", pin_memory),
+        (torch, "Generator", _generator_class(sim)),
     ]
     for name in ("empty_cache", "manual_seed", "manual_seed_all", "seed", "seed_all", "ipc_collect", "init",
                  "set_rng_state", "set_rng_state_all"):
