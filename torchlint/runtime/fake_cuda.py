@@ -91,13 +91,19 @@ class SyncLog:
         return {"total": self.total, "by_op": dict(self.by_op)}
 
 
+class _Placed(weakref.ref):
+    """A weak reference to a simulated-CUDA tensor that knows its table key and device index."""
+
+    __slots__ = ("key", "index")
+
+
 class SimulatedCuda:
     """Which live tensors are on which simulated device, and the state torch.cuda reports."""
 
     def __init__(self, device_count: int = 1) -> None:
         self.device_count = device_count
         self.current = 0
-        self.table: dict[int, tuple[weakref.ref, int]] = {}
+        self.table: dict[int, _Placed] = {}
         self.syncs = SyncLog()
         self.peak: dict[int, int] = {}
         #: While torch.save runs: storage data_ptr -> simulated index (its location tag).
@@ -107,26 +113,26 @@ class SimulatedCuda:
 
     # -- the table --------------------------------------------------------------------------
     def index_of(self, tensor: Tensor) -> int | None:
-        entry = self.table.get(id(tensor))
-        if entry is not None and entry[0]() is tensor:
-            return entry[1]
+        ref = self.table.get(id(tensor))
+        if ref is not None and ref() is tensor:
+            return ref.index
         return None
 
     def place(self, tensor: Tensor, index: int) -> None:
         key = id(tensor)
-        table = self.table
-        entry = table.get(key)
-        if entry is not None and entry[0]() is tensor:
-            if entry[1] != index:
-                table[key] = (entry[0], index)
+        ref = self.table.get(key)
+        if ref is not None and ref() is tensor:
+            ref.index = index
             return
+        ref = _Placed(tensor, self._forget)
+        ref.key = key
+        ref.index = index
+        self.table[key] = ref
 
-        def forget(ref: weakref.ref, key: int = key) -> None:
-            current = table.get(key)
-            if current is not None and current[0] is ref:
-                del table[key]
-
-        table[key] = (weakref.ref(tensor, forget), index)
+    def _forget(self, ref: _Placed) -> None:
+        # the id may already belong to a newer tensor: remove only this tensor's entry
+        if self.table.get(ref.key) is ref:
+            del self.table[ref.key]
 
     def unplace(self, tensor: Tensor) -> None:
         if self.index_of(tensor) is not None:
@@ -153,10 +159,10 @@ class SimulatedCuda:
         """data_ptr of the storage of every live simulated tensor -> its index."""
         places: dict[int, int] = {}
         with torch._C.DisableTorchFunction():
-            for ref, index in list(self.table.values()):
+            for ref in list(self.table.values()):
                 tensor = ref()
                 if tensor is not None:
-                    places[tensor.untyped_storage().data_ptr()] = index
+                    places[tensor.untyped_storage().data_ptr()] = ref.index
         return places
 
     def _checked(self, index: int) -> int:
@@ -169,9 +175,9 @@ class SimulatedCuda:
         index = self.current if device is None else self.parse(device)
         seen: dict[int, int] = {}
         with torch._C.DisableTorchFunction():
-            for ref, placed in list(self.table.values()):
+            for ref in list(self.table.values()):
                 tensor = ref()
-                if tensor is None or placed != index:
+                if tensor is None or ref.index != index:
                     continue
                 storage = tensor.untyped_storage()
                 seen[storage.data_ptr()] = storage.nbytes()
@@ -183,16 +189,6 @@ class SimulatedCuda:
         index = self.current if device is None else self.parse(device)
         self.allocated(index)
         return self.peak.get(index, 0)
-
-
-def _tensors(values: Any) -> Iterator[Tensor]:
-    for value in values:
-        if isinstance(value, Tensor):
-            yield value
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                if isinstance(item, Tensor):
-                    yield item
 
 
 class FakeCudaFunctionMode(TorchFunctionMode):
@@ -225,14 +221,23 @@ class FakeCudaFunctionMode(TorchFunctionMode):
                 kwargs = {**kwargs, "device": "cpu"}
         placed: set[int] = set()
         cpu_tensor = False
-        if sim.table:
-            table = sim.table
-            for tensor in _tensors((*args, *kwargs.values()) if kwargs else args):
-                entry = table.get(id(tensor))
-                if entry is not None and entry[0]() is tensor:
-                    placed.add(entry[1])
-                elif tensor.ndim != 0:
-                    cpu_tensor = True
+        table = sim.table
+        if table:
+            for value in (*args, *kwargs.values()) if kwargs else args:
+                if isinstance(value, Tensor):
+                    ref = table.get(id(value))
+                    if ref is not None and ref() is value:
+                        placed.add(ref.index)
+                    elif value.ndim != 0:
+                        cpu_tensor = True
+                elif isinstance(value, (list, tuple)):
+                    for item in value:
+                        if isinstance(item, Tensor):
+                            ref = table.get(id(item))
+                            if ref is not None and ref() is item:
+                                placed.add(ref.index)
+                            elif item.ndim != 0:
+                                cpu_tensor = True
             if placed and (cpu_tensor or len(placed) > 1) and func not in _CROSS_DEVICE_OK \
                     and not getattr(func, "__name__", "").startswith("_foreach"):
                 raise RuntimeError(self._rnn_mismatch(func, args) or _mismatch(placed, cpu_tensor))
