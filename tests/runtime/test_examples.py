@@ -16,6 +16,7 @@ CASES = [
     ("loss", "train.py", [], {"TL101", "TL102"}),
     ("inplace", "train.py", [], {"TL103"}),
     ("checkpoint", "resume.py", [], {"TL301"}),
+    ("numpy", "evaluate.py", ["--device", "fake-cuda"], {"TL202"}),
 ]
 
 

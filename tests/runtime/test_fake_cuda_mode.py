@@ -124,6 +124,8 @@ def test_numpy_raises_as_on_cuda(sim):
 
 
 def test_host_syncs_are_counted(sim):
+    heard = []
+    sim.syncs.listeners.append(heard.append)  # how a probe counts syncs per line
     x = torch.ones(3, device="cuda")
     torch.ones(3).sum().item()  # a CPU tensor's item is no sync
     assert sim.syncs.total == 0
@@ -135,7 +137,7 @@ def test_host_syncs_are_counted(sim):
     x.cpu()
     torch.cuda.synchronize()
     assert sim.syncs.by_op == {"item": 1, "tolist": 1, "float": 1, "bool": 1, "cpu": 1, "synchronize": 1}
-    assert sim.syncs.total == 6
+    assert sim.syncs.total == 6 and heard == ["item", "tolist", "float", "bool", "cpu", "synchronize"]
 
 
 def test_a_module_moved_to_cuda_trains_and_saves_cpu_loadable_weights(sim):
