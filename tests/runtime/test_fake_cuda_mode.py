@@ -193,6 +193,17 @@ def test_checkpoints_remember_cuda_as_a_gpu_run_would(tmp_path):
     assert torch.load(path, map_location="cpu")["model"]["weight"].device.type == "cpu"
 
 
+def test_data_parallel_runs_the_batch_on_its_first_device():
+    with simulating(SimulatedCuda(device_count=2)):
+        model = nn.DataParallel(nn.Linear(4, 2))
+        with pytest.raises(RuntimeError, match=r"parameters and buffers on device cuda:0 \(device_ids\[0\]\)"):
+            model(torch.randn(6, 4))  # not moved yet, as on CUDA
+        model.cuda()
+        out = model(torch.randn(6, 4))
+        out.sum().backward()
+        assert out.device == torch.device("cuda", 0) and model.module.weight.grad.is_cuda
+
+
 def test_parameters_built_on_cuda_stay_there(sim):
     layer = nn.Linear(3, 2, device="cuda")
     assert layer.weight.is_cuda and isinstance(layer.weight, nn.Parameter)

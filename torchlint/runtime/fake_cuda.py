@@ -810,9 +810,46 @@ def checkpoints_keep_placement(sim: SimulatedCuda) -> Iterator[None]:
             serialization._package_registry.remove(entry)
 
 
+def _to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, Tensor):
+        return value.to(device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, device) for v in value) if not hasattr(value, "_fields") \
+            else type(value)(*(_to_device(v, device) for v in value))
+    if isinstance(value, dict):
+        return type(value)((k, _to_device(v, device)) for k, v in value.items())
+    return value
+
+
+@contextlib.contextmanager
+def data_parallel_on_one_device() -> Iterator[None]:
+    """``nn.DataParallel`` scatters with CUDA's communication kernels, which a CPU build lacks:
+    run the whole batch on ``device_ids[0]`` instead (the same numbers, except that BatchNorm
+    sees one batch instead of one slice per GPU), after the same placement check."""
+    from itertools import chain
+
+    parallel = torch.nn.DataParallel
+    original = parallel.forward
+
+    def forward(self: Any, *inputs: Any, **kwargs: Any) -> Any:
+        if not self.device_ids:
+            return self.module(*inputs, **kwargs)
+        for tensor in chain(self.module.parameters(), self.module.buffers()):
+            if tensor.device != self.src_device_obj:
+                raise RuntimeError("module must have its parameters and buffers on device "
+                                   f"{self.src_device_obj} (device_ids[0]) but found one of them on device: {tensor.device}")
+        return self.module(*_to_device(inputs, self.src_device_obj), **_to_device(kwargs, self.src_device_obj))
+
+    parallel.forward = forward
+    try:
+        yield
+    finally:
+        parallel.forward = original
+
+
 @contextlib.contextmanager
 def simulating(sim: SimulatedCuda) -> Iterator[FakeCudaFunctionMode]:
     """Everything fake-cuda needs, for the duration of the target's run."""
     with patched_cuda_runtime(sim), parameters_keep_placement(sim), checkpoints_keep_placement(sim), \
-            FakeCudaFunctionMode(sim) as mode:
+            data_parallel_on_one_device(), FakeCudaFunctionMode(sim) as mode:
         yield mode
