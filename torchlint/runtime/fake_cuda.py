@@ -714,6 +714,8 @@ def _runtime_replacements(sim: SimulatedCuda) -> list[tuple[Any, str, Any]]:
         (accelerator, "get_memory_info", lambda device=None: mem_get_info(device)),
         (torch.backends.cudnn, "is_available", lambda: True),
         (torch.backends.cudnn, "version", cudnn_version),
+        # nn.RNN asks before packing its weights for cuDNN, which this CPU build has not got
+        (torch.backends.cudnn, "is_acceptable", lambda tensor: False),
         (pin_memory_module, "pin_memory", pin_memory),
         (torch, "Generator", _generator_class(sim)),
     ]
