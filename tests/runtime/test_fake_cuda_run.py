@@ -162,3 +162,26 @@ def test_a_checkpoint_saved_from_simulated_cuda_confirms_tl301(run_script):
     confirmed = {(f["code"], f["location"]["row"]): f["evidence"][0]["detail"] for f in result.findings("confirmed")}
     assert list(confirmed) == [("TL301", 7)]
     assert "holds 2 storages on cuda:0" in confirmed[("TL301", 7)]
+
+
+COMPILED = """
+import torch
+from torch import nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    loss = model(torch.randn(4, 8, device=device)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_compile_checks_accuracy_but_times_nothing_on_simulated_cuda(run_script):
+    _, result = run_script("compile", COMPILED, "--compile=eager")
+    assert result.returncode == 0, result.stderr[-3000:]
+    compiled = result.report["compile"]
+    assert compiled["accuracy"]["ok"] is True
+    assert compiled["speed"] is None and "runs on the CPU, not a GPU" in compiled["speed_skipped"]
