@@ -186,6 +186,7 @@ def test_checkpoints_remember_cuda_as_a_gpu_run_would(tmp_path):
         assert devices(map_location=torch.device("cuda")) == ({"cuda:0"}, "cuda:0")
         assert devices(map_location="cpu") == ({"cpu"}, "cpu")
         assert devices(map_location={"cuda:0": "cpu"}) == ({"cpu"}, "cpu")
+        assert devices(map_location=lambda storage, location: storage.cuda(1)) == ({"cuda:1"}, "cuda:1")
     with path.open("rb") as stream:
         assert storage_locations(stream) == {"cuda:0": 2, "cpu": 1}  # what the checkpoint probe reads
     with pytest.raises(RuntimeError, match="Attempting to deserialize object on a CUDA device"):

@@ -802,8 +802,16 @@ def checkpoints_keep_placement(sim: SimulatedCuda) -> Iterator[None]:
         finally:
             sim.restored = {}
 
+    def storage_cuda(storage: Any, device: Any = None, non_blocking: bool = False) -> Any:
+        # `map_location=lambda storage, loc: storage.cuda()`: stay on the CPU, restored as CUDA
+        sim.restored[storage.data_ptr()] = sim.current if device is None else sim.parse(device)
+        return storage
+
+    untyped_storage = torch.storage._StorageBase
+    original_storage_cuda = untyped_storage.__dict__["cuda"]
     entry = (0, tagger, deserializer)  # priority 0: asked before the built-in cpu (10) and cuda (20)
     serialization._package_registry.insert(0, entry)
+    untyped_storage.cuda = storage_cuda
     torch.save = serialization.save = functools.wraps(original_save)(save)
     torch.load = serialization.load = functools.wraps(original_load)(load)
     try:
@@ -811,6 +819,7 @@ def checkpoints_keep_placement(sim: SimulatedCuda) -> Iterator[None]:
     finally:
         torch.save, serialization.save = original_save, original_save
         torch.load, serialization.load = original_load, original_load
+        untyped_storage.cuda = original_storage_cuda
         with contextlib.suppress(ValueError):
             serialization._package_registry.remove(entry)
 
