@@ -90,6 +90,24 @@ def test_an_rnn_with_its_hidden_state_on_the_cpu_raises_cudnns_error(sim):
     assert output.is_cuda
 
 
+def test_packed_sequences_and_ctc_keep_their_sizes_on_the_cpu_as_cuda_wants(sim):
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    lstm = nn.LSTM(4, 8, batch_first=True).cuda()
+    packed = pack_padded_sequence(torch.randn(3, 5, 4, device="cuda"), torch.tensor([5, 3, 2]), batch_first=True,
+                                  enforce_sorted=False)
+    assert packed.data.is_cuda and packed.batch_sizes.device.type == "cpu"
+    output, (hidden, _) = lstm(packed)
+    padded, lengths = pad_packed_sequence(output, batch_first=True)
+    assert padded.is_cuda and hidden.is_cuda and lengths.device.type == "cpu"
+    log_probs = torch.randn(6, 3, 5, device="cuda").log_softmax(2)
+    targets = torch.randint(1, 5, (3, 2), device="cuda")
+    loss = nn.functional.ctc_loss(log_probs, targets, torch.tensor([6, 6, 6]), torch.tensor([2, 2, 2]))
+    assert loss.is_cuda
+    with pytest.raises(RuntimeError, match=MISMATCH):
+        torch.randn(3, device="cuda") + torch.arange(3)  # integer CPU tensors elsewhere still mix
+
+
 def test_what_cuda_allows_across_devices(sim):
     x = torch.ones(2, 3, device="cuda")
     assert (x * torch.tensor(2.0)).device.type == "cuda"  # a 0-dim CPU tensor is a scalar

@@ -226,7 +226,7 @@ class FakeCudaFunctionMode(TorchFunctionMode):
                     ref = table.get(id(value))
                     if ref is not None and ref() is value:
                         placed.add(ref.index)
-                    elif value.ndim != 0:
+                    elif value.ndim != 0 and not (value.is_floating_point() is False and _takes_cpu_sizes(func)):
                         cpu_tensor = True
                 elif isinstance(value, (list, tuple)):
                     for item in value:
@@ -248,7 +248,10 @@ class FakeCudaFunctionMode(TorchFunctionMode):
             return result
         if args and result is args[0] and isinstance(result, Tensor) and sim.index_of(result) is None:
             return result  # an in-place op keeps its tensor where it was (a CPU scalar here)
-        self._place(result, target)
+        if isinstance(result, tuple) and getattr(func, "__name__", "") in _SIZES_STAY_ON_CPU:
+            self._place(result[0], target)  # (data, batch_sizes) / (padded, lengths)
+        else:
+            self._place(result, target)
         return result
 
     def _rnn_mismatch(self, func: Any, args: tuple) -> str | None:
@@ -279,6 +282,17 @@ class FakeCudaFunctionMode(TorchFunctionMode):
 
 
 _RNN_OPS = {"lstm", "gru", "rnn_tanh", "rnn_relu"}
+#: Operations whose integer size arguments live on the CPU even on CUDA (packed sequences'
+#: lengths and batch sizes, CTC's lengths).
+_CPU_SIZES_OK = {"_pack_padded_sequence", "_pad_packed_sequence", "ctc_loss", *_RNN_OPS}
+
+
+#: Operations whose second output is a size tensor that stays on the CPU.
+_SIZES_STAY_ON_CPU = {"_pack_padded_sequence", "_pad_packed_sequence"}
+
+
+def _takes_cpu_sizes(func: Any) -> bool:
+    return getattr(func, "__name__", "") in _CPU_SIZES_OK
 
 
 def _mismatch(placed: set[int], cpu_tensor: bool) -> str:
