@@ -26,6 +26,7 @@ from torchlint.runtime.frames import Site
 from torchlint.runtime.probing import Probe, op_name
 
 Tensor = torch.Tensor
+_is_compiling = torch.compiler.is_compiling
 
 _AUGMENTED = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
               "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__", "__setitem__"}
@@ -71,7 +72,11 @@ class AutogradProbe(Probe):
         self._hooks.__exit__(None, None, None)
 
     # -- saved tensors ----------------------------------------------------------------------
-    def _pack(self, tensor: Tensor) -> _Saved:
+    def _pack(self, tensor: Tensor) -> _Saved | Tensor:
+        if _is_compiling():
+            # Dynamo traces this hook into compiled graphs, where lines and version counters
+            # mean nothing: keep the tensor as autograd would (no graph break, no recompiles).
+            return tensor
         # The holder keeps a detached alias (same storage, same version counter): holding the
         # tensor itself would tie a saved output to its own grad_fn, a reference cycle that
         # keeps every graph not run backward (an eval pass with grad on) alive until the cyclic
@@ -89,7 +94,9 @@ class AutogradProbe(Probe):
             self._sweep()
         return holder
 
-    def _unpack(self, holder: _Saved) -> Tensor:
+    def _unpack(self, holder: _Saved | Tensor) -> Tensor:
+        if not isinstance(holder, _Saved):
+            return holder
         tensor = holder.tensor
         if tensor._version != holder.version:
             where = f" at {holder.mutated_at.short()}" if holder.mutated_at else ""
