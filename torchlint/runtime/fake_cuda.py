@@ -36,6 +36,7 @@ differ from a real GPU's.
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
@@ -504,11 +505,35 @@ def parameters_keep_placement(sim: SimulatedCuda) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def compile_skips_the_simulation() -> Iterator[None]:
+    """Dynamo would trace this mode's bookkeeping (a dict of weak references) into every
+    compiled frame, break the graph there, and recompile its helpers until its limit: mark
+    the simulation's files as library code it runs without tracing. Done on the first
+    ``torch.compile``, so a run that never compiles never imports Dynamo."""
+    original = torch.compile
+
+    @functools.wraps(original)
+    def compile(*args: Any, **kwargs: Any) -> Any:
+        from torch._dynamo import trace_rules
+
+        for module in ("torchlint.runtime.fake_cuda", "torchlint.runtime.fake_cuda_runtime",
+                       "torchlint.runtime.fake_cuda_checkpoints"):
+            trace_rules.add(module)
+        return original(*args, **kwargs)
+
+    torch.compile = compile
+    try:
+        yield
+    finally:
+        torch.compile = original
+
+
+@contextlib.contextmanager
 def simulating(sim: SimulatedCuda) -> Iterator[FakeCudaFunctionMode]:
     """Everything fake-cuda needs, for the duration of the target's run."""
     from torchlint.runtime.fake_cuda_checkpoints import checkpoints_keep_placement
     from torchlint.runtime.fake_cuda_runtime import data_parallel_on_one_device, patched_cuda_runtime
 
     with patched_cuda_runtime(sim), parameters_keep_placement(sim), checkpoints_keep_placement(sim), \
-            data_parallel_on_one_device(), FakeCudaFunctionMode(sim) as mode:
+            data_parallel_on_one_device(), compile_skips_the_simulation(), FakeCudaFunctionMode(sim) as mode:
         yield mode
