@@ -13,6 +13,8 @@ from conftest import torchlint_run
 
 pytest.importorskip("torch")
 
+pytestmark = pytest.mark.slow
+
 DEVICE_BUG = """
 import torch
 from torch import nn

@@ -10,6 +10,8 @@ from conftest import torchlint_run
 
 pytest.importorskip("torch")
 
+pytestmark = pytest.mark.slow
+
 SCRIPT = """
 import torch
 import torch.nn.functional as F
