@@ -3,8 +3,9 @@
     python benchmarks/runtime_overhead.py [--steps 30] [--repeats 5]
 
 Times the same training step plain, under the device + loss + autograd probes (installed
-exactly as the child of `torchlint run` installs them, with the step counter), and under
-`torch.autograd.detect_anomaly()` for comparison. The three are interleaved and repeated and
+exactly as the child of `torchlint run` installs them, with the step counter), under
+`torch.autograd.detect_anomaly()` for comparison, and on simulated CUDA (`--device
+fake-cuda`: the model and data placed on "cuda"), alone and under the probes. The three are interleaved and repeated and
 the median step time of each is reported, because a shared machine is noisy. Target: the
 probes at most 1.5x the plain run.
 """
@@ -30,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from torchlint.plugins.probes.autograd import AutogradProbe  # noqa: E402
 from torchlint.plugins.probes.device import DeviceProbe  # noqa: E402
 from torchlint.plugins.probes.loss import LossProbe  # noqa: E402
-from torchlint.runtime.devices import CpuMode  # noqa: E402
+from torchlint.runtime.devices import CpuMode, FakeCudaMode  # noqa: E402
 from torchlint.runtime.events import EventWriter  # noqa: E402
 from torchlint.runtime.frames import default_classifier  # noqa: E402
 from torchlint.runtime.probing import ProbeContext, ProbeDispatch  # noqa: E402
@@ -50,12 +51,12 @@ def small_cnn() -> nn.Module:
     )
 
 
-def train(model: nn.Module, optimizer: torch.optim.Optimizer, steps: int) -> float:
+def train(model: nn.Module, optimizer: torch.optim.Optimizer, steps: int, device: str = "cpu") -> float:
     """Seconds per step, with data made inside the loop as a real script would."""
     started = time.perf_counter()
     for _ in range(steps):
-        x = torch.randn(BATCH, 3, 16, 16)
-        y = torch.randint(0, 10, (BATCH,))
+        x = torch.randn(BATCH, 3, 16, 16).to(device)
+        y = torch.randint(0, 10, (BATCH,)).to(device)
         loss = F.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()
@@ -64,15 +65,17 @@ def train(model: nn.Module, optimizer: torch.optim.Optimizer, steps: int) -> flo
 
 
 @contextlib.contextmanager
-def probes_installed(events_path: str):
-    ctx = ProbeContext(EventWriter(events_path), default_classifier(), CpuMode(), progress=lambda message: None)
+def probes_installed(events_path: str, mode=None):
+    mode = mode or CpuMode()
+    ctx = ProbeContext(EventWriter(events_path), default_classifier(), mode, progress=lambda message: None)
     probes = [DeviceProbe(ctx), LossProbe(ctx), AutogradProbe(ctx)]
     counter = StepCounter(None, lambda *args: None)
     for probe in probes:
         probe.install()
     counter.install()
     try:
-        with ProbeDispatch(probes, ctx):
+        # the device mode below the probes, as in the child of `torchlint run`
+        with mode.active(), ProbeDispatch(probes, ctx):
             yield
     finally:
         counter.uninstall()
@@ -96,15 +99,19 @@ def main() -> None:
 
     events = os.path.join(tempfile.mkdtemp(prefix="torchlint-bench-"), "events.jsonl")
     setups = {
-        "plain": contextlib.nullcontext,
-        "probes (device+loss+autograd)": lambda: probes_installed(events),
-        "detect_anomaly": torch.autograd.detect_anomaly,
+        "plain": (contextlib.nullcontext, "cpu"),
+        "probes (device+loss+autograd)": (lambda: probes_installed(events), "cpu"),
+        "detect_anomaly": (torch.autograd.detect_anomaly, "cpu"),
+        "fake-cuda, no probes": (FakeCudaMode().active, "cuda"),
+        "fake-cuda + probes": (lambda: probes_installed(events, FakeCudaMode()), "cuda"),
     }
     times: dict[str, list[float]] = {name: [] for name in setups}
     for _ in range(options.repeats):
-        for name, setup in setups.items():
+        for name, (setup, device) in setups.items():
             with setup():
-                times[name].append(train(model, optimizer, options.steps))
+                model.to(device)  # on "cuda" the simulation places the parameters (and later the optimizer state)
+                times[name].append(train(model, optimizer, options.steps, device))
+                model.to("cpu")
 
     plain = statistics.median(times["plain"])
     print(f"small CNN training step on CPU, batch {BATCH}x3x16x16, {torch.get_num_threads()} threads, "

@@ -26,6 +26,7 @@ from torchlint.runtime.frames import Site
 from torchlint.runtime.probing import Probe, op_name
 
 Tensor = torch.Tensor
+_is_compiling = torch.compiler.is_compiling
 
 _AUGMENTED = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__",
               "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__imatmul__", "__setitem__"}
@@ -71,8 +72,17 @@ class AutogradProbe(Probe):
         self._hooks.__exit__(None, None, None)
 
     # -- saved tensors ----------------------------------------------------------------------
-    def _pack(self, tensor: Tensor) -> _Saved:
-        holder = _Saved(tensor, self.ctx.frames.user_site())
+    def _pack(self, tensor: Tensor) -> _Saved | Tensor:
+        if _is_compiling():
+            # Dynamo traces this hook into compiled graphs, where lines and version counters
+            # mean nothing: keep the tensor as autograd would (no graph break, no recompiles).
+            return tensor
+        # The holder keeps a detached alias (same storage, same version counter): holding the
+        # tensor itself would tie a saved output to its own grad_fn, a reference cycle that
+        # keeps every graph not run backward (an eval pass with grad on) alive until the cyclic
+        # GC, where the next optimizer step "modifies" its saved weights. The registry's ids
+        # may then be reused, which the version comparison in `after` tolerates.
+        holder = _Saved(tensor.detach(), self.ctx.frames.user_site())
         ref = weakref.ref(holder)
         saved = self.saved
         saved.setdefault(id(tensor), []).append(ref)
@@ -84,7 +94,9 @@ class AutogradProbe(Probe):
             self._sweep()
         return holder
 
-    def _unpack(self, holder: _Saved) -> Tensor:
+    def _unpack(self, holder: _Saved | Tensor) -> Tensor:
+        if not isinstance(holder, _Saved):
+            return holder
         tensor = holder.tensor
         if tensor._version != holder.version:
             where = f" at {holder.mutated_at.short()}" if holder.mutated_at else ""
@@ -98,7 +110,7 @@ class AutogradProbe(Probe):
         return tensor
 
     def _sweep(self) -> None:
-        """Drop holders whose graph is gone (an id may be reused only once its tensor died)."""
+        """Drop holders whose graph is gone."""
         self._packs_since_sweep = 0
         live = {}
         for key, refs in self.saved.items():

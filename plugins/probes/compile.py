@@ -60,9 +60,13 @@ class CompileProbe(Probe):
             result["model"] = type(model).__name__
             result["inputs"] = describe_inputs(*self.capture.calls[0])
             result["input_shapes"] = len(self.capture.calls)
+            # Under fake-cuda the clock would time the CPU standing in for the GPU: no speed-up.
+            timed = getattr(self.ctx.device, "times_are_real", True)
             checker = CompileChecker(model, self.capture.calls, top=self.backend, is_user=self._is_user,
-                                     progress=self.ctx.progress, collector=self.collector)
+                                     progress=self.ctx.progress, collector=self.collector, measure_speed=timed)
             result.update(checker.run())
+            if not timed:
+                result["speed_skipped"] = f"--device {self.ctx.device.name} runs on the CPU, not a GPU: no speed-up measured"
         program = summarise_trace(self.program_records)
         if program["graph_breaks"] or program["recompilations"]:
             result["graph_breaks"] = _merge(result.get("graph_breaks", []), program["graph_breaks"], ("path", "line", "reason"))

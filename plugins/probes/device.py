@@ -90,7 +90,8 @@ class DeviceProbe(Probe):
         if not self.tracking or not isinstance(exc, RuntimeError):
             return
         tensors = [t for t in tensors_in(args, kwargs) if t.device.type != "cpu" or t.dim() != 0]
-        devices = sorted({self.ctx.device_name(t.device) for t in tensors})
+        # CUDA's order: the accelerator first, then the CPU ("cuda:0 and cpu").
+        devices = sorted({self.ctx.device_name(t.device) for t in tensors}, key=lambda name: (name == "cpu", name))
         if len(devices) < 2:
             return
         at = self.ctx.site()

@@ -7,7 +7,8 @@ makes in a ``line: file.py:N`` range and each submodule's forward in a
 ``module: encoder.layers.3.attn`` range; ``torchlint.runtime.profile_trace`` attributes the
 trace's operations to them (backward through sequence numbers) and to the user's
 ``python_function`` frames. FLOPs per module come from ``FlopCounterMode`` over the first
-forward call, which also works under ``--device fake-cuda``/``meta`` (no values computed).
+forward call, which also works under ``--device fake-cuda`` (not timed: its clock is the CPU's)
+and ``meta`` (no values computed).
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ class ProfileProbe(Probe):
         self.warmup = int(options.get("profile_warmup", 1))
         self.active_steps = int(options.get("profile_steps", 5))
         self.with_stack = bool(options.get("profile_stack", True))
-        self.timing = self.ctx.device.computes_values
+        # Under fake-cuda the clock would time the CPU standing in for a GPU: FLOPs only.
+        self.timing = self.ctx.device.computes_values and getattr(self.ctx.device, "times_are_real", True)
         self.capture = ModelCapture(max_signatures=1, clone_inputs=False)
         self.capture.install()
         self.names: dict[int, str] = {}  # id(module) -> module annotation name
@@ -291,7 +293,8 @@ class ProfileProbe(Probe):
         if self.error:
             result["error"] = self.error
         if not self.timing:
-            result["skipped"] = f"--device {self.ctx.device.name} computes no values: FLOPs only, no timings"
+            why = "computes no values" if not self.ctx.device.computes_values else "runs on the CPU, not a GPU"
+            result["skipped"] = f"--device {self.ctx.device.name} {why}: FLOPs only, no timings"
         elif self.profiler is None or self.profiled_steps == 0:
             result["skipped"] = (f"the program made {self.ticks} step(s); profiling starts after {self.warmup} warm-up step(s) "
                                  f"(optimizer steps, or forward calls without an optimizer)")

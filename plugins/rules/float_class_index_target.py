@@ -90,6 +90,8 @@ class FloatClassIndexTarget(LocalTags):
     code = "TL108"
     name = "float-class-index-target"
     summary = "`cross_entropy`/`nll_loss` target made float from class indices: they must stay int64"
+    #: The error that proves it when the program runs.
+    proven_by = (("RuntimeError", r"expected scalar type Long but found|expected target dtype to be Long|Expected .*\bLong\b|not implemented for 'Float'"),)
     triggers = ("cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss")
     cases = [
         Bad(

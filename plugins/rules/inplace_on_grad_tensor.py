@@ -218,6 +218,8 @@ class InplaceOnGradTensor(Rule):
     code = "TL103"
     name = "inplace-on-grad-tensor"
     summary = "in-place op on a leaf that requires grad or on an output autograd saves for backward"
+    #: The error that proves it when the program runs.
+    proven_by = (("RuntimeError", r"modified by an inplace operation|a leaf Variable that requires grad is being used in an in-place operation"),)
     severity = Severity.ERROR
     triggers = ("torch", "parameters(")
     fix_safety = UNSAFE

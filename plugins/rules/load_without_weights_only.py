@@ -63,6 +63,8 @@ class LoadWithoutWeightsOnly(Rule):
     code = "TL302"
     name = "load-without-weights-only"
     summary = "`torch.load` without `weights_only` unpickles arbitrary code on torch < 2.6"
+    #: The error that proves it when the program runs: torch >= 2.6 refuses the checkpoint.
+    proven_by = (("UnpicklingError", r"Weights only load failed"),)
     triggers = ("load",)
     imports = ("torch",)
     fix_safety = UNSAFE

@@ -84,6 +84,8 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
     code = "TL202"
     name = "numpy-on-device-or-grad-tensor"
     summary = "`.numpy()` on a tensor that is on an accelerator or requires grad raises"
+    #: The error that proves it when the program runs (``torchlint run``; fake-cuda raises it too).
+    proven_by = (("TypeError", r"can't convert \S+ device type tensor to numpy|Can't call numpy\(\) on Tensor that requires grad"),)
     triggers = (".numpy(",)
     cases = [
         Bad(

@@ -125,6 +125,8 @@ class TensorWithoutDevice(Rule):
     code = "TL201"
     name = "tensor-without-device"
     summary = "A tensor factory without `device=` in device code makes a CPU tensor that meets device tensors"
+    #: The error that proves it when the program runs (the device probe also names both lines).
+    proven_by = (("RuntimeError", r"Expected all tensors to be on the same device"),)
     triggers = tuple(sorted(FACTORY_NAMES | {"_window"}))
     imports = ("torch",)
     fix_safety = UNSAFE

@@ -16,6 +16,7 @@ CASES = [
     ("loss", "train.py", [], {"TL101", "TL102"}),
     ("inplace", "train.py", [], {"TL103"}),
     ("checkpoint", "resume.py", [], {"TL301"}),
+    ("numpy", "evaluate.py", ["--device", "fake-cuda"], {"TL202"}),
 ]
 
 
@@ -43,7 +44,7 @@ def test_fake_cuda_names_the_mixing_line_and_the_creating_line():
     result = torchlint_run(str(EXAMPLES / "device" / "buggy" / "train.py"), "--device", "fake-cuda", "-q", cwd=ROOT)
     assert result.returncode == 1
     line = next(line for line in result.stdout.splitlines() if "evidence:" in line)
-    assert "`add` at models.py:12 mixed cpu and cuda:0" in line
+    assert "`add` at models.py:12 mixed cuda:0 and cpu" in line
     assert "created at models.py:11" in line and "without device=" in line
     assert "meta" not in result.stdout  # the simulation's device never leaks into messages
     assert result.seconds < 60

@@ -70,7 +70,7 @@ def test_entry_runs_one_forward_and_backward_under_fake_cuda(write, tmp_path):
     assert result.returncode == 1
     (finding,) = result.findings("confirmed")
     assert finding["code"] == "TL201" and finding["location"]["row"] == 10
-    assert "`add` at models.py:11 mixed cpu and cuda:0" in finding["evidence"][0]["detail"]
+    assert "`add` at models.py:11 mixed cuda:0 and cpu" in finding["evidence"][0]["detail"]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

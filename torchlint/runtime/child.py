@@ -125,6 +125,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         stack.callback(_uninstall, installed, ctx)
         counter.install()
         stack.callback(counter.uninstall)
+        getattr(mode, "configure", lambda options: None)(ctx.options)
         stack.enter_context(mode.active())
         stack.enter_context(_noting_os_exit(events, ctx))
         # Entered last, so it sees each call first (with the device the user asked for),
@@ -156,6 +157,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
             _print_user_traceback(exc, ctx)
             outcome = {"status": "raised", "exception": _describe(exc, ctx, mode)}
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
+    outcome.update(getattr(mode, "outcome_data", dict)())
     events.emit("outcome", **outcome)
     progress(f"{outcome['status']} after {counter.optimizer_steps} optimizer steps, {counter.forward_calls} forward calls")
     _after_run(installed, ctx)

@@ -24,6 +24,8 @@ class _Backend(click.Choice):
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--device", default="cpu", show_default=True,
               help="cpu, cuda, fake-cuda (CUDA placement simulated without a GPU), meta, or a plugin's mode.")
+@click.option("--fake-devices", type=click.IntRange(min=1), default=1, show_default=True,
+              help="How many GPUs --device fake-cuda simulates (cuda:0 .. cuda:N-1).")
 @click.option("--steps", type=click.IntRange(min=1), help="Stop after N optimizer steps (or N forward calls without an optimizer).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
               help="Seconds before the program and everything it started are killed.")
@@ -39,7 +41,7 @@ class _Backend(click.Choice):
               help="Steps to profile (after one warm-up step).")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False),
               help="Write report.html, findings.json and (with --profile) trace.json to this folder.")
-def run(target, script_args, device, steps, timeout, quiet, output_format, config_path, compile_backend, profile,
+def run(target, script_args, device, fake_devices, steps, timeout, quiet, output_format, config_path, compile_backend, profile,
         profile_steps, report_dir):
     """Run TARGET under runtime probes and report static findings with evidence.
 
@@ -53,6 +55,7 @@ def run(target, script_args, device, steps, timeout, quiet, output_format, confi
         target=target,
         script_args=tuple(script_args),
         device=device,
+        fake_devices=fake_devices,
         steps=steps,
         timeout=timeout,
         quiet=quiet,

@@ -2,21 +2,19 @@
 
 The built-in modes come from this module's ``torchlint_select_device`` hook implementation
 (``trylast``), so a plugin can add a mode or replace one. A mode is a context manager with a
-few facts the probes need (can tensors end up on different devices? are values computed?).
+few facts the probes need (can tensors end up on different devices? are values computed?
+are timings those of the device the user asked for?).
 
-fake-cuda simulates CUDA placement on a CPU-only machine. Measured on torch 2.13 (see
-FACTS.md): fake ``cuda`` tensors break ``.cuda()``, RNG, BatchNorm and autograd (SIGABRT), so
-CUDA placement is remapped to ``meta`` inside ``FakeTensorMode`` and "meta" is read back as
-``cuda:0`` in every message. Plain meta tensors (without FakeTensorMode) were tried and
-rejected: their kernels let ``meta @ cpu``, ``linear`` and ``conv`` mixes through silently.
-FakeTensorMode still lets ``conv2d`` and in-place ops mix devices, so this mode checks the
-devices of every operation's tensors itself, as CUDA would.
+fake-cuda simulates CUDA on a CPU-only machine with real values: tensors placed on CUDA are
+CPU tensors that report ``cuda:N`` and obey CUDA's device rules (``fake_cuda.py``), so
+DataLoaders, ``.item()`` and every probe work as on the CPU. meta is the value-less mode
+fake-cuda used to be (``FakeTensorMode``, every tensor on ``meta``): shapes and autograd
+structure only, and the run stops at the first operation that needs a value.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 from typing import Any, Callable, Iterator
 
 from torchlint.pluginmanager import hookimpl
@@ -44,6 +42,15 @@ class DeviceMode:
     can_mismatch = False
     #: Whether tensor values exist (value checks are skipped when they do not).
     computes_values = True
+    #: Whether wall-clock timings measure the device the user asked for (not a simulation).
+    times_are_real = True
+
+    def configure(self, options: dict[str, Any]) -> None:
+        """Called with the run's options (``--fake-devices``...) before ``active()``."""
+
+    def outcome_data(self) -> dict[str, Any]:
+        """What this mode adds to the run's outcome (JSON-able), read after the run."""
+        return {}
 
     def check(self) -> None:
         """Raise DeviceUnavailable when this mode cannot run on this machine."""
@@ -80,77 +87,56 @@ class CudaMode(DeviceMode):
             )
 
 
-_META_WORD = re.compile(r"\bmeta\b")
-
-
-class _Placement:
-    """Decides where a requested device goes under a simulated mode."""
-
-    def __init__(self, remap_all: bool) -> None:
-        self.remap_all = remap_all
-
-    def remaps(self, device: Any) -> bool:
-        import torch
-
-        if device is None or isinstance(device, bool):
-            return False
-        if isinstance(device, int):
-            return True  # device=0 means cuda:0
-        if isinstance(device, str):
-            kind = device.split(":", 1)[0]
-        elif isinstance(device, torch.device):
-            kind = device.type
-        else:
-            return False
-        return kind == "cuda" or (self.remap_all and kind != "meta")
-
-
 class FakeCudaMode(DeviceMode):
+    """CUDA placement simulated with real values (see ``torchlint.runtime.fake_cuda``)."""
+
     name = "fake-cuda"
     target_device = "cuda"
     can_mismatch = True
+    times_are_real = False
+
+    def __init__(self) -> None:
+        self.device_count = 1
+        self.sim: Any = None
+
+    def configure(self, options: dict[str, Any]) -> None:
+        self.device_count = int(options.get("fake_devices") or 1)
+
+    @property
+    def syncs(self) -> Any:
+        """The host-device syncs counted so far (``SyncLog``), None before the run."""
+        return self.sim.syncs if self.sim is not None else None
+
+    def outcome_data(self) -> dict[str, Any]:
+        return {"host_syncs": self.sim.syncs.as_dict()} if self.sim is not None else {}
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        from torchlint.runtime.fake_cuda import SimulatedCuda, simulating
+
+        self.sim = SimulatedCuda(self.device_count)
+        with simulating(self.sim):
+            yield
+
+
+class MetaMode(DeviceMode):
+    """Every tensor on ``meta`` inside ``FakeTensorMode``: shapes and autograd structure
+    without any compute (the value-less mode fake-cuda used to be)."""
+
+    name = "meta"
     computes_values = False
-    remap_all = False
-
-    def device_name(self, device: Any) -> str:
-        text = str(device)
-        return "cuda:0" if text == "meta" else text
-
-    def explain(self, message: str) -> str:
-        return _META_WORD.sub("cuda:0", message)
+    times_are_real = False
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
-        from torchlint.runtime.simulation import PlacementMode, patched_cuda_runtime, replacing_module_apply
+        from torchlint.runtime.simulation import PlacementMode, replacing_module_apply
 
-        placement = PlacementMode(_Placement(self.remap_all), self, check_devices=not self.remap_all)
-        # Built before torch.cuda is patched: building it imports torch._dynamo, which indexes
-        # torch.cuda's functions and refuses to see the same stand-in function twice.
+        placement = PlacementMode(self)
         fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        with contextlib.ExitStack() as stack:
-            if not self.remap_all:
-                stack.enter_context(patched_cuda_runtime())
-            stack.enter_context(replacing_module_apply())
-            stack.enter_context(fake_mode)
-            stack.enter_context(placement)
+        with replacing_module_apply(), fake_mode, placement:
             yield
-
-
-class MetaMode(FakeCudaMode):
-    """Every tensor on ``meta``: shapes and autograd structure without any compute."""
-
-    name = "meta"
-    target_device = None
-    can_mismatch = False
-    remap_all = True
-
-    def device_name(self, device: Any) -> str:
-        return str(device)
-
-    def explain(self, message: str) -> str:
-        return message
 
 
 BUILTIN_MODES: dict[str, Callable[[], DeviceMode]] = {

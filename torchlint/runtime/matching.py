@@ -5,11 +5,18 @@ inside it, ``not reproduced`` when a probe checked C's condition on one of its l
 nothing wrong, ``not reached`` when no probe for C got there, and ``not probed`` when no
 installed probe can check C at all. Evidence no static finding explains becomes a runtime-only
 finding with the probe's TL7xx code; so do a crash and a timeout.
+
+A rule may also name the error that proves it: ``proven_by = (("TypeError", r"can't convert
+cuda"),)`` on the rule class, pairs of an exception type name and a regular expression searched
+in its message. When the program dies with such an error and the finding's line is on the
+error's traceback (the line raised it, or called what raised it), the finding is
+``confirmed`` by the crash, which then needs no TL702 finding of its own.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +27,8 @@ from torchlint.runtime.runner import ChildResult
 
 CONFIRMED, NOT_REPRODUCED, NOT_REACHED, NOT_PROBED = "confirmed", "not reproduced", "not reached", "not probed"
 RUNTIME_ONLY = "runtime only"
+#: Outcome fields a device mode adds (``DeviceMode.outcome_data``) that the report passes on.
+MODE_OUTCOME_KEYS = ("host_syncs",)
 
 
 @dataclass
@@ -33,6 +42,8 @@ class Outcome:
     seconds: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)
     short: str = ""  # the summary without details, e.g. "raised RuntimeError at train.py:20"
+    #: What the device mode added to the outcome (fake-cuda: ``host_syncs``), for the JSON report.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def succeeded(self) -> bool:
@@ -51,7 +62,7 @@ def display_path(path: str, cwd: Path) -> str:
 
 
 def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | frozenset[str], cwd: Path,
-          timeout: float) -> tuple[list[Finding], Outcome]:
+          timeout: float, rules: dict[str, type] | None = None) -> tuple[list[Finding], Outcome]:
     start = child.first("start") or {}
     probe_codes = {code for probe in start.get("probes", ()) for code in probe.get("confirms", ())}
     evidence = [e for e in child.events if e["event"] == "evidence" and (e.get("code") is None or e["code"] in enabled)]
@@ -61,9 +72,13 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
             observed.setdefault((event["code"], _key(event["path"])), []).append((event["line"], event.get("note", "")))
     outcome = describe_outcome(child, cwd, timeout)
     used: set[int] = set()
+    crash = _Crash.of(outcome)
     findings: list[Finding] = []
     for finding in static:
-        findings.append(replace(finding, evidence=(_status_of(finding, evidence, observed, probe_codes, used, outcome),)))
+        proof = crash.proves(finding, (rules or {}).get(finding.code)) if crash else None
+        findings.append(replace(finding, evidence=(_status_of(finding, evidence, observed, probe_codes, used, outcome, proof),)))
+        if proof is not None:
+            outcome.data["explained_by"] = outcome.data.get("explained_by") or finding.code
     for index, event in enumerate(evidence):
         if index not in used and event.get("runtime_code") in RUNTIME_RULES and event.get("at"):
             findings.append(_runtime_finding(event["runtime_code"], event["message"], event["at"], cwd, event))
@@ -78,9 +93,9 @@ def _inside(finding: Finding, path_key: str, line: int) -> bool:
 
 
 def _status_of(finding: Finding, evidence: list[dict], observed: dict, probe_codes: set[str], used: set[int],
-               outcome: Outcome) -> Evidence:
+               outcome: Outcome, proof: Evidence | None = None) -> Evidence:
     if finding.code not in probe_codes:
-        return Evidence(NOT_PROBED, "no runtime probe checks this rule")
+        return proof or Evidence(NOT_PROBED, "no runtime probe checks this rule")
     confirmations = []
     for index, event in enumerate(evidence):
         if event.get("code") == finding.code and any(_inside(finding, _key(p), line) for p, line in event.get("sites", ())):
@@ -92,6 +107,8 @@ def _status_of(finding: Finding, evidence: list[dict], observed: dict, probe_cod
         if len(confirmations) > 1:
             data["more"] = [e["message"] for e in confirmations[1:]]
         return Evidence(CONFIRMED, first["message"], data)
+    if proof is not None:
+        return proof
     path_key = _key(finding.path)
     for line, note in observed.get((finding.code, path_key), ()):
         if finding.location.line <= line <= max(finding.location.end_line, finding.location.line):
@@ -99,6 +116,42 @@ def _status_of(finding: Finding, evidence: list[dict], observed: dict, probe_cod
     if outcome.succeeded and outcome.status != "stopped":
         return Evidence(NOT_REACHED, "this line did not run")
     return Evidence(NOT_REACHED, f"this line did not run before the program {outcome.short}")
+
+
+_TRACEBACK_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line (?P<line>\d+)', re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class _Crash:
+    """The error the program died with, the user line that raised it, and the lines on its traceback."""
+
+    type: str
+    message: str
+    at: tuple[str, int] | None
+    frames: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> _Crash | None:
+        if outcome.status != "raised" or not outcome.data.get("type"):
+            return None
+        frames = tuple((_key(m["path"]), int(m["line"])) for m in _TRACEBACK_FRAME.finditer(outcome.data.get("traceback") or ""))
+        at = outcome.data.get("at")
+        where = (_key(at[0]), int(at[1])) if isinstance(at, list) and len(at) == 2 else None
+        return cls(outcome.data["type"], outcome.data.get("message") or "", where, frames + ((where,) if where else ()))
+
+    def proves(self, finding: Finding, rule: type | None) -> Evidence | None:
+        for type_name, pattern in getattr(rule, "proven_by", ()) or ():
+            if type_name != self.type or not re.search(pattern, self.message):
+                continue
+            path_key = _key(finding.path)
+            if not any(path == path_key and _inside(finding, path, line) for path, line in self.frames):
+                continue
+            first_line = self.message.strip().splitlines()[0] if self.message.strip() else ""
+            below = self.at is not None and not _inside(finding, *self.at)
+            where = f" at {os.path.basename(self.at[0])}:{self.at[1]} (called from this line)" if below else ""
+            return Evidence(CONFIRMED, f"the program raised {self.type}{where}, the error this rule predicts: {first_line}",
+                            {"exception": self.type, "message": first_line, "raised_at": list(self.at) if self.at else None})
+        return None
 
 
 def _location(line: int) -> Location:
@@ -128,6 +181,7 @@ def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
     steps = (event or (last[-1] if last else {})).get("optimizer_steps", 0)
     forwards = (event or (last[-1] if last else {})).get("forward_calls", 0)
     counts = dict(optimizer_steps=steps, forward_calls=forwards, seconds=round(child.seconds, 2))
+    counts["extra"] = {key: (event or {})[key] for key in MODE_OUTCOME_KEYS if key in (event or {})}
     far = f"after {steps} optimizer step{'s' * (steps != 1)} and {forwards} forward call{'s' * (forwards != 1)}"
     if child.timed_out and event is None:
         return Outcome("timed-out", f"timed out after {timeout:g} s ({far}); its process group was killed",

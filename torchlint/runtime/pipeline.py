@@ -26,6 +26,7 @@ class RunOptions:
     target: str
     script_args: tuple[str, ...] = ()
     device: str = "cpu"
+    fake_devices: int = 1
     steps: int | None = None
     timeout: float = 300.0
     quiet: bool = False
@@ -39,6 +40,8 @@ class RunOptions:
     def probe_options(self, cwd: Path) -> dict:
         """What the optional probes (compile, profile) read in the child as ``ctx.options``."""
         options: dict = {}
+        if self.fake_devices != 1:
+            options["fake_devices"] = self.fake_devices
         if self.compile:
             options["compile"] = self.compile
         if self.profile:
@@ -98,7 +101,8 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     error = result.first("error")
     if error is not None:
         return _error(error["message"])
-    findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout)
+    findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
+                              rules=session.rules)
     header = f"torchlint run {target.display} --device {options.device}"
     results = _probe_results(result)
     if options.output_format == "json" and results:

@@ -54,6 +54,7 @@ def write_json(findings: list[Finding], outcome: Outcome, target: dict[str, Any]
             "optimizer_steps": outcome.optimizer_steps,
             "forward_calls": outcome.forward_calls,
             "seconds": outcome.seconds,
+            **outcome.extra,
         },
         "findings": [dict(f.to_json(), status=status_of(f)) for f in findings],
         "summary": counts(findings),
