@@ -75,7 +75,9 @@ class TensorWithoutDevice(Rule):
     PyTorch mixes a 0-dim CPU tensor with tensors on any device), `__init__` (buffers are moved
     with the module), code under `with torch.device(...)`, files that call
     `torch.set_default_device`, dataset/sampler methods and collate functions (they build batches
-    on the CPU by design), and functions that want CPU index or length tensors
+    on the CPU by design), a function whose every caller in the file moves its result to the
+    device (`preprocess(x).cuda()`, `fabric.to_device(jitter(batch))`), a project none of whose
+    files names an accelerator, and functions that want CPU index or length tensors
     (`pack_padded_sequence`, `ctc_loss` lengths, `tensor_split`, `*_for_cpu` kernels).
 
     A function other than `forward` is read only when one of its parameters is evidently a
@@ -131,6 +133,24 @@ class TensorWithoutDevice(Rule):
     imports = ("torch",)
     fix_safety = UNSAFE
     cases = [
+        Good(
+            """
+            import torch
+
+            def preprocess(img: torch.Tensor) -> torch.Tensor:
+                mean = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
+                return img.float() / 255.0 - mean
+
+            def jitter(batch: torch.Tensor) -> torch.Tensor:
+                return batch + torch.randn(batch.shape) * 0.01
+
+            def run(model, images, fabric):
+                for img in images:
+                    model(preprocess(img).cuda())
+                    model(fabric.to_device(jitter(img)))
+            """,
+            note="CPU preprocessing whose every caller moves the result to the device",
+        ),
         Good(
             """
             import torch
@@ -511,6 +531,7 @@ class TensorWithoutDevice(Rule):
         self._enabled = not any(setter in ctx.text for setter in DEFAULT_DEVICE_SETTERS)
         self._class_info: dict[int, tuple[frozenset, frozenset]] = {}
         self._with_factories: set[int] = set()
+        self._moves: tuple[dict[str, int], dict[str, int]] | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         """Remember which functions call something named like a factory; only those are read."""
@@ -540,6 +561,8 @@ class TensorWithoutDevice(Rule):
             setup = self._forward_setup(node, cls, scan, qualname)
         elif _runs_in_data_loading(node, cls):
             return
+        elif cls is None and self._every_caller_moves_the_result(node.name.value):
+            return  # CPU preprocessing: `preprocess(x).cuda()`, `fabric.to_device(jitter(b))`
         else:
             setup = self._helper_setup(node, scan, qualname)
         if not setup.tensor_params and not setup.self_tensors and not setup.self_modules:
@@ -548,6 +571,14 @@ class TensorWithoutDevice(Rule):
         flow.run(node.body)
         for meeting in flow.meetings.values():
             self._report(node, meeting, setup, module_forward)
+
+    def _every_caller_moves_the_result(self, name: str) -> bool:
+        """Every call of the module-level function `name` in this file hands its result
+        straight to a move: `name(...).cuda()`, `name(...).to(...)`, `x.to_device(name(...))`."""
+        if self._moves is None:
+            self._moves = _calls_and_moves(self.ctx.module)
+        calls, moved = self._moves
+        return calls.get(name, 0) > 0 and moved.get(name, 0) == calls[name]
 
     # -- setting up ---------------------------------------------------------------------------
     def _method_class(self, node: cst.FunctionDef) -> Optional[cst.ClassDef]:
@@ -642,6 +673,33 @@ class TensorWithoutDevice(Rule):
 #: On a GPU these draw from the CUDA generator: same distribution, different numbers than on
 #: the CPU, so moving them changes a seeded run's results (the fix is unsafe).
 RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "poisson"})
+
+
+#: Calls that put their argument on a device (Lightning's `fabric.to_device`, accelerate's
+#: `send_to_device`, a project's `move_to(...)`).
+MOVING_FUNCTIONS = ("to_device", "send_to_device", "move_to", "move_to_device")
+
+
+def _calls_and_moves(module: cst.Module) -> tuple[dict[str, int], dict[str, int]]:
+    """For each plain name called in the file: how often, and how often its result is moved
+    to a device right away."""
+    calls: dict[str, int] = {}
+    moved: dict[str, int] = {}
+    for node in iter_nodes(module):
+        if type(node) is not cst.Call:
+            continue
+        func = node.func
+        if isinstance(func, cst.Name):
+            calls[func.value] = calls.get(func.value, 0) + 1
+        inner = None
+        if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to") and isinstance(func.value, cst.Call):
+            inner = func.value
+        elif (func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")) in MOVING_FUNCTIONS:
+            first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+            inner = first if isinstance(first, cst.Call) else None
+        if inner is not None and isinstance(inner.func, cst.Name):
+            moved[inner.func.value] = moved.get(inner.func.value, 0) + 1
+    return calls, moved
 
 
 def _is_dotted_name(text: str) -> bool:
