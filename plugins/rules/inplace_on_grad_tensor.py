@@ -66,6 +66,7 @@ SAVED_WHEN_INPLACE_FUNCTIONALS = frozenset(
 SAVED_OUTPUT_MODULES = frozenset(
     {"torch.nn." + n for n in ("ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softmin", "Softmax2d")}
 )
+SEQUENTIAL_CLASSES = frozenset({"torch.nn.Sequential", "torch.nn.modules.Sequential", "torch.nn.modules.container.Sequential"})
 #: nn modules that save their output only when built with `inplace=True`.
 SAVED_WHEN_INPLACE_MODULES = frozenset({"torch.nn." + n for n in ("LeakyReLU", "ELU", "SELU", "CELU", "RReLU")})
 
@@ -224,6 +225,27 @@ class InplaceOnGradTensor(Rule):
     triggers = ("torch", "parameters(")
     fix_safety = UNSAFE
     cases = [
+        Bad(
+            """
+            import torch.nn as nn
+
+            mlp = nn.Sequential(
+                nn.Linear(32, 64),
+                nn.ReLU(),
+                nn.Dropout(0.3, inplace=True),  # error
+                nn.Linear(64, 4),
+            )
+            """,
+            note="an in-place layer right after one that saves its output",
+        ),
+        Good(
+            """
+            import torch.nn as nn
+
+            mlp = nn.Sequential(nn.Linear(32, 64), nn.BatchNorm1d(64), nn.Dropout(0.3, inplace=True), nn.ReLU(inplace=True))
+            """,
+            note="BatchNorm does not save its output; an in-place ReLU saves its own",
+        ),
         Bad(
             """
             import torch
@@ -826,7 +848,31 @@ class InplaceOnGradTensor(Rule):
                 return
         if qualname is not None and qualname.startswith("torch."):
             self.check_torch_call(node, qualname)
+            if qualname in SEQUENTIAL_CLASSES:
+                self.check_sequential(node)
         self.check_inplace_module_call(node)
+
+    def check_sequential(self, node: cst.Call) -> None:
+        """`nn.Sequential(..., nn.ReLU(), nn.Dropout(p, inplace=True), ...)`: the in-place layer
+        overwrites the output the layer before it saved for backward."""
+        if not self.grad_enabled():
+            return
+        layers = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+        for before, after in zip(layers, layers[1:]):
+            if not (isinstance(before, cst.Call) and isinstance(after, cst.Call)):
+                continue
+            first, second = self.ctx.qualname(before.func), self.ctx.qualname(after.func)
+            if first is None or second is None or not _built_inplace(after, second):
+                continue
+            if not _module_saves_output(first, _built_inplace(before, first)):
+                continue
+            short = second.replace("torch.nn.", "nn.")
+            self.report(
+                after,
+                f"`{short}(inplace=True)` right after `{first.replace('torch.nn.', 'nn.')}` in an `nn.Sequential` "
+                f"overwrites the output that layer saved for backward{_dropout_note(second)}; backward will fail "
+                f"with 'modified by an inplace operation'; build it without `inplace=True`",
+            )
 
     def check_inplace_method(self, node: cst.Call, func: cst.Attribute, method: str) -> None:
         root = self.resolve_target(func.value, index_target=False)
@@ -1095,8 +1141,11 @@ class InplaceOnGradTensor(Rule):
         for node, value, op, fix, functions, scope, name in self.deferred:
             if any(function in self.called_without_grad for function in functions):
                 continue
-            values = self.model.resolve(value)
-            if not any(type(v) is Tensor and v.kind in SAVED_KINDS and v.recorded for v in values):
+            # Only outputs of ops called as functions or tensor methods: a layer object's class
+            # may hang on constructor arguments the model does not evaluate (timm's
+            # `nn.ReLU() if relu else nn.Identity()`, built with relu=False where it matters).
+            values = {v for v in self.model.resolve(value) if type(v) is Tensor and not v.from_layer}
+            if not any(v.kind in SAVED_KINDS and v.recorded for v in values):
                 continue
             if name not in _parameter_names(scope.function) and not self.backward_can_reach(scope, name):
                 continue  # neither on the way to backward here, nor an argument a caller passes
@@ -1106,7 +1155,7 @@ class InplaceOnGradTensor(Rule):
             first, last = self.ctx.position(function)[0], self.ctx.position(function)[2]
             saved = [
                 v for v in values
-                if type(v) is Tensor and v.kind in SAVED_KINDS and v.recorded
+                if v.kind in SAVED_KINDS and v.recorded
                 and not (v.origin.node is not None and first <= self.line(v.origin.node) <= last)
             ]
             if not saved:

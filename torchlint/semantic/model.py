@@ -663,7 +663,7 @@ class SemanticModel(Analysis):
                     found.add(External(("attr", owner.ref, value.name)))
             return found
         if kind is Copied:
-            return {Tensor(v.kind, v.origin, recorded=False) if type(v) is Tensor else v for v in self.resolve(value.value, depth)}
+            return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor else v for v in self.resolve(value.value, depth)}
         if kind is Union_:
             found = set()
             for option in value.options:
@@ -869,7 +869,7 @@ class SemanticModel(Analysis):
         """What calling a concrete value returns."""
         kind = type(callee)
         if kind is Layer:
-            return {Tensor(callee.kind, callee.origin)} if callee.kind != IDENTITY else set()
+            return {Tensor(callee.kind, callee.origin, from_layer=True)} if callee.kind != IDENTITY else set()
         if kind is ClassObj:
             return {Instance(callee.ref)}
         if kind is Instance:
@@ -933,7 +933,7 @@ class SemanticModel(Analysis):
 # -- helpers ----------------------------------------------------------------------------------
 def _through(value: Value, cls: str) -> Value:
     if type(value) is Tensor and not value.origin.via:
-        return Tensor(value.kind, value.origin.through(cls))
+        return Tensor(value.kind, value.origin.through(cls), value.recorded, value.from_layer)
     return value
 
 

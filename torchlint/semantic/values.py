@@ -59,6 +59,9 @@ class Tensor:
     kind: str
     origin: Origin
     recorded: bool = True
+    #: Made by calling a layer object (`self.act(x)`), whose class the model knows but whose
+    #: construction may depend on arguments it does not evaluate (`ReLU() if relu else Identity()`).
+    from_layer: bool = False
 
 
 @dataclass(frozen=True)
