@@ -89,7 +89,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         with stopped_by_signals():
             child = RunningChild(spec, cwd=cwd)
             try:
-                static = _static_findings(session, enabled, target, cwd, options.quiet)
+                static = _static_findings(session, enabled, target, cwd, options.quiet, options.device)
             except BaseException:
                 child.kill()
                 raise
@@ -145,7 +145,7 @@ def _fails(finding: Finding) -> bool:
     return status == CONFIRMED or (status == RUNTIME_ONLY and finding.severity == Severity.ERROR)
 
 
-def _static_findings(session, enabled: set[str], target: Target, cwd: Path, quiet: bool) -> list[Finding]:
+def _static_findings(session, enabled: set[str], target: Target, cwd: Path, quiet: bool, device: str = "cpu") -> list[Finding]:
     from torchlint.config import ConfigError
     from torchlint.static.engine import StaticEngine
 
@@ -154,6 +154,9 @@ def _static_findings(session, enabled: set[str], target: Target, cwd: Path, quie
     except ConfigError as exc:
         sys.stderr.write(f"torchlint: static check skipped: {exc}\n")
         return []
+    if device != "cpu":
+        # Run on an accelerator, the project uses one, whatever its files say.
+        engine.assume_mentioned("cuda")
     result = engine.check_paths([target.path.parent], cwd=cwd)
     if not quiet:
         sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s) "

@@ -169,6 +169,7 @@ class StaticEngine:
         self._project_tokens = {
             token: _word(token) for token in sorted({token for rule in self.active_rules for token in rule.project_tokens})
         }
+        self._assumed: set[str] = set()
         #: The last run's project phase (`keep_in_project` judges `--fix` re-checks by it).
         self.project: ProjectContext | None = None
         self._per_file_ignores = [
@@ -290,7 +291,10 @@ class StaticEngine:
         # Suppressions are read from the bytes that were checked (no second read from disk,
         # and a file edited meanwhile cannot be judged against other text).
         texts = {r.path: decode_source(contents[r.path]).text or "" for r in done if r.findings and r.path in contents}
-        tokens = {token: frozenset(path for path, data in contents.items() if pattern.search(data)) for token, pattern in self._project_tokens.items()}
+        tokens = {
+            token: frozenset(path for path, data in contents.items() if token in self._assumed or pattern.search(data))
+            for token, pattern in self._project_tokens.items()
+        }
         check = self._finish(items, done, texts, tokens)
         check.cache_hits = hits
         return check
@@ -336,6 +340,11 @@ class StaticEngine:
             token_files=tokens,
             roots=_project_roots(paths) if tokens else {},
         )
+
+    def assume_mentioned(self, token: str) -> None:
+        """Treat every checked file as naming `token` (a `project_tokens` word): `torchlint run
+        --device cuda` puts the project on CUDA whatever its files say."""
+        self._assumed.add(token)
 
     def keep_in_project(self, findings: list[Finding]) -> list[Finding]:
         """Per-file findings that stand once the whole project is known (`Rule.keep_in_project`).
