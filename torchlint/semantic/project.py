@@ -166,6 +166,15 @@ class ProjectModel:
     def __init__(self, project: ProjectContext) -> None:
         self.project = project
         self.summaries = {path: facts.get(FACTS_KEY, {}) for path, facts in project.facts.items()}
+        #: calls of imported names, by the name called: a parameter's callers are looked up,
+        #: not searched for (torch's own sources hold thousands of such calls).
+        self._calls_by_name: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for caller, summary in self.summaries.items():
+            for call in summary.get("calls", ()):
+                target = call["callee"].get("global") or call["callee"].get("instance")
+                if target is not None:
+                    self._calls_by_name.setdefault(_ref_name(target), []).append((caller, call))
+        self._defined: dict[tuple, list[tuple[str, str]]] = {}
 
     def resolve(self, values: list[dict[str, Any]], depth: int = 0) -> list[dict[str, Any]]:
         """Concrete values (tensors, layers, loss modules, classes, instances, functions,
@@ -242,8 +251,15 @@ class ProjectModel:
     def _defines_class(self, path: str, name: str) -> bool:
         return name in self.project.facts.get(path, {}).get(FACTS_KEY, {}).get("defined_classes", ())
 
-    def _defining(self, ref: dict[str, Any], importer: str) -> Iterator[tuple[str, str]]:
-        """(file, name) pairs the reference may mean, nearest first."""
+    def _defining(self, ref: dict[str, Any], importer: str) -> list[tuple[str, str]]:
+        """(file, name) pairs the reference may mean, nearest first (memoised)."""
+        key = (importer, ref.get("qualname"), ref.get("target"), ref.get("level"), ref.get("name"), str(ref.get("star")))
+        found = self._defined.get(key)
+        if found is None:
+            found = self._defined[key] = list(self._find_defining(ref, importer))
+        return found
+
+    def _find_defining(self, ref: dict[str, Any], importer: str) -> Iterator[tuple[str, str]]:
         if ref.get("star"):
             for level, module in ref["star"]:
                 path = defining_file(self.project, importer, module, level)
@@ -264,20 +280,24 @@ class ProjectModel:
     def _param(self, path: str, owner: str, function: str, index: int, name: str, *, depth: int) -> list[dict[str, Any]]:
         """What other files pass for a parameter of `function` of `path`."""
         out: list[dict[str, Any]] = []
-        for caller, summary in self.summaries.items():
-            for call in summary.get("calls", ()):
-                callee = call["callee"]
-                target = callee.get("global") or callee.get("instance")
-                if target is None:
-                    continue
-                if not any(p == path and n == (owner or function) for p, n in self._defining(target, caller)):
-                    continue
-                position = index - (1 if owner else 0)
-                if name in call["keywords"]:
-                    out.extend(self.resolve(call["keywords"][name], depth + 1))
-                elif 0 <= position < len(call["args"]):
-                    out.extend(self.resolve(call["args"][position], depth + 1))
+        for caller, call in self._calls_by_name.get(owner or function, ()):
+            callee = call["callee"]
+            target = callee.get("global") or callee.get("instance")
+            if not any(p == path and n == (owner or function) for p, n in self._defining(target, caller)):
+                continue
+            position = index - (1 if owner else 0)
+            if name in call["keywords"]:
+                out.extend(self.resolve(call["keywords"][name], depth + 1))
+            elif 0 <= position < len(call["args"]):
+                out.extend(self.resolve(call["args"][position], depth + 1))
         return out
+
+
+def _ref_name(ref: dict[str, Any]) -> str:
+    """The name a reference imports: `Net` of `models.Net`, or a star import's name."""
+    if ref.get("star"):
+        return ref.get("name", "")
+    return (ref.get("qualname") or ref.get("target") or "").rpartition(".")[2]
 
 
 def _via(value: dict[str, Any], cls: str) -> dict[str, Any]:
