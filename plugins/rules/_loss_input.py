@@ -27,6 +27,26 @@ if TYPE_CHECKING:
     from torchlint.static.context import ProjectContext
 
 
+#: The end of each loss-input rule's documentation: how the engine's model follows a value.
+HOW_VALUES_ARE_FOLLOWED = """
+## How values are followed
+The engine's semantic model follows the value into the call: through local variables
+(an assignment in one arm of an `if` counts after it: branch arms join), function
+parameters and return values (what any call in the project passes), `self.<attr>` set in
+`__init__` or a setter, `nn.Sequential`/`nn.ModuleList` layers, a model's `forward` (or
+an overridden `__call__`) including helper methods, tuple elements (`_, probs = net(x)`),
+`from models import *`, and models, modules and training functions in other files of the
+project. Code under `if not self.training:` (or after `if self.training: return ...`) is
+the evaluation path and is left out.
+
+## Known limitations
+Values are not followed through containers built at run time (a dict of losses filled in
+a loop), `getattr`, registries that build a model from a string, or a parameter's value
+when a call passes `*args`/`**kwargs`. The value of a condition is not evaluated: a model
+whose layer is chosen by a flag counts as possibly that layer.
+"""
+
+
 @dataclass
 class LossCall:
     node: cst.Call
@@ -57,6 +77,10 @@ class LossInputRule(Rule):
     @classmethod
     def message(cls, loss_label: str, where: str) -> str:
         raise NotImplementedError
+
+    @classmethod
+    def docs(cls) -> str:
+        return f"{super().docs()}\n\n{HOW_VALUES_ARE_FOLLOWED.strip()}"
 
     def loss_calls(self) -> list[LossCall]:
         """Calls of this rule's loss: its functional form, and every call with an input and a

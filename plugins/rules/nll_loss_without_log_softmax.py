@@ -41,22 +41,6 @@ class NllLossWithoutLogSoftmax(LossInputRule):
     loss = F.nll_loss(F.log_softmax(model(x), dim=1), y)
     # or: loss = F.cross_entropy(model(x), y)
     ```
-
-    ## How values are followed
-    The engine's semantic model follows the value into the call: through local variables
-    (an assignment in one arm of an `if` counts after it: branch arms join), function
-    parameters and return values (what any call in the project passes), `self.<attr>` set in
-    `__init__` or a setter, `nn.Sequential`/`nn.ModuleList` layers, a model's `forward` (or
-    an overridden `__call__`) including helper methods, tuple elements (`_, probs = net(x)`),
-    `from models import *`, and models, modules and training functions in other files of the
-    project. Code under `if not self.training:` (or after `if self.training: return ...`) is
-    the evaluation path and is left out.
-
-    ## Known limitations
-    Values are not followed through containers built at run time (a dict of losses filled in
-    a loop), `getattr`, registries that build a model from a string, or a parameter's value
-    when a call passes `*args`/`**kwargs`. The value of a condition is not evaluated: a model
-    whose layer is chosen by a flag counts as possibly that layer.
     """
 
     code = "TL102"
