@@ -121,17 +121,19 @@ class LossInputRule(Rule):
                 self._defer(call, callees, values)
 
     def _defer(self, call: LossCall, callees: Optional[frozenset], values: frozenset) -> None:
-        """The answer depends on other files: leave it to the project phase."""
-        encoder = Encoder(self.model, self.ctx.path)
-        self.add_fact(
-            "loss_input",
-            {
+        """The answer depends on other files: leave it to the project phase. The call's
+        position and JSON values are the same for TL101, TL102 and TL106, and locating a call
+        costs a code generation of its statement: worked out once per call, on the model."""
+        shared = self.model.memo.setdefault("deferred loss calls", {})
+        known = shared.get(id(call.node))
+        if known is None:
+            encoder = Encoder(self.model, self.ctx.path)
+            known = shared[id(call.node)] = {
                 "span": list(self.ctx.position(call.node)),
-                "label": call.label,
                 "callee": encoder.values(callees) if callees is not None else None,
                 "input": encoder.values(values),
-            },
-        )
+            }
+        self.add_fact("loss_input", {**known, "label": call.label})
 
     def _origin_key(self, origin: Origin) -> tuple:
         return (origin.line or (self.ctx.position(origin.node)[0] if origin.node is not None else 0), origin.text)

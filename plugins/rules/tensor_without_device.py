@@ -575,6 +575,8 @@ class TensorWithoutDevice(Rule):
     def _every_caller_moves_the_result(self, name: str) -> bool:
         """Every call of the module-level function `name` in this file hands its result
         straight to a move: `name(...).cuda()`, `name(...).to(...)`, `x.to_device(name(...))`."""
+        if self.ctx.text.count(f"{name}(") < 2:
+            return False  # only its own `def name(`: no caller in this file
         if self._moves is None:
             self._moves = _calls_and_moves(self.ctx.module)
         calls, moved = self._moves

@@ -126,6 +126,10 @@ class SemanticModel(Analysis):
         #: Blocks whose remaining statements do not run in training mode (an earlier
         #: `if self.training: return ...` left the function).
         self._dead_after: set[int] = set()
+        self._functions_by_node: dict[int, FunctionInfo] | None = None
+        self._imported = frozenset(ctx.aliases.aliases)
+        #: Work several readers of the model share (a rule family's per-call results).
+        self.memo: dict[str, Any] = {}
         self._scope_key: tuple = ()
         self._defined: frozenset[str] | None = None
         self._two_argument_calls: list[tuple[cst.Call, Value, Value]] = []
@@ -211,6 +215,14 @@ class SemanticModel(Analysis):
     # -- names of torch -----------------------------------------------------------------------
     def qualname(self, expr: cst.BaseExpression) -> str | None:
         """The torch (or other import) qualified name of `expr`, star imports of torch included."""
+        if not self._torch_star:
+            # Most names the model evaluates are locals: when the root of a dotted name is no
+            # import at all, the alias table has nothing to say (and asking costs).
+            root = expr
+            while type(root) is cst.Attribute:
+                root = root.value
+            if type(root) is not cst.Name or root.value not in self._imported:
+                return None
         found = self.ctx.qualname(expr)
         if found is not None or not self._torch_star:
             return found
@@ -402,8 +414,13 @@ class SemanticModel(Analysis):
 
     def leave_Call(self, node: cst.Call) -> None:
         args = node.args
-        if len(args) < 2 or args[0].star or (args[0].keyword is not None and args[0].keyword.value != "input"):
+        if args and (args[0].star or (args[0].keyword is not None and args[0].keyword.value != "input")):
             return
+        if sum(1 for arg in args if not arg.star) < 2:
+            return  # `norm_layer(dim, **kwargs)`: a layer being built, not a loss being computed
+        function = self.ctx.enclosing_function()
+        if function is not None and function.name.value == "__init__":
+            return  # modules are built in __init__; losses are computed elsewhere
         qualname = self.qualname(node.func)
         if qualname is not None:
             if qualname not in api.LOSS_FUNCTIONS:
@@ -737,8 +754,8 @@ class SemanticModel(Analysis):
                 if info.is_method and index == 0:
                     return {Instance(ClassRef(name=info.owner))}
                 return self.resolve(Param(info.owner, info.node.name.value, index, use.name), depth)
-            if use.name in self.ctx.bindings_of(scope):
-                return set()  # a local bound later, a loop variable of a comprehension...
+            if (use.scope, use.name) in self._bindings:
+                return set()  # bound in this function only later (a loop reaching back)
         if isinstance(scope, cst.Module):
             return self._resolve_imported_or_defined(use.name)
         return self._resolve_global(use.name, depth)
@@ -753,10 +770,9 @@ class SemanticModel(Analysis):
         return self._scope_kinds.get(scope_id)
 
     def _function_of(self, node: cst.FunctionDef) -> FunctionInfo | None:
-        for info in self.functions.values():
-            if info.node is node:
-                return info
-        return None
+        if self._functions_by_node is None:
+            self._functions_by_node = {id(info.node): info for info in self.functions.values()}
+        return self._functions_by_node.get(id(node))
 
     def _resolve_global(self, name: str, depth: int) -> set:
         """A module-level name as functions see it: its value once the module has run."""

@@ -294,11 +294,12 @@ class ProjectContext:
     #: display path -> dotted module name ("pkg.models"), from __init__.py files on disk.
     module_names: dict[str, str]
     enabled: frozenset[str] = field(default_factory=frozenset)
-    #: token -> the checked files whose text contains it (the rules' `project_tokens`).
-    token_files: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: token -> the checked files whose text contains it (the rules' `project_tokens`);
+    #: anything with `get(token, default)` (the engine's is worked out on demand).
+    token_files: Any = field(default_factory=dict)
     #: display path -> the folder of the project it belongs to (nearest pyproject.toml,
     #: setup.py, setup.cfg, requirements.txt or .git); files without one share "".
-    roots: dict[str, str] = field(default_factory=dict)
+    roots: Any = field(default_factory=dict)
 
     def files_mentioning(self, token: str, near: str | None = None) -> frozenset[str]:
         """Checked files whose text contains `token` (one of the enabled rules'

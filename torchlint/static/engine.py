@@ -124,29 +124,60 @@ def _parse_with_python(text: str) -> tuple[Any, tuple[str, int, int] | None]:
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
 
 
-def _project_roots(paths: dict[str, Path]) -> dict[str, str]:
-    """Each file's project folder: the nearest folder up from it holding a project marker."""
-    found: dict[Path, str] = {}
+class TokenIndex:
+    """Which checked files contain each project token, worked out the first time a rule asks
+    (most runs have no finding whose rule asks, and a warm run must stay cheap)."""
 
-    def root_of(folder: Path) -> str:
-        if folder in found:
-            return found[folder]
-        if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
-            result = str(folder)
-        elif folder.parent == folder:
-            result = ""
-        else:
-            result = root_of(folder.parent)
-        found[folder] = result
-        return result
+    def __init__(self, contents: dict[str, bytes], patterns: dict[str, re.Pattern[bytes]], assumed: set[str]) -> None:
+        self._contents = contents
+        self._patterns = patterns
+        self._assumed = assumed
+        self._found: dict[str, frozenset[str]] = {}
 
-    roots = {}
-    for display, path in paths.items():
+    def get(self, token: str, default: frozenset[str] = frozenset()) -> frozenset[str]:
+        found = self._found.get(token)
+        if found is None:
+            pattern = self._patterns.get(token)
+            if pattern is None:
+                return default
+            raw = token.encode()
+            found = self._found[token] = frozenset(
+                path
+                for path, data in self._contents.items()
+                # A substring test first: the word-boundary pattern is slow to scan with.
+                if token in self._assumed or (raw in data and pattern.search(data))
+            )
+        return found
+
+
+class ProjectRoots:
+    """Each file's project folder, the nearest folder up from it holding a project marker,
+    looked up on demand and cached per folder."""
+
+    def __init__(self, paths: dict[str, Path]) -> None:
+        self._paths = paths
+        self._folders: dict[Path, str] = {}
+
+    def get(self, display: str, default: str = "") -> str:
+        path = self._paths.get(display)
+        if path is None:
+            return default
         try:
-            roots[display] = root_of(path.absolute().parent)
+            return self._root_of(path.absolute().parent)
         except (OSError, RecursionError):
-            roots[display] = ""
-    return roots
+            return default
+
+    def _root_of(self, folder: Path) -> str:
+        found = self._folders.get(folder)
+        if found is None:
+            if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+                found = str(folder)
+            elif folder.parent == folder:
+                found = ""
+            else:
+                found = self._root_of(folder.parent)
+            self._folders[folder] = found
+        return found
 
 
 def _word(token: str) -> re.Pattern[bytes]:
@@ -202,9 +233,9 @@ class StaticEngine:
             return result
         if not candidates:
             return result
-        from torchlint.static.nesting import MAX_NESTING, deepest_line, nesting_depth
+        from torchlint.static.nesting import MAX_NESTING, deepest_line, too_deep
 
-        if nesting_depth(tree, MAX_NESTING) > MAX_NESTING:
+        if too_deep(tree, text):
             message = f"nesting too deep to check safely (more than {MAX_NESTING} levels)"
             result.findings.append(engine_finding(FileNotChecked, path, message, deepest_line(tree)))
             return result
@@ -291,10 +322,7 @@ class StaticEngine:
         # Suppressions are read from the bytes that were checked (no second read from disk,
         # and a file edited meanwhile cannot be judged against other text).
         texts = {r.path: decode_source(contents[r.path]).text or "" for r in done if r.findings and r.path in contents}
-        tokens = {
-            token: frozenset(path for path, data in contents.items() if token in self._assumed or pattern.search(data))
-            for token, pattern in self._project_tokens.items()
-        }
+        tokens = TokenIndex(contents, self._project_tokens, self._assumed)
         check = self._finish(items, done, texts, tokens)
         check.cache_hits = hits
         return check
@@ -306,12 +334,10 @@ class StaticEngine:
         for item in items:
             source = decode_source(sources[item.display].encode("utf-8"))
             results.append(self.check_text(item.display, source.text or ""))
-        tokens = {token: frozenset(p for p, text in sources.items() if pattern.search(text.encode())) for token, pattern in self._project_tokens.items()}
+        tokens = TokenIndex({p: text.encode() for p, text in sources.items()}, self._project_tokens, self._assumed)
         return self._finish(items, results, dict(sources), tokens)
 
-    def _finish(
-        self, items: list[Discovered], results: list[FileResult], texts: dict[str, str], tokens: dict[str, frozenset[str]]
-    ) -> CheckResult:
+    def _finish(self, items: list[Discovered], results: list[FileResult], texts: dict[str, str], tokens: TokenIndex) -> CheckResult:
         findings = [f for result in results for f in result.findings if f.code in self.enabled]
         self.project = self._project(items, results, tokens)
         findings = self.keep_in_project(findings)
@@ -327,7 +353,7 @@ class StaticEngine:
             enabled=self.enabled,
         )
 
-    def _project(self, items: list[Discovered], results: list[FileResult], tokens: dict[str, frozenset[str]]) -> ProjectContext:
+    def _project(self, items: list[Discovered], results: list[FileResult], tokens: TokenIndex) -> ProjectContext:
         from torchlint.static.context import ProjectContext
         from torchlint.static.modules import module_name
 
@@ -338,7 +364,7 @@ class StaticEngine:
             module_names={display: module_name(paths.get(display, Path(display))) for display in facts},
             enabled=self.enabled,
             token_files=tokens,
-            roots=_project_roots(paths) if tokens else {},
+            roots=ProjectRoots(paths),
         )
 
     def assume_mentioned(self, token: str) -> None:

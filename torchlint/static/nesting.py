@@ -16,6 +16,9 @@ s), so the bound keeps such files from stalling a run too.
 from __future__ import annotations
 
 import ast
+import re
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
 
 #: Deepest nesting checked. Torch's own sources peak at 31; the shallowest measured crash is
 #: 3,500, so the margin covers constructs that cost libcst more stack per level.
@@ -59,6 +62,57 @@ def nesting_depth(tree: ast.AST, limit: int | None = None) -> int:
         for child in _ITER_CHILDREN(node):
             push((child, depth + 1))
     return deepest
+
+
+#: A nesting level costs at least one character of a statement (`-`, `(`, `.`, `or`), and
+#: statements nest at most 100 indentation levels (two `ast` levels each): a simple statement
+#: shorter than this cannot reach MAX_NESTING.
+_SHORT_ENOUGH = MAX_NESTING - 2 * 100 - 10
+
+
+def too_deep(tree: ast.Module, text: str) -> bool:
+    """`nesting_depth(tree) > MAX_NESTING`, without walking every expression: only the
+    expressions of statements long enough to hold that many levels are walked (in real code,
+    none: the full walk cost 0.3x of a libcst parse on timm)."""
+    # Lines as CPython numbers them (universal newlines; not str.splitlines, which also
+    # breaks at form feeds and U+2028). Columns are UTF-8 byte offsets, so a span counts
+    # bytes of non-ASCII text as characters: an overestimate, which only costs a walk.
+    starts = [0, *(match.end() for match in _NEWLINE.finditer(text))]
+
+    def span(node: ast.AST) -> int:
+        try:
+            width = starts[node.end_lineno - 1] + node.end_col_offset - starts[node.lineno - 1] - node.col_offset
+        except (AttributeError, IndexError, TypeError):
+            return MAX_NESTING  # no usable position: measure it
+        return width if width >= 0 else MAX_NESTING
+
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        statement = pending.pop()
+        for name, value in ast.iter_fields(statement):
+            children = value if isinstance(value, list) else [value]
+            for child in children:
+                if isinstance(child, ast.stmt):
+                    pending.append(child)
+                elif isinstance(child, ast.excepthandler):
+                    pending.extend(child.body)
+                    if child.type is not None and span(child.type) >= _SHORT_ENOUGH and _deep(child.type):
+                        return True
+                elif isinstance(child, ast.AST) and hasattr(child, "lineno"):
+                    if span(child) >= _SHORT_ENOUGH and _deep(child):
+                        return True
+                elif isinstance(child, ast.AST):
+                    # arguments, comprehensions, match cases: no position of their own
+                    if any(span(n) >= _SHORT_ENOUGH for n in ast.walk(child) if hasattr(n, "lineno")) and _deep(child):
+                        return True
+    return False
+
+
+def _deep(expression: ast.AST) -> bool:
+    """An expression nested deeper than the bound leaves for it under up to 100 indented
+    statements (two `ast` levels each)."""
+    limit = MAX_NESTING - 2 * 100
+    return nesting_depth(expression, limit) > limit
 
 
 def deepest_line(tree: ast.AST) -> int:
