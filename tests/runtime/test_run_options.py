@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +91,22 @@ def test_real_cuda_confirms_the_device_example():
                            "--output-format", "json", cwd=ROOT)
     assert result.returncode == 1
     assert result.codes("confirmed") == {"TL201"}
+
+
+def test_a_folder_named_torchlint_next_to_the_script_is_not_imported_as_torchlint(write, tmp_path):
+    # `python -m` would put the script's folder first on sys.path and import this instead.
+    (tmp_path / "torchlint").mkdir()
+    (tmp_path / "torchlint" / "__init__.py").write_text("raise ImportError('the user folder was imported')\n")
+    write("train.py", """
+        import json, sys
+        import torch
+        json.dump([sys.argv[1:], torch.ones(2).sum().item()], open("seen.json", "w"))
+    """)
+    # The console script, as a user types it (`python -m torchlint` itself would import the folder).
+    script = Path(sys.executable).with_name("torchlint")
+    if not script.exists():
+        pytest.skip("the torchlint console script is not installed next to this Python")
+    proc = subprocess.run([str(script), "run", "train.py", "-q", "--output-format", "json", "--", "--epochs", "1"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert json.loads(proc.stdout)["outcome"]["status"] == "completed", proc.stderr[-2000:]
+    assert json.loads((tmp_path / "seen.json").read_text()) == [["--epochs", "1"], 2.0]

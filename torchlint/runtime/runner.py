@@ -112,10 +112,10 @@ class RunningChild:
         self.started = time.monotonic()
         try:
             self.proc = subprocess.Popen(
-                [python, "-m", "torchlint.runtime.supervisor", "--parent", str(os.getpid()), "--pass-fd", fd,
+                [*module_command(python, "torchlint.runtime.supervisor"), "--parent", str(os.getpid()), "--pass-fd", fd,
                  # The script's arguments on the command line, as the user's were: one environment
                  # string would hold only 128 KiB of them.
-                 "--", python, "-m", "torchlint.runtime.child", *spec.args],
+                 "--", *module_command(python, "torchlint.runtime.child"), *spec.args],
                 cwd=cwd,
                 env=env,
                 # A script waiting for keyboard input would otherwise hang until the timeout.
@@ -174,6 +174,20 @@ class RunningChild:
 
 def run_child(spec: RunSpec, *, cwd: Path, python: str | None = None) -> ChildResult:
     return RunningChild(spec, cwd=cwd, python=python).finish()
+
+
+#: `python -m` puts the working folder first on sys.path, so a folder named `torchlint` next
+#: to the user's script would be imported instead of torchlint. This starts the module with
+#: torchlint's own folder there instead (the child then puts the script's folder first).
+_LAUNCH = "import runpy, sys; sys.path[0] = sys.argv.pop(1); runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+
+
+def module_command(python: str, module: str) -> list[str]:
+    """The command that runs `module` as `python -m module` would, immune to the working
+    folder's own packages."""
+    import torchlint
+
+    return [python, "-c", _LAUNCH, str(Path(torchlint.__file__).resolve().parent.parent), module]
 
 
 def _stop(proc: subprocess.Popen) -> None:
