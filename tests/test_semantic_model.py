@@ -7,7 +7,6 @@ import json
 import textwrap
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from torchlint.cli import main

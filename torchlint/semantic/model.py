@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import libcst as cst
 
@@ -354,8 +354,11 @@ class SemanticModel(Analysis):
             self.classes[owner].methods[node.name.value] = info
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if not isinstance(self.ctx.ancestors[self._scope_index()], cst.ClassDef):
-            self._bind(node.name.value, None if not isinstance(self.ctx.ancestors[self._scope_index()], cst.Module) else FunctionObj("", node.name.value))
+        scope = self.ctx.ancestors[self._scope_index()]
+        if isinstance(scope, cst.Module):
+            self._bind(node.name.value, FunctionObj("", node.name.value))
+        elif not isinstance(scope, cst.ClassDef):
+            self._bind(node.name.value, None)  # a nested function: not followed
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         if not isinstance(self.ctx.ancestors[self._scope_index()], cst.Module):

@@ -26,7 +26,6 @@ from torchlint.semantic.values import (
     LOGPROB,
     PROB,
     SIGMOID,
-    BoundMethod,
     ClassObj,
     ClassRef,
     External,
@@ -242,14 +241,11 @@ class ProjectModel:
             summary = self.summaries.get(path, {})
             if name in summary.get("globals", {}):
                 return self.resolve(summary["globals"][name], depth + 1)
-            if name in summary.get("classes", {}) or self._defines_class(path, name):
+            if name in summary.get("classes", {}):
                 return [{"class": name, "path": path}]
             if name in summary.get("functions", {}):
                 return [{"function": name, "path": path}]
         return []
-
-    def _defines_class(self, path: str, name: str) -> bool:
-        return name in self.project.facts.get(path, {}).get(FACTS_KEY, {}).get("defined_classes", ())
 
     def _defining(self, ref: dict[str, Any], importer: str) -> list[tuple[str, str]]:
         """(file, name) pairs the reference may mean, nearest first (memoised)."""
@@ -306,10 +302,6 @@ def _via(value: dict[str, Any], cls: str) -> dict[str, Any]:
     return value
 
 
-def probabilities(values: list[dict[str, Any]], kind: str = PROB) -> list[dict[str, Any]]:
-    return [v for v in values if v.get("t") == kind]
-
-
 def defining_file(project: ProjectContext, importer: str, module: str, level: int) -> str | None:
     """The checked file that `module` means in `importer`. A top-level name (`from models
     import Net`) is only trusted next to the importing script: another folder's `models.py`
@@ -327,4 +319,4 @@ def defining_file(project: ProjectContext, importer: str, module: str, level: in
     return neighbours[0] if len(neighbours) == 1 else None
 
 
-__all__ = ["Encoder", "ProjectModel", "export", "defining_file", "FACTS_KEY", "probabilities", "BoundMethod"]
+__all__ = ["Encoder", "ProjectModel", "export", "defining_file", "FACTS_KEY"]
