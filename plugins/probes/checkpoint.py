@@ -58,8 +58,8 @@ class CheckpointProbe(Probe):
             return False
         cuda = {loc: n for loc, n in locations.items() if loc.startswith("cuda")}
         if not cuda:
-            placed = ", ".join(sorted(locations)) or "no storages"
-            self.ctx.observed(self, "TL301", site, f"this checkpoint holds {placed} storages only; one saved on a GPU would not load on a CPU machine")
+            held = f"holds {', '.join(sorted(locations))} storages only" if locations else "holds no tensor storages"
+            self.ctx.observed(self, "TL301", site, f"this checkpoint {held}; one saved on a GPU would not load on a CPU machine")
             return False
         summary = ", ".join(f"{n} storage{'s' * (n != 1)} on {loc}" for loc, n in sorted(cuda.items()))
         where = f" at {site.short()}" if site else ""

@@ -16,6 +16,8 @@ from .load_without_weights_only import missing_weights_only, weights_only_fixabl
 WEIGHTS_ONLY_CODE = "TL302"
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
+#: How a finding that also carries TL302's claim begins (see `errors_proving`).
+BOTH_KEYWORDS = "`torch.load` without `map_location` or `weights_only`"
 
 
 class LoadWithoutMapLocation(Rule):
@@ -339,7 +341,7 @@ class LoadWithoutMapLocation(Rule):
         """The message naming both keywords, and a fix adding both where that is no riskier:
         a safe `map_location` fix stays alone (TL302 offers `weights_only` on the next pass)."""
         message = (
-            "`torch.load` without `map_location` or `weights_only`: tensors return to the device they were saved "
+            f"{BOTH_KEYWORDS}: tensors return to the device they were saved "
             f"on, and {weights_only_risk(self.ctx)}; pass map_location=\"cpu\" (or the target device) and "
             "weights_only=True (False only for trusted files)"
         )
@@ -391,6 +393,14 @@ class LoadWithoutMapLocation(Rule):
         saves = [fact for facts in project.facts.values() for fact in facts.get(cls.code, {}).get("save", []) if fact["path"] == loaded]
         # The project writes this file only with payloads that hold no tensors.
         return not saves or any(save["tensors"] for save in saves)
+
+    @classmethod
+    def errors_proving(cls, finding) -> tuple:
+        """`torch run`: the map_location claim is the checkpoint probe's to confirm; a finding
+        that also speaks for TL302 is proven, like TL302's, by torch's weights_only refusal."""
+        from .load_without_weights_only import LoadWithoutWeightsOnly
+
+        return LoadWithoutWeightsOnly.proven_by if finding.message.startswith(BOTH_KEYWORDS) else ()
 
     @classmethod
     def reports_load_at(cls, project, finding) -> bool:

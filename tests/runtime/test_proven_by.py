@@ -10,13 +10,14 @@ import pytest
 from torchlint.findings import Finding, Location
 from torchlint.plugins.rules.float_class_index_target import FloatClassIndexTarget
 from torchlint.plugins.rules.inplace_on_grad_tensor import InplaceOnGradTensor
+from torchlint.plugins.rules.load_without_map_location import BOTH_KEYWORDS, LoadWithoutMapLocation
 from torchlint.plugins.rules.load_without_weights_only import LoadWithoutWeightsOnly
 from torchlint.plugins.rules.numpy_on_device_or_grad_tensor import NumpyOnDeviceOrGradTensor
 from torchlint.plugins.rules.tensor_without_device import TensorWithoutDevice
 from torchlint.runtime.matching import merge
 from torchlint.runtime.runner import ChildResult
 
-RULES = {rule.code: rule for rule in (FloatClassIndexTarget, InplaceOnGradTensor, LoadWithoutWeightsOnly,
+RULES = {rule.code: rule for rule in (FloatClassIndexTarget, InplaceOnGradTensor, LoadWithoutMapLocation, LoadWithoutWeightsOnly,
                                       NumpyOnDeviceOrGradTensor, TensorWithoutDevice)}
 START = {"event": "start", "probes": [{"name": "device", "confirms": ["TL201"], "runtime_code": "TL701"},
                                       {"name": "autograd", "confirms": ["TL103"], "runtime_code": "TL705"}]}
@@ -32,8 +33,8 @@ def raised(script: str, type_name: str, message: str, lines: list[int]) -> Child
     return ChildResult(events=[START, outcome], returncode=0, timed_out=False, seconds=1.0, script=script)
 
 
-def run(tmp_path, code: str, line: int, result: ChildResult):
-    finding = Finding(code, code.lower(), "static message", str(tmp_path / "train.py"), Location(line, 5, line, 30))
+def run(tmp_path, code: str, line: int, result: ChildResult, message: str = "static message"):
+    finding = Finding(code, code.lower(), message, str(tmp_path / "train.py"), Location(line, 5, line, 30))
     findings, _ = merge([finding], result, enabled=set(RULES), cwd=tmp_path, timeout=10, rules=RULES)
     return findings
 
@@ -88,3 +89,15 @@ def test_without_the_rule_classes_nothing_is_proven(tmp_path):
     result = raised(script, "TypeError", "can't convert cuda:0 device type tensor to numpy.", [7])
     findings, _ = merge([finding], result, enabled={"TL202"}, cwd=tmp_path, timeout=10)
     assert {f.code: f.evidence[0].status for f in findings} == {"TL202": "not probed", "TL702": "runtime only"}
+
+
+def test_tl301_speaking_for_tl302_is_proven_by_the_weights_only_refusal(tmp_path):
+    # With both rules on, a bare load is one TL301 finding naming weights_only too.
+    script = str(tmp_path / "train.py")
+    refusal = "Weights only load failed. This file can still be loaded, to do so you have two options"
+    both = run(tmp_path, "TL301", 7, raised(script, "UnpicklingError", refusal, [7]), message=f"{BOTH_KEYWORDS}: ...")
+    assert {f.code: f.evidence[0].status for f in both} == {"TL301": "confirmed"}
+    # A map_location-only finding is not what the refusal proves.
+    alone = run(tmp_path, "TL301", 7, raised(script, "UnpicklingError", refusal, [7]),
+                message="`torch.load` without `map_location`: ...")
+    assert {f.code: f.evidence[0].status for f in alone}["TL301"] != "confirmed"

@@ -140,7 +140,9 @@ class _Crash:
         return cls(outcome.data["type"], outcome.data.get("message") or "", where, frames + ((where,) if where else ()))
 
     def proves(self, finding: Finding, rule: type | None) -> Evidence | None:
-        for type_name, pattern in getattr(rule, "proven_by", ()) or ():
+        # A rule may tell per finding (TL301's finding that also carries TL302's claim).
+        errors = rule.errors_proving(finding) if hasattr(rule, "errors_proving") else getattr(rule, "proven_by", ())
+        for type_name, pattern in errors or ():
             if type_name != self.type or not re.search(pattern, self.message):
                 continue
             path_key = _key(finding.path)
