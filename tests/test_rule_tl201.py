@@ -276,3 +276,84 @@ def test_gradient_penalty_grad_outputs_on_cpu_is_flagged():
             return grad.norm(2, dim=1)
         """
     ) == [4]
+
+
+def test_a_helpers_cpu_tensor_is_reported_where_it_is_made_naming_the_meeting_in_the_caller():
+    (finding,) = findings(
+        """
+        import torch
+        from torch import nn
+
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.GRU(8, 8)
+
+            def init_hidden(self, bsz):
+                return torch.zeros(1, bsz, 8)
+
+            def forward(self, x):
+                out, _ = self.rnn(x, self.init_hidden(x.size(1)))
+                return out
+        """
+    )
+    assert finding.location.line == 10
+    assert "in `init_hidden()`; it meets `self.rnn` at line 13 in forward" in finding.message
+    assert finding.fix is None  # no tensor of the caller is in reach where the factory is
+
+
+def test_a_helpers_device_tensors_do_not_cross_into_callers():
+    # `scale` reads its annotated argument as a device tensor, but its caller passes a list:
+    # what the helper returns is on the device only if its arguments are.
+    assert lines(
+        """
+        import torch
+
+        def scale(t: torch.Tensor):
+            return t * 2
+
+        def build(values):
+            mask = torch.ones(3)
+            return mask * scale(values)
+        """
+    ) == []
+
+
+def test_script_code_is_read_and_names_the_line():
+    (finding,) = findings(
+        """
+        import torch
+
+        net = torch.nn.Linear(4, 2).cuda()
+        x = torch.randn(3, 4).to("cuda")
+        w = torch.ones(3, 2)
+        y = net(x) * w
+        """
+    )
+    assert finding.location.line == 5
+    assert "creates a CPU tensor in script code; it meets `net(...)` at line 6" in finding.message
+
+
+def test_moving_to_the_cpu_is_no_device_and_dtype_only_to_is_no_move():
+    assert lines(
+        """
+        import torch
+
+        def f(x, device):
+            a = x.to("cpu")
+            b = x.to(torch.float16)
+            return a + torch.ones(3), b * torch.zeros(3)
+        """
+    ) == []
+
+
+def test_a_cpu_input_to_a_moved_model_meets_its_parameters():
+    assert lines(
+        """
+        import torch
+
+        model = torch.nn.Linear(4, 2)
+        model.cuda()
+        out = model(torch.randn(8, 4))
+        """
+    ) == [5]

@@ -10,20 +10,29 @@ from torchlint.rule import Bad, Good, Rule
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
-from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
-from ._calls import with_keyword
-from ._device_flow import (
+from torchlint.semantic.devices import (
     FACTORIES,
     FACTORY_NAMES,
+    LEGACY_CONSTRUCTORS,
     NEW_TWINS,
     Flow,
     FlowSetup,
     Meeting,
+    Module,
     annotation_text,
     is_literal,
     is_tensor_annotation,
     iter_params,
+    joined_return,
 )
+from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.values import GlobalName, Param, SelfAttr
+
+from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
+from ._calls import with_keyword
+
+#: Names of calls that may make a CPU tensor: the factories, the legacy constructors, normal.
+CREATING_NAMES = FACTORY_NAMES | {q.rpartition(".")[2] for q in LEGACY_CONSTRUCTORS} | {"normal"}
 
 #: torch.nn layers that own parameters: a CPU tensor passed to one meets its weights.
 PARAM_LAYERS = frozenset(
@@ -51,7 +60,11 @@ def _nested_scopes() -> tuple[type, ...]:
     return (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 DATA_LOADING_METHODS = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__"})
-DATA_LOADING_BASES = ("Dataset", "Sampler", "DataPipe")
+DATA_LOADING_BASES = ("Dataset", "Sampler", "DataPipe", "Collator", "Processor")
+#: Classes named so prepare data (`Preprocessing`, `RandomTransform`, `Augmenter`).
+PREPARING_CLASS_WORDS = ("Preprocess", "Transform", "Augment", "Tokeniz")
+#: Functions that assemble a batch before it is moved (`get_batch` in nanoGPT-style scripts).
+BATCH_BUILDERS = ("get_batch", "make_batch", "build_batch")
 #: A file that changes the default device makes every factory follow it.
 DEFAULT_DEVICE_SETTERS = ("set_default_device", "set_default_tensor_type")
 
@@ -68,6 +81,14 @@ class TensorWithoutDevice(Rule):
     to a submodule that holds parameters (`self.embed(pos)`).
 
     The finding is reported on the factory call and names the line where the tensors meet.
+    The same holds for the legacy constructors (`torch.LongTensor([...])`, `torch.FloatTensor(n)`)
+    and `torch.normal(mean, std, size=...)`, in script code as in functions, and when the factory
+    sits in a helper of the same file whose result meets the device in its caller (a CPU hidden
+    state returned by `init_hidden()` and given to the LSTM in `forward`). Device tensors are
+    the parameters of device code, a module's parameters and buffers, anything moved with
+    `.cuda()`/`.to(device)` or made with `device=device`, and the output of a module (as the
+    semantic model resolves it: a layer, an `nn.Sequential`, a model class of this file, a
+    parameter every caller passes a model to) given such a tensor or moved itself.
 
     Not flagged: `*_like` factories and `x.new_*` methods, any `device=` argument, a tensor moved
     with `.to(...)`, `.cuda()` or `.type_as(x)` before it meets others, index tensors used only
@@ -114,14 +135,16 @@ class TensorWithoutDevice(Rule):
     different numbers.
 
     ## Known limitations
-    The data flow is local to one function and reads branches one after another: a tensor made
-    in a helper and returned to `forward`, a CPU tensor returned or stored without meeting
-    another, or one moved on only one branch, is not followed. Comprehensions and lambdas are
-    not read. Values
-    of unknown kind (results of your own functions, `self.` attributes that are not parameters,
+    This is the semantic model's device domain (`torchlint.semantic.devices`): arms of an `if`
+    join as may-values (an arm that moves a CPU tensor it was given wins, as after
+    `if x.is_cuda:`), loops are read twice. A CPU tensor crosses into callers of the same file
+    only as a return value; one stored in an attribute, a container or a global, or returned to
+    another file, is not followed. Comprehensions and lambdas are not read. Values of unknown
+    kind (results of other files' functions, `self.` attributes that are not parameters,
     buffers or layers) are never assumed to be tensors, so some real cases are missed. A
     `forward` parameter is taken for a tensor unless its annotation, default or use says
-    otherwise.
+    otherwise. A CPU argument next to a device argument of a module call is not a meeting (it
+    may be a length or an index the module keeps on the CPU).
     """
 
     code = "TL201"
@@ -129,10 +152,94 @@ class TensorWithoutDevice(Rule):
     summary = "A tensor factory without `device=` in device code makes a CPU tensor that meets device tensors"
     #: The error that proves it when the program runs (the device probe also names both lines).
     proven_by = (("RuntimeError", r"Expected all tensors to be on the same device"),)
-    triggers = tuple(sorted(FACTORY_NAMES | {"_window"}))
+    analyses = (SemanticModel,)
+    triggers = tuple(sorted(FACTORY_NAMES | {"_window", "Tensor(", "normal("}))
     imports = ("torch",)
     fix_safety = UNSAFE
     cases = [
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class LM(nn.Module):
+                def __init__(self, ntoken, nhid):
+                    super().__init__()
+                    self.embed = nn.Embedding(ntoken, nhid)
+                    self.rnn = nn.LSTM(nhid, nhid)
+                    self.nhid = nhid
+
+                def init_hidden(self, bsz):
+                    h = torch.zeros(1, bsz, self.nhid)  # error
+                    return h, h.clone()
+
+                def forward(self, src):
+                    out, _ = self.rnn(self.embed(src), self.init_hidden(src.size(1)))
+                    return out
+
+            LM(100, 32).cuda()
+            """,
+            note="a hidden state made by a helper meets the LSTM's weights in forward",
+        ),
+        Bad(
+            """
+            import torch
+
+            def train_epoch(model, loader, device):
+                for x, y in loader:
+                    x = x.to(device)
+                    keep = torch.ones(x.size(0), 1)  # error
+                    out = model(x) * keep
+                    target = torch.LongTensor([0, 1])  # error
+                    loss = torch.nn.functional.cross_entropy(out, target)
+
+            net = torch.nn.Sequential(torch.nn.Linear(4, 2)).cuda()
+            train_epoch(net, [], "cuda")
+            """,
+            note="partners moved with `.to(device)`: a model's output is where its input is; a legacy constructor makes a CPU tensor",
+        ),
+        Bad(
+            """
+            from torch import *
+            from torch import nn
+
+            model = nn.Linear(16, 4).cuda()
+            for step in range(10):
+                x = randn(8, 16).cuda()
+                bias = zeros(8, 4)  # error
+                out = model(x) + bias
+            """,
+            note="script code, with torch's names brought in by a star import",
+        ),
+        Good(
+            """
+            import torch
+
+            def pad_mask(prev_mask, batch, length):
+                filler = torch.zeros(batch, length - prev_mask.size(1))
+                if prev_mask.is_cuda:
+                    filler = filler.cuda()
+                return torch.cat([prev_mask.float(), filler], dim=1)
+
+            torch.device("cuda")
+            """,
+            note="an arm that moves the tensor after testing the device wins over the arm that leaves it",
+        ),
+        Bad(
+            """
+            import torch
+
+            def add_noise(x: torch.Tensor, training: bool) -> torch.Tensor:
+                if training:
+                    noise = torch.randn(x.shape)  # error
+                else:
+                    noise = torch.zeros_like(x)
+                return x + noise
+
+            torch.device("cuda")
+            """,
+            note="the arms of an `if` join: the CPU tensor of one arm meets `x` on that path",
+        ),
         Good(
             """
             import torch
@@ -528,49 +635,170 @@ class TensorWithoutDevice(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
+        self.model: SemanticModel = ctx.analysis(SemanticModel)
         self._enabled = not any(setter in ctx.text for setter in DEFAULT_DEVICE_SETTERS)
         self._class_info: dict[int, tuple[frozenset, frozenset]] = {}
-        self._with_factories: set[int] = set()
+        #: functions (and None: the module's own statements) that call something named like
+        #: a factory, and the plain or `self.` names each function calls
+        self._with_factories: set = set()
+        self._called: dict[int, set[str]] = {}
+        self._functions: list[tuple[cst.FunctionDef, Optional[cst.ClassDef]]] = []
         self._moves: tuple[dict[str, int], dict[str, int]] | None = None
+        self._flows: dict[int, Optional[Flow]] = {}
+        #: factory call -> the body (function or module) that made it
+        self._homes: dict[int, cst.CSTNode] = {}
+        self._reported: set[int] = set()
+        #: nested functions of data-loading functions
+        self._preparing: set[int] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        cls = self._method_class(node)
+        enclosing = self.ctx.enclosing_function()
+        if enclosing is not None and (id(enclosing) in self._preparing or _runs_in_data_loading(enclosing, None)):
+            self._preparing.add(id(node))  # a helper nested in batch building builds batches too
+        self._functions.append((node, cls))
 
     def visit_Call(self, node: cst.Call) -> None:
-        """Remember which functions call something named like a factory; only those are read."""
+        """Remember which functions call something named like a factory, and which names each
+        calls (a function calling one that makes tensors reads what it returns)."""
         func = node.func
         short = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if short in FACTORY_NAMES:
-            function = self.ctx.enclosing_function()
-            if function is not None:
-                self._with_factories.add(id(function))
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if not self._enabled or node.name.value == "__init__" or id(node) not in self._with_factories:
+        if short is None:
             return
+        function = self.ctx.enclosing_function()
+        if short in CREATING_NAMES:
+            self._with_factories.add(id(function) if function is not None else None)
+        elif function is not None:
+            self._called.setdefault(id(function), set()).add(short)
+
+    def finish(self) -> None:
+        if not self._enabled or not self._with_factories:
+            return
+        makers = {node.name.value for node, _ in self._functions if id(node) in self._with_factories}
         try:
-            self._check_function(node)
+            for node, cls in self._functions:
+                if node.name.value == "__init__":
+                    continue
+                if id(node) in self._with_factories or self._called.get(id(node), set()) & makers:
+                    self._check_function(node, cls)
+            if None in self._with_factories:
+                self._check_script()
         except RecursionError:
             return  # a pathological expression (libcst's visitors recurse too); stay quiet
 
-    def _check_function(self, node: cst.FunctionDef) -> None:
+    def _check_function(self, node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> None:
+        flow = self._flow(node, cls)
+        if flow is None:
+            return
+        for meeting in flow.meetings.values():
+            self._report(meeting, flow.setup)
+
+    def _check_script(self) -> None:
+        """The module's own statements: a training script's loop at top level."""
+        module = self.ctx.module
+        setup = FlowSetup({}, self._qualname_in(None), module_of=self._module_of(None, None), returns=self._returns(None), body=module)
+        flow = self._run(setup, module)
+        for meeting in flow.meetings.values():
+            self._report(meeting, setup)
+
+    def _flow(self, node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> Optional[Flow]:
+        """The device flow of one function, read once (callers read what it returns)."""
+        key = id(node)
+        if key in self._flows:
+            return self._flows[key]
+        self._flows[key] = None  # a recursive call reads nothing back
+        setup = self._setup(node, cls)
+        flow = self._run(setup, node.body) if setup is not None else None
+        self._flows[key] = flow
+        return flow
+
+    def _run(self, setup: FlowSetup, body) -> Flow:
+        flow = Flow(setup)
+        if isinstance(body, cst.Module):
+            for statement in body.body:
+                flow.statement(statement)
+        else:
+            flow.run(body)
+        for origin in flow.made:
+            self._homes.setdefault(id(origin), setup.body)
+        return flow
+
+    def _setup(self, node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> Optional[FlowSetup]:
         qualname = self._qualname_in(node)
         scan = _scan_body(node, qualname)
-        if not scan.makes_tensors:
-            return
-        cls = self._method_class(node)
-        module_forward = cls is not None and _is_module_forward(self, node, cls)
-        if module_forward:
+        if cls is not None and _is_module_forward(self, node, cls):
             setup = self._forward_setup(node, cls, scan, qualname)
-        elif _runs_in_data_loading(node, cls):
-            return
+        elif _runs_in_data_loading(node, cls) or id(node) in self._preparing:
+            return None
         elif cls is None and self._every_caller_moves_the_result(node.name.value):
-            return  # CPU preprocessing: `preprocess(x).cuda()`, `fabric.to_device(jitter(b))`
+            return None  # CPU preprocessing: `preprocess(x).cuda()`, `fabric.to_device(jitter(b))`
         else:
             setup = self._helper_setup(node, scan, qualname)
-        if not setup.tensor_params and not setup.self_tensors and not setup.self_modules:
-            return
-        flow = Flow(setup)
-        flow.run(node.body)
-        for meeting in flow.meetings.values():
-            self._report(node, meeting, setup, module_forward)
+        class_name = cls.name.value if cls is not None else None
+        setup.module_of = self._module_of(node, class_name)
+        setup.returns = self._returns(class_name)
+        setup.body = node
+        if setup.self_name is None and class_name is not None:
+            params = list(iter_params(node))
+            setup.self_name = params[0].name.value if params else None
+        return setup
+
+    # -- what the semantic model answers -------------------------------------------------------
+    def _module_of(self, function: Optional[cst.FunctionDef], class_name: Optional[str]):
+        """A callee or receiver the semantic model resolves to modules only: a parameter every
+        caller passes a model to, a module-level model, `self.<submodule>`."""
+        model = self.model
+        info = model.function_info(function) if function is not None else None
+        local = self.ctx.bindings_of(function) if function is not None else ()
+
+        def module_of(expr: cst.BaseExpression) -> Optional[Module]:
+            value = None
+            if isinstance(expr, cst.Name):
+                name = expr.value
+                if info is not None and name in info.params:
+                    index = info.params.index(name)
+                    if not (info.is_method and index == 0):
+                        value = Param(info.owner, info.node.name.value, index, name)
+                elif name not in local:
+                    value = GlobalName(name)
+            elif (
+                class_name is not None
+                and info is not None
+                and info.is_method
+                and isinstance(expr, cst.Attribute)
+                and isinstance(expr.value, cst.Name)
+                and expr.value.value == info.params[0]
+            ):
+                value = SelfAttr(class_name, expr.attr.value)
+            if value is None:
+                return None
+            resolved = model.resolve(value)
+            if resolved and all(model.is_module(v) for v in resolved):
+                return Module(dotted_name(expr) or "")
+            return None
+
+        return module_of
+
+    def _returns(self, class_name: Optional[str]):
+        """What a call of a function (or `self.` method) of this file returns, in the device domain."""
+        model = self.model
+
+        def returns(call: cst.Call):
+            func = call.func
+            info = None
+            if isinstance(func, cst.Name):
+                info = model.functions.get(("", func.value))
+            elif class_name is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                info = model.method(class_name, func.attr.value)
+                if info is not None and (not info.is_method or not info.params or info.params[0] != func.value.value):
+                    info = None if func.value.value != "self" else info
+            if info is None or info.node.name.value == "__init__":
+                return None
+            owner = model.classes.get(info.owner) if info.owner else None
+            flow = self._flow(info.node, owner.node if owner is not None else None)
+            return joined_return(flow.returned) if flow is not None else None
+
+        return returns
 
     def _every_caller_moves_the_result(self, name: str) -> bool:
         """Every call of the module-level function `name` in this file hands its result
@@ -589,14 +817,16 @@ class TensorWithoutDevice(Rule):
             return ancestors[-2]
         return None
 
-    def _qualname_in(self, function: cst.FunctionDef):
+    def _qualname_in(self, function: Optional[cst.FunctionDef]):
+        local = self.ctx.bindings_of(function) if function is not None else frozenset()
+
         def resolve(expr: cst.BaseExpression) -> Optional[str]:
             resolved = self.ctx.qualname(expr)
-            if resolved is None:
-                return None
             dotted = dotted_name(expr) or ""
-            if dotted.partition(".")[0] in self.ctx.bindings_of(function):
+            if dotted.partition(".")[0] in local:
                 return None
+            if resolved is None and isinstance(expr, cst.Name) and expr.value in CREATING_NAMES:
+                return self.model.torch_star_name(expr.value)  # `from torch import *`
             return resolved
 
         return resolve
@@ -644,30 +874,45 @@ class TensorWithoutDevice(Rule):
         return result
 
     # -- reporting ----------------------------------------------------------------------------
-    def _report(self, function: cst.FunctionDef, meeting: Meeting, setup: FlowSetup, module_forward: bool) -> None:
+    def _report(self, meeting: Meeting, setup: FlowSetup) -> None:
         origin = meeting.cpu.origin
+        if id(origin) in self._reported:
+            return  # a helper's tensor met in its caller is reported once
+        self._reported.add(id(origin))
+        home = self._homes.get(id(origin), meeting.body)
         factory = self.ctx.module.code_for_node(origin.func)
         line = self.ctx.position(meeting.node)[0]
-        where = "forward" if module_forward else f"`{function.name.value}()`"
+        where = self._where(home)
+        met = f"at line {line}" if meeting.body is home else f"at line {line} in {self._where(meeting.body)}"
         root = meeting.root
-        if root.startswith("self.") and root[5:] in setup.self_modules:
-            advice = "pass `device=` with the model's device"
-        else:
-            short = (self.ctx.qualname(origin.func) or factory).rpartition(".")[2]
+        reachable = meeting.body is home and _is_dotted_name(root) and not (root.startswith("self.") and root[5:] in setup.self_modules)
+        short = (self.ctx.qualname(origin.func) or factory).rpartition(".")[2]
+        if reachable:
             advice = f"pass `device={root}.device`"
             if short in NEW_TWINS:
                 twin = "new_tensor" if short == "tensor" else f"new_{short}"
                 advice += f" (or use `{root}.{twin}(...)`)"
+        elif meeting.root.startswith("self.") or not meeting.other.isidentifier():
+            advice = "pass `device=` with the model's device"
+        else:
+            advice = f"pass `device=` with the device of `{meeting.other}`"
         fix = None
-        if not (root.startswith("self.") and root[5:] in setup.self_modules) and _is_dotted_name(root):
-            short = (self.ctx.qualname(origin.func) or factory).rpartition(".")[2]
+        if reachable and short not in ("normal",) and origin.func is not None and not short.endswith("Tensor"):
             safety = UNSAFE if short in RANDOM_FACTORIES else SAFE
             fix = NodeFix(f"Add `device={root}.device`", safety, ((origin, with_keyword(origin, "device", f"{root}.device")),))
         self.report(
             origin,
-            f"`{factory}(...)` creates a CPU tensor in {where}; it meets `{meeting.other}` at line {line} — {advice}",
+            f"`{factory}(...)` creates a CPU tensor in {where}; it meets `{meeting.other}` {met} — {advice}",
             fix=fix,
         )
+
+    def _where(self, body: Optional[cst.CSTNode]) -> str:
+        if not isinstance(body, cst.FunctionDef):
+            return "script code"
+        cls = next((c for node, c in self._functions if node is body), None)
+        if cls is not None and _is_module_forward(self, body, cls):
+            return "forward"
+        return f"`{body.name.value}()`"
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -713,12 +958,15 @@ def _is_none(node: cst.BaseExpression) -> bool:
 
 
 def _runs_in_data_loading(node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
-    """Datasets, samplers and collate functions build batches on the CPU by design."""
+    """Datasets, samplers, collate and batch-building functions, and preprocessing classes
+    build their tensors on the CPU by design."""
     name = node.name.value
-    if name in DATA_LOADING_METHODS or "collate" in name.lower():
+    if name in DATA_LOADING_METHODS or "collate" in name.lower() or name.startswith(BATCH_BUILDERS):
         return True
     if cls is None:
         return False
+    if cls.name.value.endswith(DATA_LOADING_BASES) or any(word in cls.name.value for word in PREPARING_CLASS_WORDS):
+        return True
     return any((dotted_name(base.value) or "").endswith(DATA_LOADING_BASES) for base in cls.bases)
 
 

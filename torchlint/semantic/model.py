@@ -639,6 +639,42 @@ class SemanticModel(Analysis):
     def calls_by_name(self) -> dict[str, list[CallSite]]:
         return self._calls_by_name
 
+    def function_info(self, node: cst.FunctionDef) -> FunctionInfo | None:
+        """The summary of a module-level function or method of this file (None when nested)."""
+        return self._function_of(node)
+
+    def method(self, cls: str, name: str) -> FunctionInfo | None:
+        """Method `name` of class `cls` or of its nearest base defined in this file."""
+        for info in self._class_chain(cls):
+            if name in info.methods:
+                return info.methods[name]
+        return None
+
+    def is_module(self, value: Value) -> bool:
+        """Whether a concrete value is an nn.Module: a layer, a container, or an instance of a
+        class of this file that derives from one of torch.nn's (or Lightning's) modules."""
+        kind = type(value)
+        if kind is Layer:
+            return True
+        if kind is Sequence:
+            return value.kind in ("sequential", "modulelist", "moduledict")
+        if kind is Instance and value.ref.local:
+            for info in self._class_chain(value.ref.name):
+                for base in info.bases:
+                    qualname = self.ctx.aliases.resolve(base) or ""
+                    if qualname.startswith("torch.nn.") or qualname.endswith("LightningModule"):
+                        return True
+        return False
+
+    def torch_star_name(self, name: str) -> str | None:
+        """`torch.<name>` when `from torch import *` brought `name` and this file binds no
+        name of its own like it at module level."""
+        if not self._torch_star or name in self.classes or ("", name) in self.functions:
+            return None
+        if (id(self.ctx.module), name) in self._bindings or name in self.ctx.aliases.aliases:
+            return None
+        return f"{self._torch_star[0]}.{name}"
+
     # -- resolution ---------------------------------------------------------------------------------
     def resolve(self, value: Value, depth: int = 0) -> frozenset:
         """The may-set of concrete values of a symbolic value."""

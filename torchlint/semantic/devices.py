@@ -1,15 +1,26 @@
-"""Local data flow for TL201: where does a CPU tensor from a factory meet a device tensor?
+"""The semantic model's device domain: where does a CPU tensor from a factory meet a device tensor?
 
-One function body is read in source order (branches one after the other, loops once) with an
-environment that maps local names to what they hold:
+One body (a function's, or the module's own statements) is read in source order with an
+environment that maps local names to what they hold. The arms of an `if` are read from the
+same entry and joined as may-values (a CPU tensor on one path is one on that path); a loop
+body is read twice, so a value bound late in it reaches its top.
 
 - ``Cpu``: a tensor made by a factory without ``device=`` (still on the CPU), through views,
-  elementwise ops with scalars or other such tensors;
-- ``Device``: a tensor that lives wherever the function's tensors live (a parameter, a module
-  parameter or buffer, anything computed from those);
+  elementwise ops with scalars or other such tensors; legacy constructors
+  (``torch.LongTensor(...)``) and ``torch.normal(mean, std, size=...)`` included;
+- ``Device``: a tensor that lives on the program's device: a parameter of device code, a
+  module's parameter or buffer, anything explicitly moved (``.cuda()``, ``.to(device)``,
+  ``device=device``), the output of a module given such a tensor or moved itself, and
+  anything computed from those;
+- ``Module``: an ``nn.Module`` (a torch layer, ``nn.Sequential``, a class of this file, a
+  parameter every caller passes a module to, as the semantic model resolves it), and whether
+  it was moved to the device;
 - ``Seq``: a list or tuple literal of such values (``torch.cat([x, z])``);
 - ``None``: anything else — ints, shapes, unknown values. Unknown is never a tensor here:
   precision before recall.
+
+What a function of this file returns is read the same way, on demand (``FlowSetup.returns``):
+a CPU tensor made in ``init_hidden()`` meets the LSTM in ``forward``.
 
 A *meeting* is an operation that needs its tensor operands on one device (arithmetic,
 comparison, torch functions, tensor methods, a parameterised submodule) and gets a ``Cpu``
@@ -26,7 +37,18 @@ from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
-from ._calls import keyword, positional
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call) -> list:
+    return [arg for arg in call.args if arg.keyword is None and not arg.star]
+
 
 # -- what the factories are -------------------------------------------------------------------
 
@@ -41,6 +63,13 @@ TWO_DIM_FACTORIES = frozenset({"eye", "tril_indices", "triu_indices"})
 DATA_FACTORIES = frozenset({"tensor", "as_tensor"})
 FACTORY_NAMES = SIZE_FACTORIES | ONE_DIM_FACTORIES | TWO_DIM_FACTORIES | DATA_FACTORIES | {"full", "randint"}
 FACTORIES = frozenset(f"torch.{name}" for name in FACTORY_NAMES)
+
+#: Legacy typed constructors: `torch.LongTensor([1, 2])`, `torch.FloatTensor(3, 4)` make CPU
+#: tensors (never 0-dim); `torch.cuda.*Tensor` are their device twins.
+LEGACY_CONSTRUCTORS = frozenset(
+    f"torch.{name}Tensor"
+    for name in ("", "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
+)
 
 #: Factories with a `Tensor.new_*` twin, for the message.
 NEW_TWINS = frozenset({"zeros", "ones", "empty", "full", "tensor"})
@@ -100,6 +129,9 @@ CROSS_DEVICE_FUNCTIONS = frozenset({
 CROSS_DEVICE_PREFIXES = (
     "torch.cuda.", "torch.distributed.", "torch.utils.", "torch.jit.", "torch.onnx.", "torch.testing.",
     "torch.fx.", "torch.export.", "torch.compiler.", "torch._dynamo.", "torch.func.", "torch.library.",
+    # torch's own internals and quantization utilities take metadata tensors (sizes, eps)
+    # that they keep on the CPU or move themselves
+    "torch._", "torch.ao.",
 )
 TORCH_DTYPES = frozenset(
     f"torch.{name}"
@@ -130,9 +162,18 @@ class Cpu:
 
 @dataclass(frozen=True)
 class Device:
-    """A tensor on the function's device; ``root`` is the parameter or attribute it comes from."""
+    """A tensor on the program's device; ``root`` is the name it is read through (a parameter,
+    `self.<attr>`, the name a moved value was bound to), "" while it has none."""
 
     root: str
+
+
+@dataclass(frozen=True)
+class Module:
+    """An nn.Module; ``moved`` once `.cuda()`/`.to(device)` put its parameters on the device."""
+
+    root: str
+    moved: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,15 +181,17 @@ class Seq:
     items: tuple
 
 
-Value = Union[Cpu, Device, Seq, None]
+Value = Union[Cpu, Device, Module, Seq, None]
 
 
 @dataclass
 class Meeting:
     cpu: Cpu
     other: str  # what it meets, as written: "x", "lengths", "self.embed"
-    root: str   # the tensor whose device the factory should use
+    root: str   # the tensor whose device the factory should use ("" when none is in reach)
     node: cst.CSTNode
+    #: the body the meeting is in (a FunctionDef, or the Module for script code)
+    body: Optional[cst.CSTNode] = None
 
 
 # -- small readers ---------------------------------------------------------------------------
@@ -255,6 +298,12 @@ class FlowSetup:
     #: in a module's forward: self attributes that are submodules holding parameters
     self_modules: frozenset = frozenset()
     self_name: Optional[str] = None
+    #: the semantic model's answer for a callee or receiver: a Module when it resolves to one
+    module_of: Callable[[cst.BaseExpression], Optional[Module]] = lambda expr: None
+    #: what calling a function of this file returns, read in this domain (None: unknown)
+    returns: Callable[[cst.Call], Value] = lambda call: None
+    #: the FunctionDef being read, or the Module for script code
+    body: Optional[cst.CSTNode] = None
 
 
 @dataclass
@@ -263,6 +312,10 @@ class Flow:
     env: dict = field(default_factory=dict)
     meetings: dict = field(default_factory=dict)  # id(origin) -> Meeting (the first one)
     device_context: int = 0  # depth of `with torch.device(...)` blocks
+    #: what each `return` gives back
+    returned: list = field(default_factory=list)
+    #: the factory calls this body made CPU tensors with
+    made: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for name, root in self.setup.tensor_params.items():
@@ -286,20 +339,17 @@ class Flow:
                 self.small_statement(small)
         elif isinstance(node, cst.If):
             self.value(node.test)
-            self.run(node.body)
-            if node.orelse is not None:
-                self.statement(node.orelse)
+            self.branches(node.body, node.orelse)
         elif isinstance(node, cst.Else):
             self.run(node.body)
         elif isinstance(node, cst.While):
             self.value(node.test)
-            self.run(node.body)
+            self.loop(node.body)
             if node.orelse is not None:
                 self.run(node.orelse.body)
         elif isinstance(node, cst.For):
-            self.value(node.iter)
-            self.bind(node.target, None)
-            self.run(node.body)
+            self.bind(node.target, self._element(self.value(node.iter)))
+            self.loop(node.body)
             if node.orelse is not None:
                 self.run(node.orelse.body)
         elif isinstance(node, cst.With):
@@ -313,6 +363,32 @@ class Flow:
             if node.finalbody is not None:
                 self.run(node.finalbody.body)
         # nested functions and classes are read on their own; match statements are skipped
+
+    def branches(self, body: cst.BaseSuite, orelse) -> None:
+        """Both arms from the same entry; afterwards each name holds the join of what the arms
+        left in it (a missing `else` leaves the entry's). `elif` chains join recursively."""
+        entry = dict(self.env)
+        self.run(body)
+        taken = self.env
+        self.env = dict(entry)
+        if orelse is not None:
+            self.statement(orelse)
+        self.env = _join(taken, self.env, entry)
+
+    def loop(self, body: cst.BaseSuite) -> None:
+        """Twice: what the end of the body binds reaches its top on the next iteration."""
+        entry = dict(self.env)
+        self.run(body)
+        self.env = _join(entry, self.env, entry)
+        self.run(body)
+        self.env = _join(entry, self.env, entry)
+
+    @staticmethod
+    def _element(iterable: Value) -> Value:
+        """`for t in <CPU tensor>` gives CPU rows; anything else is not followed."""
+        if isinstance(iterable, Cpu):
+            return Cpu(iterable.origin, None if iterable.ndim is None else iterable.ndim - 1 or None)
+        return None
 
     def with_statement(self, node: cst.With) -> None:
         device = False
@@ -354,7 +430,7 @@ class Flow:
         elif isinstance(node, cst.Expr):
             self.value(node.value)
         elif isinstance(node, cst.Return) and node.value is not None:
-            self.value(node.value)
+            self.returned.append(self.value(node.value))
         elif isinstance(node, cst.Assert):
             self.value(node.test)
         elif isinstance(node, cst.Del):
@@ -365,11 +441,19 @@ class Flow:
             if value is None:
                 self.env.pop(target.value, None)
             else:
-                self.env[target.value] = value
+                self.env[target.value] = _named(value, target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             items = value.items if isinstance(value, Seq) and len(value.items) == len(target.elements) else None
             for index, element in enumerate(target.elements):
-                self.bind(element.value, items[index] if items is not None else None)
+                if items is not None:
+                    item = items[index]
+                elif isinstance(value, Cpu):
+                    item = Cpu(value.origin, None)  # `ys, xs = torch.meshgrid(...)`: each a CPU tensor
+                elif isinstance(value, Device):
+                    item = Device("")
+                else:
+                    item = None
+                self.bind(element.value, item)
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value, None)
         else:
@@ -541,21 +625,49 @@ class Flow:
         if id(cpu.origin) in self.meetings:
             return
         other = root_of(other_node) if other_node is not None else None
-        self.meetings[id(cpu.origin)] = Meeting(cpu, other or device.root, device.root, node)
+        if other is None and isinstance(other_node, cst.Call):
+            called = dotted_name_of(other_node.func)
+            other = f"{called}(...)" if called else None
+        self.meetings[id(cpu.origin)] = Meeting(cpu, other or device.root or "a device tensor", device.root, node, self.setup.body)
 
     def call(self, node: cst.Call) -> Value:
         func = node.func
         qualname = self.setup.qualname(func)
-        if qualname is not None and qualname in FACTORIES:
+        if qualname is not None and (qualname in FACTORIES or qualname in LEGACY_CONSTRUCTORS):
+            return self.factory(node, qualname)
+        if qualname == "torch.normal" and _sized_normal(node):
             return self.factory(node, qualname)
         if isinstance(func, cst.Attribute) and qualname is None:
             return self.method_call(node, func)
+        if qualname is not None and _is_module_class(qualname):
+            for arg in node.args:
+                self.value(arg.value)
+            return Module("")
         if qualname is not None and qualname.startswith(TENSOR_FUNCTION_PREFIXES) and qualname not in NOT_TENSOR_FUNCTIONS:
             return self.tensor_function(node, qualname)
-        self.value(func)
-        for arg in node.args:
-            self.value(arg.value)
-        return None
+        callee = self.value(func)
+        values = [self.value(arg.value) for arg in node.args]
+        if qualname is not None:
+            return None
+        module = callee if isinstance(callee, Module) else None if callee is not None else self.setup.module_of(func)
+        if module is not None:
+            return self.apply_module(module, node, values)
+        return self.setup.returns(node)
+
+    def apply_module(self, module: Module, node: cst.Call, values: list) -> Value:
+        """A module's output lives where its input or its parameters do. A CPU input to a
+        moved module meets its parameters; next to a device input a CPU argument may be a
+        length or an index (the module decides), so it is not a meeting."""
+        flat = list(_flatten(values))
+        devices = [v for v in flat if isinstance(v, Device)]
+        if devices:
+            return Device("")
+        if not module.moved:
+            return None
+        for arg, value in zip(node.args, values):
+            if arg.keyword is None and isinstance(value, Cpu):
+                self.meet(value, Device(""), node.func, node)
+        return Device("")
 
     def factory(self, node: cst.Call, qualname: str) -> Value:
         values = [self.value(arg.value) for arg in node.args]
@@ -565,6 +677,14 @@ class Flow:
             return self._device_argument(device.value)
         if any(arg.star for arg in node.args) or keyword(node, "out") is not None or self.device_context:
             return None
+        self.made.append(node)
+        if qualname in LEGACY_CONSTRUCTORS:
+            data = positional(node)
+            if not data or (len(data) == 1 and isinstance(values[0], (Cpu, Device))):
+                return None  # `torch.Tensor()` placeholder; `torch.Tensor(t)` shares t's storage
+            return Cpu(node, literal_depth(data[0].value) if len(data) == 1 else len(data))
+        if name == "normal":
+            return Cpu(node, size_count([keyword(node, "size")]) if keyword(node, "size") else None)
         if name in DATA_FACTORIES:
             data = positional(node)
             if not data:
@@ -584,6 +704,8 @@ class Flow:
             return Cpu(node, None)
         if len(sizes) == 1 and is_empty_sequence(sizes[0].value):
             return None  # torch.zeros(()) is 0-dim
+        if sizes and all(_is_zero_size(arg.value) for arg in sizes):
+            return None  # `torch.empty(0)`, `torch.empty([0])`: a placeholder holding nothing
         if not sizes:
             return None
         return Cpu(node, size_count(sizes))
@@ -603,11 +725,15 @@ class Flow:
         return args
 
     def _device_argument(self, node: cst.BaseExpression) -> Value:
-        """`device=x.device` places the tensor with `x`; other values tell us nothing."""
+        """`device=x.device` places the tensor with `x`; `device=device` (a name or attribute
+        that is no CPU literal) on the program's device; other values tell us nothing."""
         if isinstance(node, cst.Attribute) and node.attr.value == "device":
             base = self.value(node.value)
             if isinstance(base, Device):
                 return base
+            return None
+        if _names_a_device(node):
+            return Device("")
         return None
 
     def tensor_function(self, node: cst.Call, qualname: str) -> Value:
@@ -643,7 +769,13 @@ class Flow:
         if isinstance(receiver_node, cst.Name) and receiver_node.value == self.setup.self_name:
             return self.self_call(node, method)
         receiver = self.value(receiver_node)
+        if receiver is None:
+            receiver = self.setup.module_of(receiver_node)
         values = [self.value(arg.value) for arg in node.args]
+        if isinstance(receiver, Module):
+            return self.module_method(node, receiver, receiver_node, method, values)
+        if receiver is None and method in ("cuda", "to") and self._moves_to_device(node):
+            return Device("")  # `x.cuda()`, `batch.to(device)`: whatever it was, now on the device
         if method in NON_TENSOR_METHODS and method != "type":
             return None
         flat = list(_flatten(values))
@@ -653,20 +785,51 @@ class Flow:
             if method in ("cpu", "numpy", "tolist"):
                 return None
             if method == "to" and not self._dtype_only(node):
-                # `.to("cpu")` or `.to(device)` may leave the function's device; `.to(y)` follows y
-                return self._destination(node, flat)
+                # `.to("cpu")` leaves the device, `.to(device)` stays on it, `.to(y)` follows y
+                destination = self._destination(node, flat)
+                if destination is None and self._moves_to_device(node):
+                    return Device("")
+                return destination
             if method not in CROSS_DEVICE_METHODS and not method.startswith("index_put"):
                 for cpu in (v for v in flat if isinstance(v, Cpu)):
                     self.meet(cpu, receiver, receiver_node, node)
             return receiver
         return None
 
+    def module_method(self, node: cst.Call, module: Module, receiver_node, method: str, values: list) -> Value:
+        if method in ("cuda", "to") and self._moves_to_device(node):
+            moved = Module(module.root or root_of(receiver_node) or "", True)
+            if isinstance(receiver_node, cst.Name):
+                self.env[receiver_node.value] = moved  # modules move in place: `model.cuda()`
+            return moved
+        if method in ("forward", "__call__"):
+            return self.apply_module(module, node, values)
+        if method in ("train", "eval", "float", "half", "double", "bfloat16", "requires_grad_", "share_memory"):
+            return module
+        return None
+
+    def _moves_to_device(self, node: cst.Call) -> bool:
+        """`.cuda()`, `.to(device)`, `.to("cuda")`: not `.to("cpu")`, not a dtype-only `.to`."""
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+            return True
+        if not node.args or self._dtype_only(node):
+            return False
+        first = node.args[0]
+        if first.keyword is not None and first.keyword.value != "device":
+            device = keyword(node, "device")
+            return device is not None and _names_a_device(device.value)
+        return _names_a_device(first.value)
+
     def cpu_method(self, node: cst.Call, receiver: Cpu, method: str, values: list, flat: list) -> Value:
         devices = [v for v in flat if isinstance(v, Device)]
         if method in MOVING_METHODS:
             if method == "to" and self._dtype_only(node):
                 return receiver
-            return self._destination(node, flat)
+            destination = self._destination(node, flat)
+            if destination is None and method in ("cuda", "to") and self._moves_to_device(node):
+                return Device("")
+            return destination
         if method.startswith("new_"):
             return None
         if devices and method not in CROSS_DEVICE_METHODS:
@@ -735,19 +898,132 @@ class Flow:
         """`self.embed(pos)`: a submodule's parameters are on the model's device."""
         values = [self.value(arg.value) for arg in node.args]
         if method not in self.setup.self_modules:
-            return None
+            return self.setup.returns(node)
         flat = list(_flatten(values))
         cpus = [v for v in flat if isinstance(v, Cpu)]
         devices = [v for v in flat if isinstance(v, Device)]
         root = devices[0].root if devices else self._first_param_root() or f"self.{method}"
         for cpu in cpus:
-            self.meetings.setdefault(id(cpu.origin), Meeting(cpu, f"self.{method}", root, node))
+            self.meetings.setdefault(id(cpu.origin), Meeting(cpu, f"self.{method}", root, node, self.setup.body))
         return Device(root)
 
     def _first_param_root(self) -> Optional[str]:
         for root in self.setup.tensor_params.values():
             return root
         return None
+
+
+def _named(value: Value, name: str) -> Value:
+    """A module bound to a name is read through it from then on. (A device tensor keeps its
+    root: only a parameter's or attribute's is sure to be a tensor, and it names the fix.)"""
+    if isinstance(value, Module) and not value.root:
+        return Module(name, value.moved)
+    return value
+
+
+#: When the arms of an `if` disagree, the joined value is the first kind here that one of
+#: them holds: a CPU tensor on any path is a CPU tensor on that path.
+def _rank(value: Value) -> int:
+    if isinstance(value, Cpu):
+        return 0
+    if isinstance(value, Seq):
+        return 1
+    if isinstance(value, Device):
+        return 2
+    if isinstance(value, Module):
+        return 3
+    return 4
+
+
+def joined_return(returned: list) -> Value:
+    """What a function gives its callers: the CPU-most of its `return` values.
+
+    Only CPU tensors cross: a helper's device tensors are on the device only if its caller's
+    arguments are, which the helper's own reading assumes rather than knows."""
+    best = min(returned, key=_rank, default=None)
+    if isinstance(best, Seq):
+        items = tuple(v if isinstance(v, Cpu) else None for v in best.items)
+        return Seq(items) if any(items) else None
+    return best if isinstance(best, Cpu) else None
+
+
+def _join(first: dict, second: dict, entry: dict) -> dict:
+    """The may-join of two arms' environments. A CPU tensor one arm made wins (it is one on
+    that path); but an arm that *moved* a CPU tensor it got from the entry wins over one that
+    left it: `if mask.is_cuda: filler = filler.cuda()` tests the device it moves to."""
+    joined = dict(first)
+    for name in first.keys() | second.keys():
+        a, b = first.get(name), second.get(name)
+        before = entry.get(name)
+        if isinstance(before, Cpu) and (a is before) != (b is before):
+            joined[name] = b if a is before else a
+        elif _rank(b) < _rank(a):
+            joined[name] = b
+        else:
+            joined[name] = a
+        if joined[name] is None:
+            joined.pop(name)
+    return joined
+
+
+def _is_zero_size(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Integer):
+        return node.value == "0"
+    if isinstance(node, (cst.List, cst.Tuple)) and node.elements:
+        return all(_is_zero_size(element.value) for element in node.elements)
+    return False
+
+
+def _sized_normal(node: cst.Call) -> bool:
+    """`torch.normal(0.0, 1.0, size=(n,))` is a factory; `torch.normal(mean_t, std_t)` follows
+    its tensor arguments."""
+    if keyword(node, "size") is not None:
+        return True
+    args = positional(node)
+    return len(args) >= 3 and is_literal(args[0].value) and is_literal(args[1].value)
+
+
+def _is_module_class(qualname: str) -> bool:
+    """`torch.nn.Linear`, `torch.nn.Sequential`: building one makes a module."""
+    if not qualname.startswith("torch.nn.") or qualname.startswith(("torch.nn.functional.", "torch.nn.init.", "torch.nn.utils.")):
+        return False
+    last = qualname.rpartition(".")[2]
+    return last[:1].isupper() and last not in ("Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer")
+
+
+def _names_a_device(node: cst.BaseExpression) -> bool:
+    """A device argument that is no CPU: `device`, `self.device`, `args.device`, `"cuda"`,
+    `torch.device("cuda")`, `f"cuda:{rank}"`, `rank` — not `"cpu"` nor `torch.device("cpu")`."""
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value
+        return isinstance(text, str) and not text.startswith("cpu")
+    if isinstance(node, cst.FormattedString):
+        return "cpu" not in "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+    if isinstance(node, cst.Call):
+        args = node.args
+        return (
+            bool(args)
+            and (dotted_name_of(node.func) or "").endswith("device")
+            and _names_a_device(args[0].value)
+        )
+    if isinstance(node, cst.Name):
+        return node.value not in ("None", "True", "False") and "cpu" not in node.value.lower()
+    if isinstance(node, cst.Attribute):
+        return "cpu" not in node.attr.value.lower() and node.attr.value not in ("dtype",)
+    if isinstance(node, cst.Integer):
+        return True  # `.to(0)`, `.cuda(1)`: a CUDA ordinal
+    return False
+
+
+def dotted_name_of(node: cst.BaseExpression) -> Optional[str]:
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
 
 
 def _flatten(values) -> Iterator[Value]:
