@@ -9,7 +9,7 @@ from torchlint.static.names import dotted_name
 
 from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
 from ._calls import argument, has_star_args, with_keyword
-from ._checkpoints import SAVE_FUNCTIONS, ScriptOrder, availability_guarded, holds_no_tensors, path_text
+from ._checkpoints import SAVE_FUNCTIONS, CheckpointNames, ScriptOrder, availability_guarded, holds_no_tensors, path_text
 from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
 
 #: TL302, load-without-weights-only: a call missing both keywords is one finding, this rule's.
@@ -23,8 +23,8 @@ BOTH_KEYWORDS = "`torch.load` without `map_location` or `weights_only`"
 class LoadWithoutMapLocation(Rule):
     """
     ## What it does
-    Flags `torch.load(...)` calls that pass no `map_location`, by keyword or as the second
-    positional argument.
+    Flags `torch.load(...)` calls (a bare `load(...)` after `from torch import *` too) that
+    pass no `map_location`, by keyword or as the second positional argument.
 
     ## Why is this bad?
     Without `map_location`, every tensor is restored to the device it was saved from. A
@@ -41,8 +41,10 @@ class LoadWithoutMapLocation(Rule):
     - the accelerator arm of `if torch.cuda.is_available():` that has a CPU `else`;
     - a project none of whose checked files names an accelerator (`cuda`, `accelerator`,
       `xla`, `xpu`, `"mps"`): nothing in it can have saved a tensor on one;
-    - a path the project only ever saves with a payload that holds no tensors (a numpy
-      array, numbers, lists or dicts of them), in any of its files.
+    - a path the project only ever saves with a payload that holds no tensors, in any of its
+      files: a numpy array, numbers, strings, lists or dicts of them, comprehensions whose
+      elements are such values (`[t.numpy() for t in ...]`, `{k: v.tolist() for ...}`), or a
+      name whose every binding and every `append`/`x[k] = ...` in that scope is one.
 
     When TL302 (`load-without-weights-only`) also runs and would report the same call, this
     rule's one finding names both keywords and TL302 stays quiet on that call.
@@ -146,6 +148,102 @@ class LoadWithoutMapLocation(Rule):
                 """,
             },
             note="a script of a project that trains on CUDA loads what another process saved",
+        ),
+        Bad(
+            """
+            from torch import *
+
+            net = build().cuda()
+            weights = load("weights.pt")  # error
+            """,
+            note="`load` reached through `from torch import *`",
+        ),
+        Bad(
+            files={
+                "extract.py": """
+                    import torch
+
+                    model = Encoder().cuda()
+                    features = []
+                    for batch in loader:
+                        features.append(model(batch.cuda()))
+                    torch.save(features, "features.pt")
+                    torch.save([p for p in model.parameters()], "params.pt")
+                    torch.save(list(model.buffers()), "buffers.pt")
+                """,
+                "probe.py": """
+                    import torch
+
+                    features = torch.load("features.pt")  # error
+                    params = torch.load("params.pt")  # error
+                    buffers = torch.load("buffers.pt")  # error
+                """,
+            },
+            note="lists filled with, or built from, CUDA tensors: the file holds tensors",
+        ),
+        Good(
+            files={
+                "build_vocab.py": """
+                    import collections
+                    import numpy as np
+                    import torch
+
+                    seen = collections.Counter()
+                    for line in open("corpus.txt"):
+                        seen.update(line.split())
+                    words = ["<s>", "</s>"] + [w for w, n in seen.most_common() if n > 1]
+                    index = {w: i for i, w in enumerate(words)}
+                    torch.save({"words": words, "index": index, "counts": np.array([seen[w] for w in words])}, "vocab.pt")
+                """,
+                "fit.py": """
+                    import torch
+
+                    vocab = torch.load("vocab.pt")
+                    model = Tagger(len(vocab["words"])).cuda()
+                """,
+            },
+            note="the project's own script writes this file with lists, a dict and a numpy array built by comprehensions",
+        ),
+        Good(
+            files={
+                "export.py": """
+                    import torch
+
+                    def export(model, path):
+                        model.cuda()
+                        torch.save({name: t.tolist() for name, t in model.state_dict().items()}, "weights.pt")
+                        torch.save([t.cpu().numpy() for t in model.parameters()], "arrays.pt")
+                """,
+                "read.py": """
+                    import torch
+
+                    plain = torch.load("weights.pt")
+                    arrays = torch.load("arrays.pt")
+                """,
+            },
+            note="comprehensions turning every tensor into lists or numpy arrays",
+        ),
+        Good(
+            """
+            from torch import *
+
+            def load(path):
+                return open(path).read()
+
+            net = build().cuda()
+            text = load("notes.txt")
+            """,
+            note="after `from torch import *`, a function of the file's own named load",
+        ),
+        Good(
+            """
+            from torch import *
+            from tools.io import *
+
+            net = build().cuda()
+            table = load("table.csv")
+            """,
+            note="a later star import may bind load: it is not known to be torch's",
         ),
         Good(
             """
@@ -288,12 +386,13 @@ class LoadWithoutMapLocation(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.order = ScriptOrder()
+        self.names = CheckpointNames(ctx)
         self._calls_seen = 0
         self._loads: list[tuple[object, str, str | None, int, cst.Call]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         self._calls_seen += 1
-        qualname = self.ctx.qualname(node.func)
+        qualname = self.names.qualname(node.func)
         if qualname in SAVE_FUNCTIONS:
             self._note_save(node)
             return
@@ -321,7 +420,7 @@ class LoadWithoutMapLocation(Rule):
     def flags(self, node: cst.Call) -> bool:
         """Whether this rule reports `node` while reading its file (the project phase may
         still drop it: `keep_in_project`)."""
-        if self.ctx.qualname(node.func) not in LOAD_FUNCTIONS:
+        if self.names.qualname(node.func) not in LOAD_FUNCTIONS:
             return False
         if has_star_args(node) or argument(node, "map_location", 1) is not None:
             return False
@@ -362,7 +461,8 @@ class LoadWithoutMapLocation(Rule):
         self.order.saves.setdefault(self._function_name(), []).append((written, self._calls_seen))
         payload = argument(node, "obj", 0)
         if payload is not None and not payload.star:
-            self.add_fact("save", {"path": written, "tensors": not holds_no_tensors(self.ctx.module, payload.value)})
+            tensors = not holds_no_tensors(self.ctx.module, payload.value, self.ctx.enclosing_function())
+            self.add_fact("save", {"path": written, "tensors": tensors})
 
     def _note_call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Name):
@@ -419,7 +519,7 @@ class LoadWithoutMapLocation(Rule):
         from torchlint.static.walker import iter_nodes
 
         for inner in iter_nodes(function.body):
-            if type(inner) is cst.Call and self.ctx.qualname(inner.func) in ("torch.save", "torch.serialization.save"):
+            if type(inner) is cst.Call and self.names.qualname(inner.func) in SAVE_FUNCTIONS:
                 written = argument(inner, "f", 1)
                 if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
                     return True

@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 
+from ._checkpoints import CheckpointNames
 from ._torchfix_helpers import has_double_star, in_compat_fallback, keyword_arg, positional_args, target_torch, with_keyword
 
 if TYPE_CHECKING:
@@ -139,8 +140,12 @@ class LoadWithoutWeightsOnly(Rule):
         ),
     ]
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.names = CheckpointNames(ctx)  # `load(...)` after `from torch import *` too
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualname(node.func) not in LOAD_FUNCTIONS or not missing_weights_only(self.ctx, node):
+        if self.names.qualname(node.func) not in LOAD_FUNCTIONS or not missing_weights_only(self.ctx, node):
             return
         fix = None
         if weights_only_fixable(node):
