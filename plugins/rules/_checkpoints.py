@@ -108,6 +108,55 @@ class CheckpointNames:
         return last
 
 
+#: pytest's temporary-directory fixtures: a test's own files, created by this process.
+_TEMP_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
+
+
+def in_temp_dir(ctx, function: cst.FunctionDef | None, path: cst.BaseExpression) -> bool:
+    """Is `path` inside a temporary directory this process made (pytest's `tmp_path` and
+    `tmpdir` fixtures, `tempfile.*`), directly or through names the function binds
+    (`out = tmp_path / "out"`, `with tempfile.TemporaryDirectory() as d`)? Whatever is in
+    it was written on this machine by this run, so its devices exist here."""
+    if function is None:
+        return False
+    bindings = _path_bindings(function)
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)}
+    seen: set[str] = set()
+    from torchlint.static.walker import iter_nodes
+
+    def temp(expr: cst.BaseExpression, depth: int) -> bool:
+        for inner in iter_nodes(expr):
+            if type(inner) is cst.Call and (ctx.qualname(inner.func) or "").startswith("tempfile."):
+                return True
+            if type(inner) is not cst.Name or inner.value in seen:
+                continue
+            name = inner.value
+            seen.add(name)
+            if name in _TEMP_FIXTURES and name in params:
+                return True
+            if depth < 4 and any(temp(value, depth + 1) for value in bindings.get(name, ())):
+                return True
+        return False
+
+    return temp(path, 0)
+
+
+def _path_bindings(function: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+    """name -> the values assigned to it in `function` (`with x as name` included)."""
+    from torchlint.static.walker import iter_nodes
+
+    found: dict[str, list[cst.BaseExpression]] = {}
+    for node in iter_nodes(function.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        kind = type(node)
+        if kind is cst.Assign:
+            for target in node.targets:
+                if type(target.target) is cst.Name:
+                    found.setdefault(target.target.value, []).append(node.value)
+        elif kind is cst.WithItem and node.asname is not None and type(node.asname.name) is cst.Name:
+            found.setdefault(node.asname.name.value, []).append(node.item)
+    return found
+
+
 def path_text(module: cst.Module, call: cst.Call, name: str, position: int) -> str | None:
     arg = argument(call, name, position)
     if arg is None or arg.star:

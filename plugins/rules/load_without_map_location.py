@@ -9,7 +9,15 @@ from torchlint.static.names import dotted_name
 
 from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
 from ._calls import argument, has_star_args, with_keyword
-from ._checkpoints import SAVE_FUNCTIONS, CheckpointNames, ScriptOrder, availability_guarded, holds_no_tensors, path_text
+from ._checkpoints import (
+    SAVE_FUNCTIONS,
+    CheckpointNames,
+    ScriptOrder,
+    availability_guarded,
+    holds_no_tensors,
+    in_temp_dir,
+    path_text,
+)
 from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
 
 #: TL302, load-without-weights-only: a call missing both keywords is one finding, this rule's.
@@ -39,6 +47,10 @@ class LoadWithoutMapLocation(Rule):
       same function, at module level, or in a function the script's main sequence calls
       before the one that loads (`train()` saves, then `test()` loads);
     - the accelerator arm of `if torch.cuda.is_available():` that has a CPU `else`;
+    - a file under a temporary directory this run made (pytest's `tmp_path`/`tmpdir`
+      fixtures, `tempfile.*`, or a name the function derives from them): this process wrote it;
+    - a local cache: the load sits in one arm of an `if` whose test names the path, and the
+      other arm computes it and saves it to that path;
     - a project none of whose checked files names an accelerator (`cuda`, `accelerator`,
       `xla`, `xpu`, `"mps"`): nothing in it can have saved a tensor on one;
     - a path the project only ever saves with a payload that holds no tensors, in any of its
@@ -303,6 +315,45 @@ class LoadWithoutMapLocation(Rule):
             },
             note="the project writes this file only with a numpy array: no tensors, no devices",
         ),
+        Good(
+            """
+            import os
+            import torch
+
+            def embeddings(cache, vocab):
+                if os.path.exists(cache):
+                    table = torch.load(cache)
+                else:
+                    table = build_table(vocab)
+                    torch.save(table, cache)
+                return table.cuda()
+
+            def test_export(tmp_path, model):
+                target = tmp_path / "export"
+                write_checkpoint(model.cuda(), target)
+                restored = torch.load(target / "weights.pt")
+            """,
+            note="a cache the other arm of its existence check writes; a file under pytest's tmp_path this test wrote",
+        ),
+        Bad(
+            """
+            import os
+            import torch
+
+            def restore(path, fallback):
+                if os.path.exists(path):
+                    state = torch.load(path)  # error
+                else:
+                    state = torch.load(fallback)  # error
+                    torch.save(state, "copy.pt")
+                return state
+
+            def test_pretrained(weights_dir):
+                model = Net().cuda()
+                model.load_state_dict(torch.load(weights_dir / "net.pt"))  # error
+            """,
+            note="the other arm saves a different path; a test reading files it did not make",
+        ),
         Good('import torch\nstate = torch.load("ckpt.pt", map_location="cpu")'),
         Good("import torch\nstate = torch.load(path, device)", note="map_location passed positionally"),
         Good(
@@ -428,6 +479,11 @@ class LoadWithoutMapLocation(Rule):
             return False  # datasets read caches they wrote themselves, on the CPU, for CPU batches
         if self._round_trip(node):
             return False  # saved and loaded again in this function: the devices exist
+        source = argument(node, "f", 0)
+        if source is not None and in_temp_dir(self.ctx, self.ctx.enclosing_function(), source.value):
+            return False  # a file in a temporary directory this run made: written here, by this process
+        if self._cache_of_this_code(node):
+            return False  # a local cache: the other arm of the existence check computes and saves it
         if availability_guarded(self.ctx.ancestors):
             return False  # the accelerator arm of an availability check; the else arm loads for the CPU
         return True
@@ -523,6 +579,29 @@ class LoadWithoutMapLocation(Rule):
                 written = argument(inner, "f", 1)
                 if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
                     return True
+        return False
+
+    def _cache_of_this_code(self, node: cst.Call) -> bool:
+        """`if os.path.exists(p): x = torch.load(p) else: x = compute(); torch.save(x, p)` (or
+        the arms the other way round): the file is a cache this code writes on the machine
+        that reads it."""
+        loaded = path_text(self.ctx.module, node, "f", 0)
+        if loaded is None:
+            return False
+        from torchlint.static.walker import iter_nodes
+
+        ancestors = self.ctx.ancestors
+        for index, statement in enumerate(ancestors[:-1]):
+            if type(statement) is not cst.If or statement.orelse is None:
+                continue
+            arm = ancestors[index + 1]
+            other = statement.orelse if arm is statement.body else statement.body if arm is statement.orelse else None
+            if other is None or loaded not in self.ctx.module.code_for_node(statement.test):
+                continue
+            for inner in iter_nodes(other):
+                if type(inner) is cst.Call and self.names.qualname(inner.func) in SAVE_FUNCTIONS:
+                    if path_text(self.ctx.module, inner, "f", 1) == loaded:
+                        return True
         return False
 
     def _in_dataset_class(self) -> bool:
