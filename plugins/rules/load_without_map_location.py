@@ -51,6 +51,8 @@ class LoadWithoutMapLocation(Rule):
       fixtures, `tempfile.*`, or a name the function derives from them): this process wrote it;
     - a local cache: the load sits in one arm of an `if` whose test names the path, and the
       other arm computes it and saves it to that path;
+    - what is loaded only ever goes to `torch.from_numpy(...)` or numpy: the file holds numpy
+      arrays;
     - a project none of whose checked files names an accelerator (`cuda`, `accelerator`,
       `xla`, `xpu`, `"mps"`): nothing in it can have saved a tensor on one;
     - a path the project only ever saves with a payload that holds no tensors, in any of its
@@ -335,6 +337,36 @@ class LoadWithoutMapLocation(Rule):
             """,
             note="a cache the other arm of its existence check writes; a file under pytest's tmp_path this test wrote",
         ),
+        Good(
+            """
+            import numpy as np
+            import torch
+
+            def bin_edges(path, n_bins):
+                table = torch.load(path)
+                edges = torch.from_numpy(table[n_bins]).cuda()
+                return edges, np.asarray(table["centers"])
+
+            weights = torch.from_numpy(torch.load("weights.pt"))
+
+            def centers(path, k):
+                bounds = torch.load(path)
+                bounds = torch.from_numpy(bounds[k])
+                return (bounds[1:] + bounds[:-1]).cuda() / 2
+            """,
+            note="what is loaded only goes to torch.from_numpy or numpy: numpy arrays, no devices",
+        ),
+        Bad(
+            """
+            import torch
+
+            def bin_edges(path, n_bins):
+                table = torch.load(path)  # error
+                edges = torch.from_numpy(table["edges"]).cuda()
+                return edges, table["weights"].cuda()
+            """,
+            note="one read takes it as tensors",
+        ),
         Bad(
             """
             import os
@@ -484,6 +516,8 @@ class LoadWithoutMapLocation(Rule):
             return False  # a file in a temporary directory this run made: written here, by this process
         if self._cache_of_this_code(node):
             return False  # a local cache: the other arm of the existence check computes and saves it
+        if self._read_as_numpy(node):
+            return False  # what it loads is only ever handed to torch.from_numpy / numpy: no tensors in it
         if availability_guarded(self.ctx.ancestors):
             return False  # the accelerator arm of an availability check; the else arm loads for the CPU
         return True
@@ -580,6 +614,55 @@ class LoadWithoutMapLocation(Rule):
                 if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
                     return True
         return False
+
+    def _read_as_numpy(self, node: cst.Call) -> bool:
+        """`torch.from_numpy(torch.load(p))`, or `x = torch.load(p)` whose every later read in
+        the scope is inside `torch.from_numpy(...)` or a numpy call: the file holds numpy
+        arrays, which have no device."""
+        ancestors = self.ctx.ancestors
+        if len(ancestors) >= 2 and type(ancestors[-1]) is cst.Arg and self._numpy_call(ancestors[-2]):
+            return True
+        if not ancestors or type(ancestors[-1]) is not cst.Assign or len(ancestors[-1].targets) != 1:
+            return False
+        target = ancestors[-1].targets[0].target
+        if type(target) is not cst.Name:
+            return False
+        from torchlint.static.walker import iter_nodes
+
+        name, assign = target.value, ancestors[-1]
+
+        def count(root) -> tuple[int, int]:
+            reads = numpy_reads = 0
+            for inner in iter_nodes(root):
+                if type(inner) is cst.Name and inner.value == name:
+                    reads += 1
+                elif type(inner) is cst.Call and self._numpy_call(inner):
+                    numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
+            return reads, numpy_reads
+
+        # The reads of this binding: from the assignment to the next one of the same name
+        # (whose value still reads this one), in source order.
+        reads = numpy_reads = 0
+        statements = iter_nodes(self.ctx.enclosing_function() or self.ctx.module)
+        for inner in statements:
+            if inner is assign:
+                break
+        for inner in statements:
+            if type(inner) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in inner.targets):
+                more, more_numpy = count(inner.value)
+                reads, numpy_reads = reads + more, numpy_reads + more_numpy
+                break
+            if type(inner) is cst.Name and inner.value == name and inner is not target:
+                reads += 1
+            elif type(inner) is cst.Call and self._numpy_call(inner):
+                numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
+        return reads > 0 and numpy_reads == reads
+
+    def _numpy_call(self, call: cst.BaseExpression) -> bool:
+        if type(call) is not cst.Call:
+            return False
+        qualname = self.ctx.qualname(call.func) or ""
+        return qualname == "torch.from_numpy" or qualname.startswith("numpy.")
 
     def _cache_of_this_code(self, node: cst.Call) -> bool:
         """`if os.path.exists(p): x = torch.load(p) else: x = compute(); torch.save(x, p)` (or
