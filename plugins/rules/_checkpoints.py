@@ -9,7 +9,11 @@ tensors saved on an accelerator by another process. It is not one when:
   a function the script's main sequence (module level, `if __name__ == "__main__":`, and a
   `main()` called from there) calls before the function that loads;
 * the project only ever saves that path with a payload that holds no tensors (a numpy
-  array, a list or dict of numbers) — recorded as a file fact and joined across files.
+  array, a list or dict of numbers, comprehensions of them, names bound only to them) —
+  recorded as a file fact and joined across files;
+* the path lies in a temporary directory this run made (`in_temp_dir`).
+
+`CheckpointNames` finds `torch.load`/`torch.save` also as bare names after `from torch import *`.
 """
 
 from __future__ import annotations
