@@ -24,6 +24,10 @@ from .load_without_weights_only import missing_weights_only, weights_only_fixabl
 WEIGHTS_ONLY_CODE = "TL302"
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
+#: torch.distributed state-dict configurations that can gather tensors to the CPU.
+_STATE_DICT_CONFIGS = frozenset(
+    {"FullStateDictConfig", "FullOptimStateDictConfig", "ShardedStateDictConfig", "ShardedOptimStateDictConfig", "StateDictOptions"}
+)
 #: How a finding that also carries TL302's claim begins (see `errors_proving`).
 BOTH_KEYWORDS = "`torch.load` without `map_location` or `weights_only`"
 
@@ -53,6 +57,9 @@ class LoadWithoutMapLocation(Rule):
       other arm computes it and saves it to that path;
     - what is loaded only ever goes to `torch.from_numpy(...)` or numpy: the file holds numpy
       arrays;
+    - a file whose distributed state dicts are configured with CPU offload
+      (`FullStateDictConfig(offload_to_cpu=True)`, `StateDictOptions(cpu_offload=True)`): the
+      checkpoints it writes and reads back hold CPU tensors;
     - a project none of whose checked files names an accelerator (`cuda`, `accelerator`,
       `xla`, `xpu`, `"mps"`): nothing in it can have saved a tensor on one;
     - a path the project only ever saves with a payload that holds no tensors, in any of its
@@ -367,6 +374,39 @@ class LoadWithoutMapLocation(Rule):
             """,
             note="one read takes it as tensors",
         ),
+        Good(
+            """
+            import torch
+            from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            gather = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
+
+            def save_full(model, rank, path):
+                with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, gather):
+                    state = model.state_dict()
+                if rank == 0:
+                    torch.save(state, path)
+
+            def load_full(model, path):
+                model.load_state_dict(torch.load(path))
+                model.cuda()
+            """,
+            note="the file gathers its distributed state dicts to the CPU before saving them",
+        ),
+        Bad(
+            """
+            import torch
+            from torch.distributed.fsdp import FullStateDictConfig
+
+            gather = FullStateDictConfig(offload_to_cpu=False)
+
+            def load_full(model, path):
+                model.load_state_dict(torch.load(path))  # error
+                model.cuda()
+            """,
+            note="state dicts gathered on the GPU",
+        ),
         Bad(
             """
             import os
@@ -470,6 +510,7 @@ class LoadWithoutMapLocation(Rule):
         super().__init__(ctx)
         self.order = ScriptOrder()
         self.names = CheckpointNames(ctx)
+        self._cpu_offload: bool | None = None
         self._calls_seen = 0
         self._loads: list[tuple[object, str, str | None, int, cst.Call]] = []
 
@@ -516,6 +557,8 @@ class LoadWithoutMapLocation(Rule):
             return False  # a file in a temporary directory this run made: written here, by this process
         if self._cache_of_this_code(node):
             return False  # a local cache: the other arm of the existence check computes and saves it
+        if self._offloads_state_to_cpu():
+            return False  # this file's distributed checkpoints are gathered to the CPU before saving
         if self._read_as_numpy(node):
             return False  # what it loads is only ever handed to torch.from_numpy / numpy: no tensors in it
         if availability_guarded(self.ctx.ancestors):
@@ -614,6 +657,23 @@ class LoadWithoutMapLocation(Rule):
                 if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
                     return True
         return False
+
+    def _offloads_state_to_cpu(self) -> bool:
+        """The file configures its distributed state dicts with CPU offload
+        (`FullStateDictConfig(offload_to_cpu=True)`, `StateDictOptions(cpu_offload=True)`):
+        the checkpoints its code writes, and reads back, hold CPU tensors."""
+        if self._cpu_offload is None:
+            self._cpu_offload = False
+            if "offload" in self.ctx.text:
+                from torchlint.static.walker import iter_nodes
+
+                for inner in iter_nodes(self.ctx.module):
+                    if type(inner) is cst.Call and (dotted_name(inner.func) or "").rpartition(".")[2] in _STATE_DICT_CONFIGS:
+                        for arg in inner.args:
+                            keyword = arg.keyword.value if arg.keyword is not None else None
+                            if keyword in ("offload_to_cpu", "cpu_offload") and type(arg.value) is cst.Name and arg.value.value == "True":
+                                self._cpu_offload = True
+        return self._cpu_offload
 
     def _read_as_numpy(self, node: cst.Call) -> bool:
         """`torch.from_numpy(torch.load(p))`, or `x = torch.load(p)` whose every later read in
