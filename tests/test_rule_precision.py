@@ -263,3 +263,11 @@ def test_where_tl301_gives_way_to_the_project_tl302_still_reports_the_unpickling
     assert [f.code for f in cpu_only] == ["TL302"]
     on_cuda = findings("import torch  # on cuda\nstate = torch.load(path)\n", ["TL301", "TL302"])
     assert [f.code for f in on_cuda] == ["TL301"]
+
+
+def test_a_star_imported_bare_load_is_one_finding_naming_both_keywords():
+    source = "from torch import *  # on cuda\nstate = load(path)\n"
+    (finding,) = findings(source, ["TL301", "TL302"])
+    assert finding.code == "TL301" and "weights_only" in finding.message
+    (alone,) = findings(source, ["TL302"])
+    assert alone.code == "TL302" and alone.location.line == 2

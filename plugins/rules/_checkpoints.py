@@ -9,7 +9,11 @@ tensors saved on an accelerator by another process. It is not one when:
   a function the script's main sequence (module level, `if __name__ == "__main__":`, and a
   `main()` called from there) calls before the function that loads;
 * the project only ever saves that path with a payload that holds no tensors (a numpy
-  array, a list or dict of numbers) — recorded as a file fact and joined across files.
+  array, a list or dict of numbers, comprehensions of them, names bound only to them) —
+  recorded as a file fact and joined across files;
+* the path lies in a temporary directory this run made (`in_temp_dir`).
+
+`CheckpointNames` finds `torch.load`/`torch.save` also as bare names after `from torch import *`.
 """
 
 from __future__ import annotations
@@ -21,8 +25,6 @@ import libcst as cst
 from ._calls import argument
 
 SAVE_FUNCTIONS = frozenset({"torch.save", "torch.serialization.save"})
-#: Calls and attributes whose result holds no tensors.
-_NON_TENSOR_CALLS = ("np.", "numpy.", "json.", "list(", "dict(", "int(", "float(", "str(")
 
 
 @dataclass
@@ -57,6 +59,108 @@ class ScriptOrder:
         return found
 
 
+class CheckpointNames:
+    """`torch.load` / `torch.save` by qualified name, and also as a bare `load(...)` or
+    `save(...)` after `from torch import *` (or `from torch.serialization import *`): the
+    alias table does not follow star imports. The bare name counts only where the file's
+    last star import is torch's and nothing else in the file binds it."""
+
+    _STAR_MODULES = ("torch", "torch.serialization")
+    _NAMES = ("load", "save")
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self._star: str | None | bool = False  # False: not computed yet
+
+    def qualname(self, func: cst.BaseExpression) -> str | None:
+        found = self.ctx.qualname(func)
+        if found is not None or type(func) is not cst.Name or func.value not in self._NAMES:
+            return found
+        star = self._torch_star()
+        if star is None or func.value in self._module_bound:
+            return None
+        for ancestor in self.ctx.ancestors:
+            if type(ancestor) in (cst.FunctionDef, cst.Lambda) and func.value in self.ctx.bindings_of(ancestor):
+                return None  # a parameter or local of that name
+        return f"{star}.{func.value}"
+
+    def _torch_star(self) -> str | None:
+        if self._star is not False:
+            return self._star
+        from torchlint.static.names import _bound_names, _iter_statements, dotted_name
+
+        last = None
+        bound: set[str] = set()
+        statements = list(_iter_statements(self.ctx.module.body))
+        for statement in statements:
+            if type(statement) is cst.ImportFrom and type(statement.names) is cst.ImportStar:
+                module = dotted_name(statement.module) if statement.module is not None and not statement.relative else None
+                last = module if module in self._STAR_MODULES else None
+            bound.update(_bound_names(statement))
+        if last is not None:
+            aliases = self.ctx.aliases
+            bound.update(aliases.aliases, aliases.relative_imports)
+            # An ambiguous import is dropped from the alias table: any import of the name counts.
+            for statement in statements:
+                if type(statement) in (cst.Import, cst.ImportFrom) and type(statement.names) is not cst.ImportStar:
+                    for alias in statement.names:
+                        name = alias.asname.name if alias.asname is not None else alias.name
+                        if type(name) is cst.Name:
+                            bound.add(name.value)
+        self._module_bound = frozenset(bound)
+        self._star = last
+        return last
+
+
+#: pytest's temporary-directory fixtures: a test's own files, created by this process.
+_TEMP_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
+
+
+def in_temp_dir(ctx, function: cst.FunctionDef | None, path: cst.BaseExpression) -> bool:
+    """Is `path` inside a temporary directory this process made (pytest's `tmp_path` and
+    `tmpdir` fixtures, `tempfile.*`), directly or through names the function binds
+    (`out = tmp_path / "out"`, `with tempfile.TemporaryDirectory() as d`)? Whatever is in
+    it was written on this machine by this run, so its devices exist here."""
+    if function is None:
+        return False
+    bindings = _path_bindings(function)
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)}
+    seen: set[str] = set()
+    from torchlint.static.walker import iter_nodes
+
+    def temp(expr: cst.BaseExpression, depth: int) -> bool:
+        for inner in iter_nodes(expr):
+            if type(inner) is cst.Call and (ctx.qualname(inner.func) or "").startswith("tempfile."):
+                return True
+            if type(inner) is not cst.Name or inner.value in seen:
+                continue
+            name = inner.value
+            seen.add(name)
+            if name in _TEMP_FIXTURES and name in params:
+                return True
+            if depth < 4 and any(temp(value, depth + 1) for value in bindings.get(name, ())):
+                return True
+        return False
+
+    return temp(path, 0)
+
+
+def _path_bindings(function: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+    """name -> the values assigned to it in `function` (`with x as name` included)."""
+    from torchlint.static.walker import iter_nodes
+
+    found: dict[str, list[cst.BaseExpression]] = {}
+    for node in iter_nodes(function.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        kind = type(node)
+        if kind is cst.Assign:
+            for target in node.targets:
+                if type(target.target) is cst.Name:
+                    found.setdefault(target.target.value, []).append(node.value)
+        elif kind is cst.WithItem and node.asname is not None and type(node.asname.name) is cst.Name:
+            found.setdefault(node.asname.name.value, []).append(node.item)
+    return found
+
+
 def path_text(module: cst.Module, call: cst.Call, name: str, position: int) -> str | None:
     arg = argument(call, name, position)
     if arg is None or arg.star:
@@ -64,21 +168,193 @@ def path_text(module: cst.Module, call: cst.Call, name: str, position: int) -> s
     return module.code_for_node(arg.value).strip()
 
 
-def holds_no_tensors(module: cst.Module, payload: cst.BaseExpression) -> bool:
-    """A payload that is visibly not tensors: a numpy array, numbers, strings, or a list or
-    dict of those."""
-    if isinstance(payload, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
-        return True
-    if isinstance(payload, (cst.List, cst.Tuple)):
-        return all(holds_no_tensors(module, e.value) for e in payload.elements if isinstance(e, cst.Element))
-    if isinstance(payload, cst.Dict):
-        return all(holds_no_tensors(module, e.value) for e in payload.elements if isinstance(e, cst.DictElement))
-    if isinstance(payload, cst.Call):
-        text = module.code_for_node(payload.func)
-        if text.endswith(".numpy") or text.endswith(".tolist") or text.endswith(".item"):
+def holds_no_tensors(module: cst.Module, payload: cst.BaseExpression, scope: cst.CSTNode | None = None) -> bool:
+    """A payload that is visibly not tensors: a numpy array, numbers, strings, a list, tuple
+    or dict of those (displays or comprehensions), or a name every binding of which in
+    `scope` (the saving function, else the module) is one of those."""
+    return _TensorFree(module, scope).free(payload, {})
+
+
+#: Calls whose result holds no tensors whatever their arguments (tensors become numpy or text).
+_FREE_CALL_PREFIXES = ("np.", "numpy.", "json.")
+_FREE_CALLS = frozenset({"str", "int", "float", "bool", "len", "repr", "Counter", "collections.Counter"})
+#: Calls that hold no tensors when their arguments hold none.
+_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "set", "sorted", "reversed", "enumerate", "zip", "range", "OrderedDict", "collections.OrderedDict"})
+#: Tensor methods whose result is not a tensor.
+_UNTENSOR_METHODS = frozenset({"numpy", "tolist", "item"})
+#: Methods that put their arguments into the container they are called on.
+_FILLING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft"})
+
+
+class _TensorFree:
+    """Is an expression visibly free of tensors? Names are followed through their bindings in
+    the saving function (or at module level): every binding, and every `x.append(...)` /
+    `x[k] = ...` that fills the container, must be free too. Dict keys are not judged (a
+    checkpoint keyed by tensors is not a thing)."""
+
+    def __init__(self, module: cst.Module, scope: cst.CSTNode | None) -> None:
+        self.module = module
+        self.scope = scope if scope is not None else module
+        self._bindings: dict[int, dict[str, list[cst.BaseExpression | None]]] = {}
+        self._params: dict[int, frozenset[str]] = {}
+        self._names: dict[str, bool] = {}
+
+    def free(self, node: cst.BaseExpression, local: dict[str, bool]) -> bool:
+        """`local`: the comprehension variables in scope, each free when its iterable is."""
+        kind = type(node)
+        if kind in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
             return True
-        return (text + "(").startswith(_NON_TENSOR_CALLS)
-    return False
+        if kind in (cst.List, cst.Tuple, cst.Set):
+            return all(self.free(e.value, local) for e in node.elements)
+        if kind is cst.Dict:
+            return all(self.free(e.value, local) for e in node.elements)  # `**other` too
+        if kind in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
+            inner = self._comprehension_names(node, local)
+            return self.free(node.value if kind is cst.DictComp else node.elt, inner)
+        if kind is cst.Name:
+            return self._name_free(node.value, local)
+        if kind is cst.BinaryOperation or kind is cst.BooleanOperation:
+            return self.free(node.left, local) and self.free(node.right, local)
+        if kind is cst.UnaryOperation:
+            return self.free(node.expression, local)
+        if kind is cst.Comparison:
+            return self.free(node.left, local) and all(self.free(c.comparator, local) for c in node.comparisons)
+        if kind is cst.IfExp:
+            return self.free(node.body, local) and self.free(node.orelse, local)
+        if kind is cst.Subscript or kind is cst.Attribute:
+            return self.free(node.value, local)  # an item or attribute of a tensor-free value
+        if kind is cst.Call:
+            return self._call_free(node, local)
+        return False
+
+    def _call_free(self, node: cst.Call, local) -> bool:
+        func = node.func
+        text = self.module.code_for_node(func)
+        if text.startswith(_FREE_CALL_PREFIXES) or text in _FREE_CALLS:
+            return True
+        if text in _CONTAINER_CALLS:
+            return all(self.free(arg.value, local) for arg in node.args)
+        if type(func) is cst.Attribute:
+            if func.attr.value in _UNTENSOR_METHODS:
+                return True
+            # A method of a tensor-free value (`counts.most_common()`, `d.items()`).
+            return self.free(func.value, local)
+        return False
+
+    def _comprehension_names(self, node, local):
+        """The names a comprehension's `for` clauses bind, each free when its iterable is
+        (`[t.tolist() for t in tensors]` is free all the same)."""
+        inner = dict(local)
+        clause = node.for_in
+        while clause is not None:
+            iterable_free = self.free(clause.iter, inner)
+            for name in _names_in(clause.target):
+                inner[name] = iterable_free
+            clause = clause.inner_for_in
+        return inner
+
+    def _name_free(self, name: str, local) -> bool:
+        if name in local:
+            return local[name]  # a comprehension variable
+        if name in ("None", "True", "False"):
+            return True
+        known = self._names.get(name)
+        if known is not None:
+            return known
+        self._names[name] = True  # while its bindings are read: the others decide
+        scope = self.scope
+        if type(scope) is cst.FunctionDef and name not in self._scope_bindings(scope) and name not in self._scope_params(scope):
+            scope = self.module  # a global read in the function
+        free = self._bound_free(scope, name)
+        self._names[name] = free
+        return free
+
+    def _bound_free(self, scope: cst.CSTNode, name: str) -> bool:
+        if type(scope) is cst.FunctionDef and name in self._scope_params(scope):
+            return False  # a parameter: whatever the caller passes
+        bindings = self._scope_bindings(scope).get(name)
+        if not bindings or any(how == _UNKNOWN for how, _ in bindings):
+            return False  # not bound here (an import, a builtin), or bound to what we cannot see
+        assigned = [value for how, value in bindings if how != _FILLED]
+        if assigned and all(type(v) is cst.Call and self.module.code_for_node(v.func) in _COUNTERS for v in assigned):
+            return True  # a Counter counts hashable labels, whatever fills it
+        return all(self.free(value, {}) for _, value in bindings)
+
+    def _scope_params(self, function: cst.FunctionDef) -> frozenset[str]:
+        found = self._params.get(id(function))
+        if found is None:
+            params = function.params
+            found = frozenset(
+                p.name.value
+                for p in (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg)
+                if isinstance(p, cst.Param)
+            )
+            self._params[id(function)] = found
+        return found
+
+    def _scope_bindings(self, scope: cst.CSTNode) -> dict[str, list[tuple[str, cst.BaseExpression | None]]]:
+        """name -> (how, expression) for each binding of the scope and each call or item
+        assignment filling it: how is _ASSIGNED (the value, or a part of it when unpacked),
+        _FILLED (`x.append(v)`, `x[k] = v`: v), _ELEMENT (a `for` target: an element of the
+        expression) or _UNKNOWN (`with ... as x`, an import, a def)."""
+        found = self._bindings.get(id(scope))
+        if found is not None:
+            return found
+        from torchlint.static.walker import iter_nodes
+
+        found = {}
+        body = scope.body if type(scope) is cst.FunctionDef else scope
+        nested = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+        for node in iter_nodes(body, skip=nested):
+            kind = type(node)
+            if kind is cst.Assign:
+                for target in node.targets:
+                    _bind(found, target.target, _ASSIGNED, node.value)
+            elif kind is cst.AnnAssign and node.value is not None:
+                _bind(found, node.target, _ASSIGNED, node.value)
+            elif kind is cst.AugAssign or kind is cst.NamedExpr:
+                _bind(found, node.target, _ASSIGNED, node.value)
+            elif kind is cst.For:
+                _bind(found, node.target, _ELEMENT, node.iter)
+            elif kind is cst.AsName:
+                _bind(found, node.name, _UNKNOWN, None)
+            elif kind in (cst.FunctionDef, cst.ClassDef) and node is not scope:
+                found.setdefault(node.name.value, []).append((_UNKNOWN, None))
+            elif kind is cst.Call and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name:
+                if node.func.attr.value in _FILLING_METHODS:
+                    for arg in node.args:
+                        found.setdefault(node.func.value.value, []).append((_FILLED, arg.value))
+        self._bindings[id(scope)] = found
+        return found
+
+
+_ASSIGNED, _FILLED, _ELEMENT, _UNKNOWN = "assigned", "filled", "element", "unknown"
+_COUNTERS = frozenset({"Counter", "collections.Counter"})
+
+
+def _bind(found: dict, target: cst.BaseExpression, how: str, value) -> None:
+    kind = type(target)
+    if kind is cst.Name:
+        found.setdefault(target.value, []).append((how, value))
+    elif kind in (cst.Tuple, cst.List):
+        for element in target.elements:
+            # Unpacking: each name gets part of the value, free when the value is.
+            _bind(found, element.value, how, value)
+    elif kind is cst.StarredElement:
+        _bind(found, target.value, how, value)
+    elif kind is cst.Subscript and type(target.value) is cst.Name:
+        found.setdefault(target.value.value, []).append((_FILLED, value))  # `x[k] = v` fills x
+
+
+def _names_in(target: cst.BaseExpression) -> list[str]:
+    kind = type(target)
+    if kind is cst.Name:
+        return [target.value]
+    if kind in (cst.Tuple, cst.List):
+        return [name for element in target.elements for name in _names_in(element.value)]
+    if kind is cst.StarredElement:
+        return _names_in(target.value)
+    return []
 
 
 def is_main_guard(node: cst.If) -> bool:

@@ -16,12 +16,20 @@ DATA_PARALLEL = frozenset(
 )
 
 
+def _test_module(path: str) -> bool:
+    """pytest's and unittest's file naming: `test_*.py`, `*_test.py`, `conftest.py`."""
+    name = path.replace("\\", "/").rpartition("/")[2]
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+
+
 class DataParallel(Rule):
     """
     ## What it does
     Flags `nn.DataParallel(model)` (and the functional `nn.parallel.data_parallel(...)`).
     Mentions that are not calls (`isinstance(m, nn.DataParallel)`, a subclass) are left alone:
     code that unwraps a DataParallel it was given is not choosing it.
+    Test modules (`test_*.py`, `*_test.py`, `conftest.py`) are left alone too: a test that
+    wraps a model in DataParallel checks that the code supports it, it does not train with it.
 
     ## Why is this bad?
     PyTorch's own documentation recommends `DistributedDataParallel` even on a single machine.
@@ -54,6 +62,30 @@ class DataParallel(Rule):
     triggers = ("DataParallel", "data_parallel")
     imports = ("torch",)
     cases = [
+        Good(
+            files={
+                "tests/test_restore.py": """
+                    import torch.nn as nn
+
+                    def test_restores_wrapped_weights(net, saved):
+                        wrapped = nn.DataParallel(net)
+                        restore(wrapped, saved)
+                    """,
+            },
+            note="a test checking that wrapped models restore",
+        ),
+        Bad(
+            files={
+                "testing_utils.py": """
+                    import torch.nn as nn
+
+                    def fit(model, loader):
+                        model = nn.DataParallel(model)  # error
+                        return train(model, loader)
+                    """,
+            },
+            note="a module whose name merely starts with 'test' is not a test module",
+        ),
         Bad(
             """
             import torch.nn as nn
@@ -110,6 +142,8 @@ class DataParallel(Rule):
         qualname = self.ctx.qualname(node.func)
         if qualname not in DATA_PARALLEL:
             return
+        if _test_module(self.ctx.path):
+            return  # a test exercising DataParallel support (checkpoint prefixes, wrappers), not training with it
         self.report(
             node,
             "`nn.DataParallel` runs every GPU from one Python process (GIL-bound), re-replicates the model "

@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchlint.fix import SAFE, NodeFix
 from torchlint.rule import Bad, Good
+from torchlint.static.names import dotted_name
 
 from ._integer_values import PY_INT, WholeNumbers
 from ._numerics import LocalTags
@@ -109,6 +110,111 @@ class LegacyConstructorCalls(LocalTags):
         return None
 
 
+#: Methods that keep the tensor (or a view or copy of it) in a chain before it is filled.
+_CHAIN_METHODS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "long", "int", "bool", "byte", "view", "reshape", "type", "contiguous", "pin_memory"})
+#: Collectives that write a received tensor into their first argument.
+_RECEIVERS = frozenset({"broadcast", "recv", "irecv", "all_reduce", "reduce", "scatter"})
+
+
+def _in_place(name: str) -> bool:
+    """`uniform_`, `fill_`, `zero_`, `copy_`, `nn.init.zeros_`: writes its tensor."""
+    return name.endswith("_") and not name.endswith("__")
+
+
+def filled_before_use(ctx, node: cst.Call) -> bool:
+    """The allocation is written before anything reads it: an in-place fill in its own
+    method chain (`torch.FloatTensor(n).uniform_(a, b)`, `....cuda().fill_(v)`), or, once
+    assigned (possibly as `nn.Parameter(...)`) to a name or `self.<attr>`, a fill of that
+    target in the same function (`x[i] = ...`, `x.zero_()`, `broadcast(x, src)`) or, for an
+    attribute, anywhere in the class (`nn.init.zeros_(self.bias)` in `reset_parameters`)."""
+    ancestors = ctx.ancestors
+    index, current = len(ancestors) - 1, node
+    while index >= 1:
+        parent, grand = ancestors[index], ancestors[index - 1]
+        if type(parent) is cst.Attribute and parent.value is current and type(grand) is cst.Call and grand.func is parent:
+            method = parent.attr.value
+            if _in_place(method):
+                return True
+            if method not in _CHAIN_METHODS:
+                return False
+            current, index = grand, index - 2
+            continue
+        if type(parent) is cst.Arg and type(grand) is cst.Call and (dotted_name(grand.func) or "").rpartition(".")[2] == "Parameter":
+            current, index = grand, index - 2
+            continue
+        break
+    if index >= 1 and type(ancestors[index]) is cst.Arg and _template_buffer(ctx, ancestors[index - 1], ancestors[index]):
+        return True
+    if index < 0 or type(ancestors[index]) is not cst.Assign or ancestors[index].value is not current:
+        return False
+    module = ctx.module
+    targets = [module.code_for_node(t.target) for t in ancestors[index].targets if type(t.target) in (cst.Name, cst.Attribute)]
+    if not targets:
+        return False
+    scope = ctx.enclosing_class() if all(type(t.target) is cst.Attribute for t in ancestors[index].targets) else None
+    scope = scope or ctx.enclosing_function() or module
+    from torchlint.static.walker import iter_nodes
+
+    for inner in iter_nodes(scope):
+        kind = type(inner)
+        if kind is cst.Call:
+            func = inner.func
+            name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+            if type(func) is cst.Attribute and _in_place(name) and _rooted_at(module, func.value, targets):
+                return True  # x.zero_(), self.bias.data.uniform_(...), x.to(d).zero_()
+            if (_in_place(name) or name in _RECEIVERS) and inner.args and _rooted_at(module, inner.args[0].value, targets):
+                return True  # nn.init.zeros_(self.bias), broadcast(buffer, src)
+        elif kind is cst.AssignTarget or kind is cst.AugAssign:
+            target = inner.target
+            if type(target) is cst.Subscript and _rooted_at(module, target.value, targets):
+                return True  # x[i] = ...
+    return False
+
+
+#: What a tensor kept only as a dtype/device template is used for.
+_TEMPLATE_USES = frozenset({"new", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "device", "dtype", "type", "is_cuda"})
+
+
+def _template_buffer(ctx, call: cst.Call, arg: cst.Arg) -> bool:
+    """`self.register_buffer("_float_tensor", torch.FloatTensor(1))` where the class only
+    ever reads `self._float_tensor.new(...)` / `.device` / `.dtype`: the values are never read."""
+    func = call.func
+    if type(func) is not cst.Attribute or func.attr.value != "register_buffer" or len(call.args) < 2 or call.args[1] is not arg:
+        return False
+    name = call.args[0].value
+    cls = ctx.enclosing_class()
+    if type(name) is not cst.SimpleString or cls is None or type(func.value) is not cst.Name:
+        return False
+    attribute = f"{func.value.value}.{name.evaluated_value}"
+    module = ctx.module
+    from torchlint.static.walker import iter_nodes
+
+    reads = templates = 0
+    for inner in iter_nodes(cls):
+        if type(inner) is not cst.Attribute:
+            continue
+        if module.code_for_node(inner) == attribute:
+            reads += 1
+        elif inner.attr.value in _TEMPLATE_USES and type(inner.value) is cst.Attribute and module.code_for_node(inner.value) == attribute:
+            templates += 1
+    return reads == templates
+
+
+def _rooted_at(module: cst.Module, expr: cst.BaseExpression, targets: list[str]) -> bool:
+    """`expr` is one of `targets`, or reached from one through attributes and method calls
+    (`self.bias.data`, `x.to(device)`)."""
+    while True:
+        text = module.code_for_node(expr) if type(expr) in (cst.Name, cst.Attribute) else None
+        if text is not None and text in targets:
+            return True
+        if type(expr) is cst.Attribute:
+            expr = expr.value
+        elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _CHAIN_METHODS:
+            expr = expr.func.value
+        else:
+            return False
+
+
 def cuda_note(qualname: str) -> str:
     return " with `device=` (this one raises where CUDA is missing)" if qualname.startswith("torch.cuda.") else ""
 
@@ -135,6 +241,14 @@ class LegacyTensorConstructor(LegacyConstructorCalls):
     `t.numel()`, a local name assigned one of those, or a name spelled like a size or count
     (`n`, `num_classes`, `hidden_size`, `self.in_features`). That is the one call whose meaning
     a reader cannot tell: it allocates that many uninitialised elements.
+
+    An allocation the code fills before reading it says what it is and is left alone: an
+    in-place fill in its own chain (`torch.FloatTensor(n).uniform_(a, b)`), or, for the name
+    or `self.<attr>` it is assigned to (also as `nn.Parameter(...)`), an in-place write in
+    the same function (`x[i] = ...`, `x.zero_()`, `dist.broadcast(x, src)`) or, for an
+    attribute, anywhere in the class (`nn.init.zeros_(self.bias)` in `reset_parameters`).
+    So is a buffer registered only as a dtype/device template (every read of it is `.new(...)`,
+    `.device` or `.dtype`).
 
     Other calls of these constructors (several sizes, a list, a numpy array, no argument) are
     style and are TL609's, which is off by default. Uses that are not calls
@@ -226,6 +340,78 @@ class LegacyTensorConstructor(LegacyConstructorCalls):
             """,
             note="a local bound to len(), a size(0), a count-like attribute; `label` may be a list: TL609's",
         ),
+        Bad(
+            """
+            import torch
+            from torch import nn
+
+            class Gate(nn.Module):
+                def __init__(self, hidden_size):
+                    super().__init__()
+                    self.shift = nn.Parameter(torch.Tensor(hidden_size))
+                    self.scale = nn.Parameter(torch.Tensor(hidden_size))  # error
+                    nn.init.zeros_(self.shift)
+                    self.register_buffer("bias", torch.FloatTensor(hidden_size))  # error
+
+                def forward(self, x):
+                    return (x + self.shift) * self.scale + self.bias.to(x.dtype)
+
+            def histogram(num_bins, values):
+                counts = torch.LongTensor(num_bins)  # error
+                return counts + values.bincount(minlength=num_bins)
+            """,
+            note="only `shift` is initialised; the buffer's values are read; `counts` is read while it holds garbage",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+            import torch.distributed as dist
+
+            class Scale(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.gain = nn.Parameter(torch.Tensor(dim))
+                    self.reset_parameters()
+
+                def reset_parameters(self):
+                    nn.init.ones_(self.gain)
+
+            def noise(batch_size, num_classes):
+                picks = torch.LongTensor(batch_size).random_(0, num_classes)
+                jitter = torch.FloatTensor(batch_size).cuda().uniform_(-1, 1)
+                return picks, jitter
+
+            def positions(n):
+                out = torch.IntTensor(n)
+                for i in range(n):
+                    out[i] = 2 * i
+                return out
+
+            def receive(n, src):
+                buffer = torch.ByteTensor(n)
+                dist.broadcast(buffer, src=src)
+                return buffer
+            """,
+            note="allocations filled before any read: init in reset_parameters, an in-place fill in the chain, item writes, a collective receiving into it",
+        ),
+        Good(
+            """
+            import torch
+            from torch import nn
+
+            class Embedder(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.dim = dim
+                    self.register_buffer("_anchor", torch.FloatTensor(1))
+
+                def forward(self, ids):
+                    out = self._anchor.new(ids.shape + (self.dim,))
+                    return out.to(self._anchor.device)
+            """,
+            note="a one-element buffer kept only as a dtype/device template: its values are never read",
+        ),
         Good(
             """
             import numpy as np
@@ -288,6 +474,8 @@ class LegacyTensorConstructor(LegacyConstructorCalls):
         found = self.classify(node)
         if found is None or found[1] != COUNT:
             return
+        if filled_before_use(self.ctx, node):
+            return  # an allocation its code fills at once: nothing uninitialised survives
         qualname, kind = found
         dtype = CONSTRUCTORS[qualname]
         dtype_text = f", dtype={dtype}" if dtype else ""

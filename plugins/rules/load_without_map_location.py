@@ -9,13 +9,25 @@ from torchlint.static.names import dotted_name
 
 from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
 from ._calls import argument, has_star_args, with_keyword
-from ._checkpoints import SAVE_FUNCTIONS, ScriptOrder, availability_guarded, holds_no_tensors, path_text
+from ._checkpoints import (
+    SAVE_FUNCTIONS,
+    CheckpointNames,
+    ScriptOrder,
+    availability_guarded,
+    holds_no_tensors,
+    in_temp_dir,
+    path_text,
+)
 from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
 
 #: TL302, load-without-weights-only: a call missing both keywords is one finding, this rule's.
 WEIGHTS_ONLY_CODE = "TL302"
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
+#: torch.distributed state-dict configurations that can gather tensors to the CPU.
+_STATE_DICT_CONFIGS = frozenset(
+    {"FullStateDictConfig", "FullOptimStateDictConfig", "ShardedStateDictConfig", "ShardedOptimStateDictConfig", "StateDictOptions"}
+)
 #: How a finding that also carries TL302's claim begins (see `errors_proving`).
 BOTH_KEYWORDS = "`torch.load` without `map_location` or `weights_only`"
 
@@ -23,8 +35,8 @@ BOTH_KEYWORDS = "`torch.load` without `map_location` or `weights_only`"
 class LoadWithoutMapLocation(Rule):
     """
     ## What it does
-    Flags `torch.load(...)` calls that pass no `map_location`, by keyword or as the second
-    positional argument.
+    Flags `torch.load(...)` calls (a bare `load(...)` after `from torch import *` too) that
+    pass no `map_location`, by keyword or as the second positional argument.
 
     ## Why is this bad?
     Without `map_location`, every tensor is restored to the device it was saved from. A
@@ -39,10 +51,21 @@ class LoadWithoutMapLocation(Rule):
       same function, at module level, or in a function the script's main sequence calls
       before the one that loads (`train()` saves, then `test()` loads);
     - the accelerator arm of `if torch.cuda.is_available():` that has a CPU `else`;
+    - a file under a temporary directory this run made (pytest's `tmp_path`/`tmpdir`
+      fixtures, `tempfile.*`, or a name the function derives from them): this process wrote it;
+    - a local cache: the load sits in one arm of an `if` whose test names the path, and the
+      other arm computes it and saves it to that path;
+    - what is loaded only ever goes to `torch.from_numpy(...)` or numpy: the file holds numpy
+      arrays;
+    - a file whose distributed state dicts are configured with CPU offload
+      (`FullStateDictConfig(offload_to_cpu=True)`, `StateDictOptions(cpu_offload=True)`): the
+      checkpoints it writes and reads back hold CPU tensors;
     - a project none of whose checked files names an accelerator (`cuda`, `accelerator`,
       `xla`, `xpu`, `"mps"`): nothing in it can have saved a tensor on one;
-    - a path the project only ever saves with a payload that holds no tensors (a numpy
-      array, numbers, lists or dicts of them), in any of its files.
+    - a path the project only ever saves with a payload that holds no tensors, in any of its
+      files: a numpy array, numbers, strings, lists or dicts of them, comprehensions whose
+      elements are such values (`[t.numpy() for t in ...]`, `{k: v.tolist() for ...}`), or a
+      name whose every binding and every `append`/`x[k] = ...` in that scope is one.
 
     When TL302 (`load-without-weights-only`) also runs and would report the same call, this
     rule's one finding names both keywords and TL302 stays quiet on that call.
@@ -147,6 +170,102 @@ class LoadWithoutMapLocation(Rule):
             },
             note="a script of a project that trains on CUDA loads what another process saved",
         ),
+        Bad(
+            """
+            from torch import *
+
+            net = build().cuda()
+            weights = load("weights.pt")  # error
+            """,
+            note="`load` reached through `from torch import *`",
+        ),
+        Bad(
+            files={
+                "extract.py": """
+                    import torch
+
+                    model = Encoder().cuda()
+                    features = []
+                    for batch in loader:
+                        features.append(model(batch.cuda()))
+                    torch.save(features, "features.pt")
+                    torch.save([p for p in model.parameters()], "params.pt")
+                    torch.save(list(model.buffers()), "buffers.pt")
+                """,
+                "probe.py": """
+                    import torch
+
+                    features = torch.load("features.pt")  # error
+                    params = torch.load("params.pt")  # error
+                    buffers = torch.load("buffers.pt")  # error
+                """,
+            },
+            note="lists filled with, or built from, CUDA tensors: the file holds tensors",
+        ),
+        Good(
+            files={
+                "build_vocab.py": """
+                    import collections
+                    import numpy as np
+                    import torch
+
+                    seen = collections.Counter()
+                    for line in open("corpus.txt"):
+                        seen.update(line.split())
+                    words = ["<s>", "</s>"] + [w for w, n in seen.most_common() if n > 1]
+                    index = {w: i for i, w in enumerate(words)}
+                    torch.save({"words": words, "index": index, "counts": np.array([seen[w] for w in words])}, "vocab.pt")
+                """,
+                "fit.py": """
+                    import torch
+
+                    vocab = torch.load("vocab.pt")
+                    model = Tagger(len(vocab["words"])).cuda()
+                """,
+            },
+            note="the project's own script writes this file with lists, a dict and a numpy array built by comprehensions",
+        ),
+        Good(
+            files={
+                "export.py": """
+                    import torch
+
+                    def export(model, path):
+                        model.cuda()
+                        torch.save({name: t.tolist() for name, t in model.state_dict().items()}, "weights.pt")
+                        torch.save([t.cpu().numpy() for t in model.parameters()], "arrays.pt")
+                """,
+                "read.py": """
+                    import torch
+
+                    plain = torch.load("weights.pt")
+                    arrays = torch.load("arrays.pt")
+                """,
+            },
+            note="comprehensions turning every tensor into lists or numpy arrays",
+        ),
+        Good(
+            """
+            from torch import *
+
+            def load(path):
+                return open(path).read()
+
+            net = build().cuda()
+            text = load("notes.txt")
+            """,
+            note="after `from torch import *`, a function of the file's own named load",
+        ),
+        Good(
+            """
+            from torch import *
+            from tools.io import *
+
+            net = build().cuda()
+            table = load("table.csv")
+            """,
+            note="a later star import may bind load: it is not known to be torch's",
+        ),
         Good(
             """
             import torch
@@ -204,6 +323,108 @@ class LoadWithoutMapLocation(Rule):
                 """,
             },
             note="the project writes this file only with a numpy array: no tensors, no devices",
+        ),
+        Good(
+            """
+            import os
+            import torch
+
+            def embeddings(cache, vocab):
+                if os.path.exists(cache):
+                    table = torch.load(cache)
+                else:
+                    table = build_table(vocab)
+                    torch.save(table, cache)
+                return table.cuda()
+
+            def test_export(tmp_path, model):
+                target = tmp_path / "export"
+                write_checkpoint(model.cuda(), target)
+                restored = torch.load(target / "weights.pt")
+            """,
+            note="a cache the other arm of its existence check writes; a file under pytest's tmp_path this test wrote",
+        ),
+        Good(
+            """
+            import numpy as np
+            import torch
+
+            def bin_edges(path, n_bins):
+                table = torch.load(path)
+                edges = torch.from_numpy(table[n_bins]).cuda()
+                return edges, np.asarray(table["centers"])
+
+            weights = torch.from_numpy(torch.load("weights.pt"))
+
+            def centers(path, k):
+                bounds = torch.load(path)
+                bounds = torch.from_numpy(bounds[k])
+                return (bounds[1:] + bounds[:-1]).cuda() / 2
+            """,
+            note="what is loaded only goes to torch.from_numpy or numpy: numpy arrays, no devices",
+        ),
+        Bad(
+            """
+            import torch
+
+            def bin_edges(path, n_bins):
+                table = torch.load(path)  # error
+                edges = torch.from_numpy(table["edges"]).cuda()
+                return edges, table["weights"].cuda()
+            """,
+            note="one read takes it as tensors",
+        ),
+        Good(
+            """
+            import torch
+            from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+            from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+            gather = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
+
+            def save_full(model, rank, path):
+                with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, gather):
+                    state = model.state_dict()
+                if rank == 0:
+                    torch.save(state, path)
+
+            def load_full(model, path):
+                model.load_state_dict(torch.load(path))
+                model.cuda()
+            """,
+            note="the file gathers its distributed state dicts to the CPU before saving them",
+        ),
+        Bad(
+            """
+            import torch
+            from torch.distributed.fsdp import FullStateDictConfig
+
+            gather = FullStateDictConfig(offload_to_cpu=False)
+
+            def load_full(model, path):
+                model.load_state_dict(torch.load(path))  # error
+                model.cuda()
+            """,
+            note="state dicts gathered on the GPU",
+        ),
+        Bad(
+            """
+            import os
+            import torch
+
+            def restore(path, fallback):
+                if os.path.exists(path):
+                    state = torch.load(path)  # error
+                else:
+                    state = torch.load(fallback)  # error
+                    torch.save(state, "copy.pt")
+                return state
+
+            def test_pretrained(weights_dir):
+                model = Net().cuda()
+                model.load_state_dict(torch.load(weights_dir / "net.pt"))  # error
+            """,
+            note="the other arm saves a different path; a test reading files it did not make",
         ),
         Good('import torch\nstate = torch.load("ckpt.pt", map_location="cpu")'),
         Good("import torch\nstate = torch.load(path, device)", note="map_location passed positionally"),
@@ -288,12 +509,14 @@ class LoadWithoutMapLocation(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.order = ScriptOrder()
+        self.names = CheckpointNames(ctx)
+        self._cpu_offload: bool | None = None
         self._calls_seen = 0
         self._loads: list[tuple[object, str, str | None, int, cst.Call]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         self._calls_seen += 1
-        qualname = self.ctx.qualname(node.func)
+        qualname = self.names.qualname(node.func)
         if qualname in SAVE_FUNCTIONS:
             self._note_save(node)
             return
@@ -321,7 +544,7 @@ class LoadWithoutMapLocation(Rule):
     def flags(self, node: cst.Call) -> bool:
         """Whether this rule reports `node` while reading its file (the project phase may
         still drop it: `keep_in_project`)."""
-        if self.ctx.qualname(node.func) not in LOAD_FUNCTIONS:
+        if self.names.qualname(node.func) not in LOAD_FUNCTIONS:
             return False
         if has_star_args(node) or argument(node, "map_location", 1) is not None:
             return False
@@ -329,6 +552,15 @@ class LoadWithoutMapLocation(Rule):
             return False  # datasets read caches they wrote themselves, on the CPU, for CPU batches
         if self._round_trip(node):
             return False  # saved and loaded again in this function: the devices exist
+        source = argument(node, "f", 0)
+        if source is not None and in_temp_dir(self.ctx, self.ctx.enclosing_function(), source.value):
+            return False  # a file in a temporary directory this run made: written here, by this process
+        if self._cache_of_this_code(node):
+            return False  # a local cache: the other arm of the existence check computes and saves it
+        if self._offloads_state_to_cpu():
+            return False  # this file's distributed checkpoints are gathered to the CPU before saving
+        if self._read_as_numpy(node):
+            return False  # what it loads is only ever handed to torch.from_numpy / numpy: no tensors in it
         if availability_guarded(self.ctx.ancestors):
             return False  # the accelerator arm of an availability check; the else arm loads for the CPU
         return True
@@ -362,7 +594,8 @@ class LoadWithoutMapLocation(Rule):
         self.order.saves.setdefault(self._function_name(), []).append((written, self._calls_seen))
         payload = argument(node, "obj", 0)
         if payload is not None and not payload.star:
-            self.add_fact("save", {"path": written, "tensors": not holds_no_tensors(self.ctx.module, payload.value)})
+            tensors = not holds_no_tensors(self.ctx.module, payload.value, self.ctx.enclosing_function())
+            self.add_fact("save", {"path": written, "tensors": tensors})
 
     def _note_call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Name):
@@ -419,10 +652,99 @@ class LoadWithoutMapLocation(Rule):
         from torchlint.static.walker import iter_nodes
 
         for inner in iter_nodes(function.body):
-            if type(inner) is cst.Call and self.ctx.qualname(inner.func) in ("torch.save", "torch.serialization.save"):
+            if type(inner) is cst.Call and self.names.qualname(inner.func) in SAVE_FUNCTIONS:
                 written = argument(inner, "f", 1)
                 if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
                     return True
+        return False
+
+    def _offloads_state_to_cpu(self) -> bool:
+        """The file configures its distributed state dicts with CPU offload
+        (`FullStateDictConfig(offload_to_cpu=True)`, `StateDictOptions(cpu_offload=True)`):
+        the checkpoints its code writes, and reads back, hold CPU tensors."""
+        if self._cpu_offload is None:
+            self._cpu_offload = False
+            if "offload" in self.ctx.text:
+                from torchlint.static.walker import iter_nodes
+
+                for inner in iter_nodes(self.ctx.module):
+                    if type(inner) is cst.Call and (dotted_name(inner.func) or "").rpartition(".")[2] in _STATE_DICT_CONFIGS:
+                        for arg in inner.args:
+                            keyword = arg.keyword.value if arg.keyword is not None else None
+                            if keyword in ("offload_to_cpu", "cpu_offload") and type(arg.value) is cst.Name and arg.value.value == "True":
+                                self._cpu_offload = True
+        return self._cpu_offload
+
+    def _read_as_numpy(self, node: cst.Call) -> bool:
+        """`torch.from_numpy(torch.load(p))`, or `x = torch.load(p)` whose every later read in
+        the scope is inside `torch.from_numpy(...)` or a numpy call: the file holds numpy
+        arrays, which have no device."""
+        ancestors = self.ctx.ancestors
+        if len(ancestors) >= 2 and type(ancestors[-1]) is cst.Arg and self._numpy_call(ancestors[-2]):
+            return True
+        if not ancestors or type(ancestors[-1]) is not cst.Assign or len(ancestors[-1].targets) != 1:
+            return False
+        target = ancestors[-1].targets[0].target
+        if type(target) is not cst.Name:
+            return False
+        from torchlint.static.walker import iter_nodes
+
+        name, assign = target.value, ancestors[-1]
+
+        def count(root) -> tuple[int, int]:
+            reads = numpy_reads = 0
+            for inner in iter_nodes(root):
+                if type(inner) is cst.Name and inner.value == name:
+                    reads += 1
+                elif type(inner) is cst.Call and self._numpy_call(inner):
+                    numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
+            return reads, numpy_reads
+
+        # The reads of this binding: from the assignment to the next one of the same name
+        # (whose value still reads this one), in source order.
+        reads = numpy_reads = 0
+        statements = iter_nodes(self.ctx.enclosing_function() or self.ctx.module)
+        for inner in statements:
+            if inner is assign:
+                break
+        for inner in statements:
+            if type(inner) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in inner.targets):
+                more, more_numpy = count(inner.value)
+                reads, numpy_reads = reads + more, numpy_reads + more_numpy
+                break
+            if type(inner) is cst.Name and inner.value == name and inner is not target:
+                reads += 1
+            elif type(inner) is cst.Call and self._numpy_call(inner):
+                numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
+        return reads > 0 and numpy_reads == reads
+
+    def _numpy_call(self, call: cst.BaseExpression) -> bool:
+        if type(call) is not cst.Call:
+            return False
+        qualname = self.ctx.qualname(call.func) or ""
+        return qualname == "torch.from_numpy" or qualname.startswith("numpy.")
+
+    def _cache_of_this_code(self, node: cst.Call) -> bool:
+        """`if os.path.exists(p): x = torch.load(p) else: x = compute(); torch.save(x, p)` (or
+        the arms the other way round): the file is a cache this code writes on the machine
+        that reads it."""
+        loaded = path_text(self.ctx.module, node, "f", 0)
+        if loaded is None:
+            return False
+        from torchlint.static.walker import iter_nodes
+
+        ancestors = self.ctx.ancestors
+        for index, statement in enumerate(ancestors[:-1]):
+            if type(statement) is not cst.If or statement.orelse is None:
+                continue
+            arm = ancestors[index + 1]
+            other = statement.orelse if arm is statement.body else statement.body if arm is statement.orelse else None
+            if other is None or loaded not in self.ctx.module.code_for_node(statement.test):
+                continue
+            for inner in iter_nodes(other):
+                if type(inner) is cst.Call and self.names.qualname(inner.func) in SAVE_FUNCTIONS:
+                    if path_text(self.ctx.module, inner, "f", 1) == loaded:
+                        return True
         return False
 
     def _in_dataset_class(self) -> bool:

@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 
+from ._checkpoints import CheckpointNames
 from ._torchfix_helpers import has_double_star, in_compat_fallback, keyword_arg, positional_args, target_torch, with_keyword
 
 if TYPE_CHECKING:
@@ -21,8 +22,10 @@ class LoadWithoutWeightsOnly(Rule):
     Flags `torch.load(...)` calls that do not pass `weights_only`, unless the configured
     `target-torch` is 2.6 or newer (where `weights_only=True` is the default) or older than
     1.13 (which lacks the parameter). A call that forwards `**kwargs` may carry it and is
-    not flagged, nor is a retry inside `except TypeError:` or a version check. An explicit
-    `weights_only=False` is a deliberate choice and is not flagged.
+    not flagged, nor is a retry inside `except TypeError:` or a version check, nor a load inside
+    `with torch.serialization.safe_globals([...]):` (code written for the weights_only loader,
+    allowlisting what it needs). An explicit `weights_only=False` is a deliberate choice and
+    is not flagged.
 
     Without `target-torch` the rule flags: it cannot know which default the code will run
     under, and the call then behaves differently across versions. Before 2.6 it unpickles
@@ -69,6 +72,26 @@ class LoadWithoutWeightsOnly(Rule):
     imports = ("torch",)
     fix_safety = UNSAFE
     cases = [
+        Good(
+            """
+            import torch
+
+            def restore(path, device):
+                with torch.serialization.safe_globals([Config, Vocabulary]):
+                    return torch.load(path, map_location=device)
+            """,
+            note="written for the weights_only loader: it allowlists the classes the file holds",
+        ),
+        Bad(
+            """
+            import torch
+
+            def restore(path, device):
+                with open(path, "rb") as f:
+                    return torch.load(f, map_location=device)  # error
+            """,
+            note="another context manager says nothing about the loader",
+        ),
         Bad(
             """
             import torch
@@ -139,8 +162,12 @@ class LoadWithoutWeightsOnly(Rule):
         ),
     ]
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.names = CheckpointNames(ctx)  # `load(...)` after `from torch import *` too
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualname(node.func) not in LOAD_FUNCTIONS or not missing_weights_only(self.ctx, node):
+        if self.names.qualname(node.func) not in LOAD_FUNCTIONS or not missing_weights_only(self.ctx, node):
             return
         fix = None
         if weights_only_fixable(node):
@@ -171,8 +198,21 @@ def missing_weights_only(ctx: FileContext, node: cst.Call) -> bool:
         return False
     if in_compat_fallback(ctx):
         return False  # `except TypeError:` retrying without weights_only for an old torch
+    if in_safe_globals(ctx):
+        return False  # `with torch.serialization.safe_globals([...]):` is the weights_only loader's allowlist
     target = target_torch(ctx)
     return target is None or (1, 13) <= target < (2, 6)
+
+
+def in_safe_globals(ctx: FileContext) -> bool:
+    """Inside `with torch.serialization.safe_globals([...]):`: the code is written for the
+    weights_only loader (torch >= 2.6's default) and allowlists the classes it needs."""
+    for ancestor in ctx.ancestors:
+        if type(ancestor) is cst.With:
+            for item in ancestor.items:
+                if type(item.item) is cst.Call and ctx.qualname(item.item.func) == "torch.serialization.safe_globals":
+                    return True
+    return False
 
 
 def weights_only_risk(ctx: FileContext) -> str:

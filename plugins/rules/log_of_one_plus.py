@@ -27,6 +27,8 @@ class LogOfOnePlus(LocalTags):
     `round(v)`, `math.ceil(...)`, `a // b`, `t.numel()`, `t.size(0)`, `t.shape[0]`, a count of
     `(pred == y).sum()`, `t.long()`, `torch.tensor(len(...))`, a local name assigned one of
     those, or a name spelled like a count (`n`, `num_*`, `n_*`, `*_count`, `step`, `epoch`).
+    So is a stored tensor cast to floating point right there (`torch.log(lengths.float() + 1)`):
+    float data needs no cast, and the cast is how integer counts become loggable.
 
     ## Example
     ```python
@@ -126,6 +128,25 @@ class LogOfOnePlus(LocalTags):
             """,
             note="whole numbers lose nothing: counts, lengths, rounded values, sizes",
         ),
+        Good(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def duration_loss(predicted, frames):
+                return F.mse_loss(predicted, torch.log(frames.float() + 1))
+            """,
+            note="a stored tensor cast to float where it is logged: integer frame counts",
+        ),
+        Bad(
+            """
+            import torch
+
+            def damp(scores, total):
+                return torch.log(1 + (scores / total).float())  # error
+            """,
+            note="a computed ratio cast to float is still a fraction",
+        ),
         Bad(
             """
             import torch
@@ -153,12 +174,26 @@ class LogOfOnePlus(LocalTags):
         rest = _one_plus_rest(node.args[0].value)
         if rest is None or self._whole_numbers().kind(rest) is not None:
             return  # whole numbers lose nothing: `log(1 + n)` is exact enough for a count
+        if _cast_of_stored_value(rest):
+            return  # `log(1 + lengths.float())`: cast here from an integer (or bool) tensor
         fix = None
         func = _sibling_function(self, node.func, "log1p")
         if func is not None and only_positional(node, 1):
             new = cst.Call(func=func, args=[cst.Arg(rest.with_changes(lpar=[], rpar=[]) if _is_atomic(rest) else rest)])
             fix = NodeFix("Replace with `torch.log1p`", SAFE, ((node, new),))
         self.report(node, "`torch.log(1 + x)` loses precision for small `x`: use `torch.log1p(x)`", fix=fix)
+
+
+def _cast_of_stored_value(expr: cst.BaseExpression) -> bool:
+    """`x.float()` / `batch["durations"].double()`: a stored value cast to floating point at
+    the very place it is logged. Float data needs no cast; the cast is how integer counts,
+    lengths and masks become loggable (a computed value such as `(a / b).float()` is not
+    this: it may be a fraction)."""
+    if type(expr) is not cst.Call or expr.args or type(expr.func) is not cst.Attribute:
+        return False
+    if expr.func.attr.value not in ("float", "double"):
+        return False
+    return type(expr.func.value) in (cst.Name, cst.Attribute, cst.Subscript)
 
 
 def _one_plus_rest(expr: cst.BaseExpression) -> cst.BaseExpression | None:
