@@ -643,7 +643,10 @@ class TensorWithoutDevice(Rule):
         self._with_factories: set = set()
         self._called: dict[int, set[str]] = {}
         self._functions: list[tuple[cst.FunctionDef, Optional[cst.ClassDef]]] = []
-        self._moves: tuple[dict[str, int], dict[str, int]] | None = None
+        #: for each plain name called in the file: how often, and how often its result is
+        #: moved to a device right away (`name(...).cuda()`, `fabric.to_device(name(...))`)
+        self._calls: dict[str, int] = {}
+        self._moved: dict[str, int] = {}
         self._flows: dict[int, Optional[Flow]] = {}
         #: factory call -> the body (function or module) that made it
         self._homes: dict[int, cst.CSTNode] = {}
@@ -665,6 +668,12 @@ class TensorWithoutDevice(Rule):
         short = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if short is None:
             return
+        if type(func) is cst.Name:
+            self._calls[short] = self._calls.get(short, 0) + 1
+        if short in ("cuda", "to") or short in MOVING_FUNCTIONS:
+            moved = _moved_call(node)
+            if moved is not None:
+                self._moved[moved] = self._moved.get(moved, 0) + 1
         function = self.ctx.enclosing_function()
         if short in CREATING_NAMES:
             self._with_factories.add(id(function) if function is not None else None)
@@ -805,9 +814,7 @@ class TensorWithoutDevice(Rule):
         straight to a move: `name(...).cuda()`, `name(...).to(...)`, `x.to_device(name(...))`."""
         if self.ctx.text.count(f"{name}(") < 2:
             return False  # only its own `def name(`: no caller in this file
-        if self._moves is None:
-            self._moves = _calls_and_moves(self.ctx.module)
-        calls, moved = self._moves
+        calls, moved = self._calls, self._moved
         return calls.get(name, 0) > 0 and moved.get(name, 0) == calls[name]
 
     # -- setting up ---------------------------------------------------------------------------
@@ -927,26 +934,18 @@ RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "normal", 
 MOVING_FUNCTIONS = ("to_device", "send_to_device", "move_to", "move_to_device")
 
 
-def _calls_and_moves(module: cst.Module) -> tuple[dict[str, int], dict[str, int]]:
-    """For each plain name called in the file: how often, and how often its result is moved
-    to a device right away."""
-    calls: dict[str, int] = {}
-    moved: dict[str, int] = {}
-    for node in iter_nodes(module):
-        if type(node) is not cst.Call:
-            continue
-        func = node.func
-        if isinstance(func, cst.Name):
-            calls[func.value] = calls.get(func.value, 0) + 1
-        inner = None
-        if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to") and isinstance(func.value, cst.Call):
-            inner = func.value
-        elif (func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")) in MOVING_FUNCTIONS:
-            first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
-            inner = first if isinstance(first, cst.Call) else None
-        if inner is not None and isinstance(inner.func, cst.Name):
-            moved[inner.func.value] = moved.get(inner.func.value, 0) + 1
-    return calls, moved
+def _moved_call(node: cst.Call) -> Optional[str]:
+    """`name` when `node` moves the result of `name(...)` to a device right away."""
+    func = node.func
+    inner = None
+    if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to") and isinstance(func.value, cst.Call):
+        inner = func.value
+    elif (func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")) in MOVING_FUNCTIONS:
+        first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
+        inner = first if isinstance(first, cst.Call) else None
+    if inner is not None and isinstance(inner.func, cst.Name):
+        return inner.func.value
+    return None
 
 
 def _is_dotted_name(text: str) -> bool:

@@ -385,7 +385,8 @@ class SemanticModel(Analysis):
         name = _called_name(node.func)
         if name is None:
             return
-        qualname = self.ctx.qualname(node.func)
+        # (the model's own qualname: most calls are methods of locals, no import to look up)
+        qualname = self.qualname(node.func)
         if qualname is not None and qualname.split(".")[0] == "torch":
             return
         # Call sites matter for what a parameter receives: calls of this file's functions,
