@@ -10,6 +10,7 @@ expression must not hit Python's recursion limit.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Any, Callable, Iterable, Iterator
 
 import libcst as cst
@@ -52,6 +53,26 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
+_LEAVES: dict[type, bool] = {}
+_SCALARS = (str, int, bool, type(None))
+
+
+def _is_leaf(cls: type) -> bool:
+    """No field of `cls` (besides the skipped ones) can hold a node: Name, Integer, the
+    operators. A leaf nobody listens to is never pushed on the walk's stack."""
+    leaf = _LEAVES.get(cls)
+    if leaf is None:
+        try:
+            hints = typing.get_type_hints(cls)
+            leaf = all(
+                hints.get(name) in _SCALARS or hints.get(name) == typing.Optional[str] for name in _child_fields(cls)
+            )
+        except Exception:  # an annotation that does not resolve: walk it like any node
+            leaf = False
+        _LEAVES[cls] = leaf
+    return leaf
+
+
 Handler = Callable[[Any], object]  # not cst.CSTNode: module import must not load libcst
 
 
@@ -67,6 +88,9 @@ class Dispatcher:
         self._targets = list(handlers_from)
         self._visit: dict[type, list[tuple[object, Handler]]] = {}
         self._leave: dict[type, list[tuple[object, Handler]]] = {}
+        #: node types whose nodes the walk need not enter: leaves with no handler. (Removing
+        #: a target only removes handlers, so a type once skippable stays so.)
+        self._silent: dict[type, bool] = {}
         self._on_error = on_error
         self.ancestors: list[cst.CSTNode] = ancestors if ancestors is not None else []
 
@@ -92,11 +116,19 @@ class Dispatcher:
     def is_active(self, target: object) -> bool:
         return any(t is target for t in self._targets)
 
+    def _is_silent(self, cls: type) -> bool:
+        silent = self._silent.get(cls)
+        if silent is None:
+            silent = _is_leaf(cls) and not self._handlers(self._visit, "visit_", cls) and not self._handlers(self._leave, "leave_", cls)
+            self._silent[cls] = silent
+        return silent
+
     def walk(self, root: cst.CSTNode) -> None:
         # The hottest loop of a run (once per node of every parsed file), written for speed:
         # a leave is a sentinel on the stack (its node is the top of `ancestors`), children
         # are collected inline, handlers are called inline.
         node_types = _node_types()
+        silent = self._silent
         ancestors = self.ancestors
         visit_table, leave_table = self._visit, self._leave
         leave_marker = _LEAVE
@@ -133,11 +165,20 @@ class Dispatcher:
                 value = getattr(node, name)
                 kind = type(value)
                 if kind in node_types:
-                    children.append(value)
+                    quiet = silent.get(kind)
+                    if quiet is None:
+                        quiet = self._is_silent(kind)
+                    if not quiet:
+                        children.append(value)
                 elif kind is tuple or kind is list:
                     for item in value:
-                        if type(item) in node_types:
-                            children.append(item)
+                        kind = type(item)
+                        if kind in node_types:
+                            quiet = silent.get(kind)
+                            if quiet is None:
+                                quiet = self._is_silent(kind)
+                            if not quiet:
+                                children.append(item)
             children.reverse()
             stack.extend(children)
 
