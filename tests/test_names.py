@@ -97,3 +97,49 @@ def test_every_kind_of_local_binding_is_seen(binding):
 def test_shortcut_keeps_resolution_when_nothing_rebinds():
     source = "import torch\ndef f(x):\n    y = x == torch.ones(1)\n    return torch.load(p)\n"
     assert call_names(source)[-1] == "torch.load"
+
+
+def test_statement_level_bindings_match_the_full_walk_without_walrus():
+    import libcst as cst
+
+    from torchlint.static.names import local_bindings
+
+    source = '''
+def f(a, *args, b=1, **kw):
+    x = y = 1
+    (p, [q, *r]) = a
+    s: int = 2
+    t += 1
+    for i, (j, k) in a:
+        with open(a) as fh, open(b) as (g, h):
+            pass
+    try:
+        u = 1
+    except ValueError as err:
+        v = 2
+    else:
+        w = 3
+    finally:
+        z = 4
+    if a:
+        m1 = 1
+    elif b:
+        m2 = 2
+    else:
+        m3 = 3
+    while a:
+        n1 = 1
+    else:
+        n2 = 2
+    def inner(c):
+        hidden = 1
+    class K:
+        attr = 1
+    import os as alias
+'''
+    function = cst.parse_module(source).body[0]
+    full = local_bindings(function)
+    assert local_bindings(function, walrus=False) == full
+    assert {"x", "y", "p", "q", "r", "s", "t", "i", "j", "k", "fh", "g", "h", "u", "err", "v", "w", "z",
+            "m1", "m2", "m3", "n1", "n2", "inner", "K", "a", "args", "b", "kw"} == full
+    assert "hidden" not in full and "attr" not in full and "alias" not in full

@@ -132,7 +132,7 @@ class FileContext:
         key = id(function)
         names = self._bindings.get(key)
         if names is None:
-            names = local_bindings(function)
+            names = local_bindings(function, walrus=":=" in self.text)
             self._bindings[key] = names
         return names
 
