@@ -87,7 +87,8 @@ def main() -> int:
 def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any) -> int:
     from torchlint.runtime.devices import SimulationLimit
     from torchlint.runtime.frames import default_classifier
-    from torchlint.runtime.probing import ProbeContext, ProbeDispatch
+    from torchlint.runtime.probing import ProbeContext, ProbeDispatch, WarningDispatch
+    from torchlint.runtime.user_warnings import UserWarnings, own_dirs
     from torchlint.runtime.steps import StepCounter, StepLimitReached
 
     ctx = ProbeContext(events, default_classifier(), mode, progress)
@@ -110,7 +111,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         progress(f"step {steps}{limit}" if kind == "step" else f"forward call {forwards}{limit} (no optimizer yet)")
 
     counter = StepCounter(spec.get("steps"), on_progress)
-    _silence_threads_once_stopped(counter)
+    _silence_threads_once_stopped(counter, ctx)
     progress(f"running {Path(spec['script']).name} on {mode.name} under probes: {', '.join(p.name for p in probes) or 'none'}")
     started = time.monotonic()
     outcome: dict[str, Any]
@@ -128,6 +129,9 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         getattr(mode, "configure", lambda options: None)(ctx.options)
         stack.enter_context(mode.active())
         stack.enter_context(_noting_os_exit(events, ctx))
+        shown = UserWarnings(ctx.frames, [*own_dirs(), os.path.dirname(torch.__file__)], WarningDispatch(installed, ctx))
+        shown.install()
+        stack.callback(shown.uninstall)
         # Entered last, so it sees each call first (with the device the user asked for),
         # before the device mode rewrites it.
         stack.enter_context(ProbeDispatch(installed, ctx))
@@ -171,17 +175,30 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     return EXIT_OK
 
 
-def _silence_threads_once_stopped(counter: Any) -> None:
+def _silence_threads_once_stopped(counter: Any, ctx: Any) -> None:
     """Once --steps has stopped the target, what its other threads raise is noise of our making
     (they run on while probes are removed), not the program's output. For the child's whole
-    life: the threads run on after the target's main thread has stopped."""
+    life: the threads run on after the target's main thread has stopped. What they raise
+    before is printed as Python would, without torchlint's frames."""
     from torchlint.runtime.steps import StepLimitReached
 
     original = threading.excepthook
 
     def hook(args: Any) -> None:
-        if not (counter.stopped or issubclass(args.exc_type, StepLimitReached)):
+        if counter.stopped or issubclass(args.exc_type, StepLimitReached):
+            return
+        if args.exc_value is None or sys.stderr is None:
             original(args)
+            return
+        try:
+            name = args.thread.name if args.thread is not None else threading.get_ident()
+            text = _user_traceback(args.exc_value, ctx)
+        except Exception:
+            original(args)
+            return
+        print(f"Exception in thread {name}:", file=sys.stderr)
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
     threading.excepthook = hook
 
@@ -294,14 +311,18 @@ def _first_differentiable(value: Any, torch: Any) -> Any:
     return None
 
 
-def _print_user_traceback(exc: BaseException, ctx: Any) -> None:
-    """The traceback `python train.py` would print: from the target's first frame on."""
-    from torchlint.runtime.frames import USER
+def _user_traceback(exc: BaseException, ctx: Any) -> str:
+    """The traceback `python train.py` would print: from the target's first frame on, and
+    without torchlint's frames (its modes and probes sit between the user's code and torch)."""
+    from torchlint.runtime.frames import format_user_exception
+    from torchlint.runtime.user_warnings import own_dirs
 
-    tb = exc.__traceback__
-    while tb is not None and ctx.frames.verdict(tb.tb_frame.f_code.co_filename) != USER:
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
+    return format_user_exception(exc, ctx.frames, tuple(own_dirs()))
+
+
+def _print_user_traceback(exc: BaseException, ctx: Any) -> None:
+    sys.stderr.write(_user_traceback(exc, ctx))
+    sys.stderr.flush()
 
 
 def _innermost_frame(exc: BaseException) -> Any:
@@ -320,7 +341,7 @@ def _describe(exc: BaseException, ctx: Any, mode: Any) -> dict[str, Any]:
         if found is not None and ctx.frames.verdict(frame.f_code.co_filename) == USER:
             site = found
             break
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    text = _user_traceback(exc, ctx)
     return {
         "type": type(exc).__name__,
         "message": mode.explain(str(exc)),

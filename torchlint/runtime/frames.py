@@ -85,3 +85,37 @@ def default_classifier() -> FrameClassifier:
     except ImportError:
         pass
     return FrameClassifier(dirs)
+
+
+def format_user_exception(exc: BaseException, frames: FrameClassifier, hidden: tuple[str, ...]) -> str:
+    """The traceback `python train.py` would print: from the target's first frame on, with no
+    frame of torchlint's own (``hidden``: its folders) in it or in its chained exceptions."""
+    import traceback
+
+    hidden = tuple(os.path.join(os.path.realpath(d), "") for d in hidden)
+    shown: dict[str, bool] = {}
+
+    def keep(filename: str) -> bool:
+        verdict = shown.get(filename)
+        if verdict is None:
+            verdict = shown[filename] = filename.startswith("<") or not os.path.realpath(filename).startswith(hidden)
+        return verdict
+
+    def clean(summary: traceback.TracebackException, top: bool, seen: set[int]) -> None:
+        if id(summary) in seen:
+            return
+        seen.add(id(summary))
+        stack = [frame for frame in summary.stack if keep(frame.filename)]
+        if top:
+            # Before the target's first frame: the child, runpy, the launcher.
+            first = next((i for i, frame in enumerate(stack) if frames.verdict(frame.filename) == USER), None)
+            stack = stack[first:] if first is not None else stack
+        if stack or not summary.stack:
+            summary.stack = traceback.StackSummary.from_list(stack)
+        for chained in (summary.__cause__, summary.__context__, *(getattr(summary, "exceptions", None) or ())):
+            if chained is not None:
+                clean(chained, False, seen)
+
+    summary = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    clean(summary, True, set())
+    return "".join(summary.format())

@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 from torchlint.runtime.devices import DeviceMode
 from torchlint.runtime.events import EventWriter
 from torchlint.runtime.frames import FrameClassifier, Site
+from torchlint.runtime.user_warnings import TargetWarning
 
 
 class Probe:
@@ -58,6 +59,11 @@ class Probe:
 
     def failed(self, func: Any, args: tuple, kwargs: dict, exc: BaseException) -> None:
         """A watched call raised ``exc`` (it is re-raised afterwards)."""
+
+    def warned(self, warning: TargetWarning) -> None:
+        """The target triggered a warning (``warning.site``: the user line that caused it). Called
+        for every warning shown, and for those the program's own filters ignore but that torch
+        raised inside an operation (see ``runtime.user_warnings``)."""
 
 
 class ProbeContext:
@@ -209,6 +215,22 @@ class ProbeDispatch(TorchFunctionMode):
             except Exception as exc:
                 self.disable(hook.__self__, "after", exc)
         return result
+
+
+class WarningDispatch:
+    """Hands each warning the target triggers to the probes that take ``warned``."""
+
+    def __init__(self, probes: list[Probe], ctx: ProbeContext) -> None:
+        self.ctx = ctx
+        self.probes = [p for p in probes if _overrides(p, "warned")]
+
+    def __call__(self, warning: TargetWarning) -> None:
+        for probe in list(self.probes):
+            try:
+                probe.warned(warning)
+            except Exception as exc:
+                self.probes.remove(probe)
+                self.ctx.probe_crashed(probe, "warned", exc)
 
 
 def _overrides(probe: Probe, hook: str) -> bool:
