@@ -52,6 +52,7 @@ def main() -> int:
         return EXIT_SETUP
     spec = json.loads(os.environ.pop(SPEC_ENV))
     events = ChannelWriter(spec["channel"])
+    watchdog = _start_watchdog(spec, events)
     progress = Progress(spec.get("quiet", False))
     try:
         import torch
@@ -76,7 +77,7 @@ def main() -> int:
         events.emit("error", kind="usage", message=str(exc))
         return EXIT_USAGE
     try:
-        return _run_under_probes(spec, events, progress, pm, mode, torch)
+        return _run_under_probes(spec, events, progress, pm, mode, torch, watchdog)
     except Exception as exc:  # torchlint's own failure, not the target's (that one is caught inside)
         events.emit("error", kind="internal", message=f"torchlint's child process failed: {type(exc).__name__}: {exc}",
                     traceback=traceback.format_exc()[-8000:])
@@ -84,7 +85,22 @@ def main() -> int:
         return EXIT_SETUP
 
 
-def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any) -> int:
+def _start_watchdog(spec: dict, events: EventWriter) -> Any:
+    """Before anything else: the deadline counts torchlint's own work too."""
+    from torchlint.runtime.watchdog import Watchdog
+
+    timeout = float(spec.get("timeout") or 300.0)
+    deadline = spec.get("deadline")
+    now = time.monotonic()
+    if not isinstance(deadline, (int, float)) or not now - 60 < deadline <= now + timeout:
+        deadline = now + timeout  # a clock not shared with the parent: count from here
+    watchdog = Watchdog(float(deadline), events)
+    watchdog.start()
+    return watchdog
+
+
+def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any,
+                      watchdog: Any) -> int:
     from torchlint.runtime.devices import SimulationLimit
     from torchlint.runtime.frames import default_classifier
     from torchlint.runtime.probing import ProbeContext, ProbeDispatch, WarningDispatch
@@ -92,6 +108,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     from torchlint.runtime.steps import StepCounter, StepLimitReached
 
     ctx = ProbeContext(events, default_classifier(), mode, progress)
+    watchdog.frames = ctx.frames
     ctx.options = dict(spec.get("options") or {})  # --compile, --profile, --report (see RunSpec.options)
     probe_classes = [cls for group in pm.hook.torchlint_probes() for cls in (group or ())]
     # An optional probe (compile, profile) says from the options whether this run wants it.
@@ -111,6 +128,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         progress(f"step {steps}{limit}" if kind == "step" else f"forward call {forwards}{limit} (no optimizer yet)")
 
     counter = StepCounter(spec.get("steps"), on_progress)
+    watchdog.counter = counter
     _silence_threads_once_stopped(counter, ctx)
     progress(f"running {Path(spec['script']).name} on {mode.name} under probes: {', '.join(p.name for p in probes) or 'none'}")
     started = time.monotonic()
@@ -135,6 +153,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         # Entered last, so it sees each call first (with the device the user asked for),
         # before the device mode rewrites it.
         stack.enter_context(ProbeDispatch(installed, ctx))
+        watchdog.phase = "target"
         try:
             if spec.get("entry"):
                 _run_entry(Path(spec["script"]), spec["entry"], mode, torch)
@@ -162,9 +181,11 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
             outcome = {"status": "raised", "exception": _describe(exc, ctx, mode)}
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
     outcome.update(getattr(mode, "outcome_data", dict)())
+    watchdog.phase = "after-run"
     events.emit("outcome", **outcome)
     progress(f"{outcome['status']} after {counter.optimizer_steps} optimizer steps, {counter.forward_calls} forward calls")
     _after_run(installed, ctx)
+    watchdog.phase = "exiting"
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

@@ -7,6 +7,7 @@ overlap. Nothing here imports torch or the user's code.
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -57,6 +58,9 @@ def _error(message: str) -> int:
 
 
 def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
+    # --timeout is the user's wall clock: it starts before any work of our own (the static
+    # check, the child's torch import), and the child ends itself at the deadline.
+    deadline = time.monotonic() + options.timeout
     try:
         target = parse_target(options.target, cwd)
     except TargetError as exc:
@@ -84,6 +88,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         plugins=session.config.plugins,
         project_root=str(session.config.root) if session.config.root else None,
         options=options.probe_options(cwd),
+        deadline=deadline,
     )
     try:
         with stopped_by_signals():

@@ -77,8 +77,14 @@ class TargetCrashed(RuntimeRule):
 class TargetTimedOut(RuntimeRule):
     """
     ## What it does
-    Reports that the program did not finish within `--timeout` seconds; its whole process
-    group was killed.
+    Reports that the program did not finish within `--timeout` seconds, at the user line it
+    was running then, with the optimizer steps and forward calls it had made (exact, not the
+    last progress report) and its user stack (`evidence.data.stack` in the JSON report). The
+    clock starts when `torchlint run` starts, so torchlint's own start counts too; at the
+    deadline the program prints where it was and its whole process group is killed. A
+    program stuck in C code that holds the interpreter lock is placed from `faulthandler`'s
+    dump instead. A program that finished but did not exit (a non-daemon thread still
+    running) names the thread and its line.
 
     ## Why is this bad?
     A training script usually needs only a few steps to show its bugs: the rest of the run
