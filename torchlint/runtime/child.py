@@ -182,6 +182,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
     outcome.update(getattr(mode, "outcome_data", dict)())
     watchdog.phase = "after-run"
+    _report_imports(events, ctx)
     events.emit("outcome", **outcome)
     progress(f"{outcome['status']} after {counter.optimizer_steps} optimizer steps, {counter.forward_calls} forward calls")
     _after_run(installed, ctx)
@@ -194,6 +195,16 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         # (a non-daemon one would, until the timeout) nor run on into interpreter shutdown.
         os._exit(EXIT_OK)
     return EXIT_OK
+
+
+def _report_imports(events: EventWriter, ctx: Any) -> None:
+    """The user's files the program imported: the report covers them (``runtime.scope``)."""
+    from torchlint.runtime.scope import imported_files
+
+    try:
+        events.emit("imported", files=imported_files(ctx.frames))
+    except Exception:
+        pass  # the static closure still covers the target
 
 
 def _silence_threads_once_stopped(counter: Any, ctx: Any) -> None:

@@ -1,11 +1,12 @@
 """`torchlint run` from options to exit code: static check, child run, merge, report.
 
-The static check of the target's folder runs while the child imports torch, so the two
-overlap. Nothing here imports torch or the user's code.
+The static check of the target and the files it imports runs while the child imports torch,
+so the two overlap; files the run imported beyond those are checked after it. Nothing here imports torch or the user's code.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -17,7 +18,8 @@ from torchlint.runtime.interrupts import Stopped, stopped_by_signals
 from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, merge
 from torchlint.runtime.report import status_of, write_json, write_text
 from torchlint.runtime.runner import RunningChild, RunSpec
-from torchlint.runtime.target import Target, TargetError, parse_target
+from torchlint.runtime.scope import import_closure, same_files
+from torchlint.runtime.target import TargetError, parse_target
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -94,11 +96,19 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         with stopped_by_signals():
             child = RunningChild(spec, cwd=cwd)
             try:
-                static = _static_findings(session, enabled, target, cwd, options.quiet, options.device)
+                # Only the target and what it imports: a sibling script never used is not read.
+                closure = import_closure(target.path, _roots(session.config.root, target.path))
+                static = _static_findings(session, enabled, closure, cwd, options.quiet, options.device,
+                                          f"{target.path.name} and the files it imports")
             except BaseException:
                 child.kill()
                 raise
             result = child.finish()
+            more = _imported_beyond(result, closure)
+            if more:
+                # What the run imported that no import statement showed (importlib, sys.path edits).
+                static = _static_findings(session, enabled, closure + more, cwd, options.quiet, options.device,
+                                          f"{target.path.name}, its imports and {len(more)} more file(s) the run imported")
     except Stopped as stop:
         sys.stderr.write(f"torchlint: stopped by {stop.name}; the program and everything it started were stopped\n")
         return stop.exit_code
@@ -150,7 +160,29 @@ def _fails(finding: Finding) -> bool:
     return status == CONFIRMED or (status == RUNTIME_ONLY and finding.severity == Severity.ERROR)
 
 
-def _static_findings(session, enabled: set[str], target: Target, cwd: Path, quiet: bool, device: str = "cpu") -> list[Finding]:
+def _roots(root: Path | None, script: Path) -> list[Path]:
+    """Where imports are looked up besides the script's folder: the project root, when the
+    script is inside it."""
+    if root is None:
+        return []
+    try:
+        script.resolve().relative_to(root.resolve())
+    except ValueError:
+        return []
+    return [root]
+
+
+def _imported_beyond(result, closure: list[Path]) -> list[Path]:
+    event = result.first("imported")
+    if event is None:
+        return []
+    known = same_files(closure)
+    return [Path(path) for path in event.get("files", ()) if isinstance(path, str) and os.path.realpath(path) not in known
+            and os.path.isfile(path)]
+
+
+def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, quiet: bool, device: str = "cpu",
+                     what: str = "") -> list[Finding]:
     from torchlint.config import ConfigError
     from torchlint.static.engine import StaticEngine
 
@@ -162,15 +194,9 @@ def _static_findings(session, enabled: set[str], target: Target, cwd: Path, quie
     if device != "cpu":
         # Run on an accelerator, the project uses one, whatever its files say.
         engine.assume_mentioned("cuda")
-    result = engine.check_paths([target.path.parent], cwd=cwd)
+    result = engine.check_paths(files, cwd=cwd)
     if not quiet:
-        sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s) "
-                         f"under {_shown(target.path.parent, cwd)}\n")
+        sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s): {what}\n")
     return result.findings
 
 
-def _shown(path: Path, cwd: Path) -> str:
-    try:
-        return str(path.relative_to(cwd)) or "."
-    except ValueError:
-        return str(path)

@@ -75,6 +75,10 @@ class Watchdog:
         counts = self.counter.as_dict() if self.counter is not None else {"optimizer_steps": 0, "forward_calls": 0}
         threads = self._threads_keeping_alive() if self.phase == EXITING else []
         at = stack[-1][:2] if stack else (threads[0]["at"] if threads else None)
+        if self.frames is not None and self.phase == TARGET:
+            from torchlint.runtime.scope import imported_files
+
+            self.events.emit("imported", files=imported_files(self.frames))
         self.events.emit("timed-out", phase=self.phase, at=at, stack=stack, threads=threads,
                          seconds=round(time.monotonic() - self.started, 3), **counts)
         stream = sys.__stderr__
