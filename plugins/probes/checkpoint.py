@@ -78,7 +78,11 @@ class CheckpointProbe(Probe):
 
 def _locations_of(f: Any) -> dict[str, int] | None:
     if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as stream:
+        try:
+            stream = open(f, "rb")
+        except OSError:
+            return None  # a missing or unreadable file: torch.load raises its own error, not a probe crash
+        with stream:
             return storage_locations(stream)
     if isinstance(f, io.IOBase) and f.seekable():
         position = f.tell()
