@@ -27,8 +27,7 @@ class Site(NamedTuple):
 class FrameClassifier:
     def __init__(self, internal_dirs: list[str]) -> None:
         self._internal = tuple(os.path.join(os.path.realpath(d), "") for d in internal_dirs)
-        paths = sysconfig.get_paths()
-        library_dirs = {paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")} - {None}
+        library_dirs = _library_dirs()
         self._library = tuple(os.path.join(os.path.realpath(d), "") for d in library_dirs)
         self._verdicts: dict[str, int] = {}
         self._absolutes: dict[str, str] = {}
@@ -70,6 +69,22 @@ class FrameClassifier:
         if absolute is None:
             absolute = self._absolutes[filename] = os.path.abspath(filename)
         return absolute
+
+
+def _library_dirs() -> set[str]:
+    """The standard library and every installed-packages folder: this interpreter's, and those
+    reached through ``.pth`` files, ``--system-site-packages``, the user site or PYTHONPATH."""
+    paths = sysconfig.get_paths()
+    dirs = {paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    try:
+        import site
+
+        dirs.update(site.getsitepackages())
+        dirs.add(site.getusersitepackages())
+    except (AttributeError, ImportError):  # a virtualenv's old site module
+        pass
+    dirs.update(entry for entry in sys.path if os.path.basename(entry.rstrip(os.sep)) in ("site-packages", "dist-packages"))
+    return {d for d in dirs if d}
 
 
 def default_classifier() -> FrameClassifier:

@@ -104,7 +104,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
                 child.kill()
                 raise
             result = child.finish()
-            more = _imported_beyond(result, closure)
+            more = _imported_beyond(result, closure, [target.path.parent, *_roots(session.config.root, target.path)])
             if more:
                 # What the run imported that no import statement showed (importlib, sys.path edits).
                 static = _static_findings(session, enabled, closure + more, cwd, options.quiet, options.device,
@@ -172,13 +172,16 @@ def _roots(root: Path | None, script: Path) -> list[Path]:
     return [root]
 
 
-def _imported_beyond(result, closure: list[Path]) -> list[Path]:
+def _imported_beyond(result, closure: list[Path], project: list[Path]) -> list[Path]:
+    """The project's files the run imported that the closure missed (a library outside the
+    project, however it is installed, is not the project's)."""
     event = result.first("imported")
     if event is None:
         return []
     known = same_files(closure)
+    inside = tuple(os.path.join(os.path.realpath(folder), "") for folder in project)
     return [Path(path) for path in event.get("files", ()) if isinstance(path, str) and os.path.realpath(path) not in known
-            and os.path.isfile(path)]
+            and os.path.realpath(path).startswith(inside) and os.path.isfile(path)]
 
 
 def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, quiet: bool, device: str = "cpu",
