@@ -147,7 +147,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         getattr(mode, "configure", lambda options: None)(ctx.options)
         stack.enter_context(mode.active())
         stack.enter_context(_noting_os_exit(events, ctx))
-        shown = UserWarnings(ctx.frames, [*own_dirs(), os.path.dirname(torch.__file__)], WarningDispatch(installed, ctx))
+        shown = UserWarnings(ctx.frames, own_dirs(), os.path.dirname(torch.__file__), WarningDispatch(installed, ctx))
         shown.install()
         stack.callback(shown.uninstall)
         # Entered last, so it sees each call first (with the device the user asked for),

@@ -18,7 +18,10 @@ So, while the target runs:
   our frames shift). The program's own filters (``ignore``, ``error``), the once-per-location
   registry of the user's module and the source line shown are then those of a plain
   ``python train.py`` run; a filter on torch's module names no longer matches, since the
-  warning is now the user's module's.
+  warning is now the user's module's. Deprecation warnings, which Python hides unless they
+  are attributed to ``__main__``, go where Python would have put them without torchlint's
+  frames instead (the frame that called torchlint's; torch's own line), so that the ones a
+  plain run hides stay hidden.
 
 Probes see a warning even when the program ignores warnings (``filterwarnings("ignore")`` at
 the top of a script is common, and hides exactly these bugs). ``catch_warnings`` blocks with
@@ -81,9 +84,12 @@ class _PinnedFilters(list):
 class UserWarnings:
     """Installed around the target's run by the child."""
 
-    def __init__(self, frames: FrameClassifier, moved_dirs: list[str], listener: Callable[[TargetWarning], None]) -> None:
+    def __init__(self, frames: FrameClassifier, own_dirs: list[str], torch_dir: str,
+                 listener: Callable[[TargetWarning], None]) -> None:
         self.frames = frames
-        self._moved = tuple(os.path.join(os.path.realpath(d), "") for d in moved_dirs)
+        self._own = tuple(os.path.join(os.path.realpath(d), "") for d in own_dirs)
+        self._moved = (*self._own, os.path.join(os.path.realpath(torch_dir), ""))
+        self._own_verdicts: dict[str, bool] = {}
         self._moved_verdicts: dict[str, bool] = {}
         self.listener = listener
         self._local = threading.local()
@@ -127,10 +133,15 @@ class UserWarnings:
             self.listener(TargetWarning(str(msg.message), msg.category, site, raised_in))
             at = line = None
             if self._is_moved(msg.filename):
-                at = self._user_frame(raised_in)
+                hidden_by_default = issubclass(msg.category, (DeprecationWarning, PendingDeprecationWarning))
+                at = None if hidden_by_default else self._user_frame(raised_in)
                 if at is not None:
                     line = at.f_lineno
-                else:  # no user code on the stack: where it was, but through the program's filters
+                elif self._is_own(msg.filename):
+                    # Where Python would have put it without our frames: the frame that called us.
+                    at = self._outside_own(raised_in)
+                    line = at.f_lineno if at is not None else None
+                else:  # torch's line, as without torchlint, but through the program's filters
                     at, line = self._frame_of(raised_in, msg.filename), msg.lineno
         except Exception:
             at = None
@@ -148,6 +159,20 @@ class UserWarnings:
                                    module_globals=globals_, source=msg.source)
         finally:
             self._local.reissuing = False
+
+    def _outside_own(self, frame: FrameType | None) -> FrameType | None:
+        """The first frame, going out, past the innermost run of torchlint's own frames."""
+        while frame is not None and not self._is_own(frame.f_code.co_filename):
+            frame = frame.f_back
+        while frame is not None and self._is_own(frame.f_code.co_filename):
+            frame = frame.f_back
+        return frame
+
+    def _is_own(self, filename: str) -> bool:
+        verdict = self._own_verdicts.get(filename)
+        if verdict is None:
+            verdict = self._own_verdicts[filename] = os.path.realpath(filename).startswith(self._own)
+        return verdict
 
     @staticmethod
     def _frame_of(frame: FrameType | None, filename: str) -> FrameType | None:
