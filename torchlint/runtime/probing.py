@@ -112,9 +112,12 @@ class ProbeContext:
         sites: Iterable[Site | None] = (),
         runtime_code: str | None = None,
         data: dict[str, Any] | None = None,
+        confirm_only: bool = False,
     ) -> bool:
         """Report a problem seen at ``at``. ``sites`` are the lines where a static finding of
         ``code`` would be the same problem (e.g. the factory line for a device mismatch).
+        ``confirm_only``: evidence for a static finding there, but no runtime-only finding
+        without one (the static rule chose to leave such code alone).
         Returns False when the same problem at the same line was already reported."""
         where = (at.path, at.line) if at else None
         key = (probe.name, code, runtime_code, where, message)
@@ -125,7 +128,7 @@ class ProbeContext:
             "evidence",
             probe=probe.name,
             code=code,
-            runtime_code=runtime_code or probe.runtime_code,
+            runtime_code=None if confirm_only else runtime_code or probe.runtime_code,
             message=message,
             at=list(where) if where else None,
             sites=[[s.path, s.line] for s in sites if s is not None],

@@ -166,7 +166,9 @@ class RuntimeCudaCheckpointLoad(RuntimeRule):
     """
     ## What it does
     Reports a `torch.load` without `map_location` that read a checkpoint holding CUDA
-    storages, where no static finding explains it (e.g. the call is wrapped).
+    storages, where no static finding explains it (e.g. the call is wrapped). A file the
+    same run saved (a best model saved while training and loaded back at the end) is left
+    alone, as TL301 leaves such a round trip alone: the load works wherever the save did.
 
     ## Why is this bad?
     The same call fails on a machine without a GPU ("Attempting to deserialize object on a
