@@ -107,15 +107,12 @@ class UserWarnings:
     def uninstall(self) -> None:
         if self._saved is None:
             return
-        show, filters = self._saved
+        show, _ = self._saved
         self._saved = None
         warnings._showwarnmsg = show  # type: ignore[attr-defined]
-        current = warnings.filters
-        if isinstance(current, _PinnedFilters):
-            # What the program added meanwhile stays; only our pin goes.
-            warnings.filters = [item for item in current if item is not current.pin]
-        elif current is not filters:
-            pass  # the program replaced the list itself: leave it
+        # What the program added meanwhile stays; only our pin goes (from whatever list holds it).
+        warnings.filters = [item for item in warnings.filters if not (isinstance(item, tuple) and len(item) > 3
+                                                                      and isinstance(item[3], _PinMatcher))]
         warnings._filters_mutated()  # type: ignore[attr-defined]
 
     # -- the interpreter's hook ---------------------------------------------------------------
