@@ -54,8 +54,8 @@ class Watchdog:
             # Not cancelled in forked processes (DataLoader workers): there the watchdog thread does
             # not exist, and cancelling waits for it forever.
             faulthandler.dump_traceback_later(remaining + FAULTHANDLER_AFTER_S, exit=True, file=sys.__stderr__)
-        except (ValueError, RuntimeError, AttributeError, OSError):
-            pass  # no usable stderr: the parent's kill is the fallback
+        except (ValueError, RuntimeError, AttributeError, OSError, OverflowError):
+            pass  # no usable stderr, or a timeout beyond its clock: the parent's kill is the fallback
         self._thread.start()
 
     def _wait(self) -> None:
