@@ -3,6 +3,10 @@
 For each ``torch.load`` without ``map_location``, the probe reads the storage location tags
 (``cuda:0``, ``cpu``) from the file before torch does, without unpickling anything (see
 ``torchlint.runtime.checkpoint_locations``), then lets ``torch.load`` run as usual.
+
+A file this process saved itself (a round trip: save a model, load the best one back) still
+confirms a TL301 finding, but is no TL706 where TL301 found nothing: TL301 leaves a save and
+a load of the same name alone on purpose, and the load works wherever the save did.
 """
 
 from __future__ import annotations
@@ -26,8 +30,20 @@ class CheckpointProbe(Probe):
     summary = "torch.load without map_location of a checkpoint holding CUDA storages"
 
     def install(self) -> None:
-        self._originals = (torch.load, torch.serialization.load)
+        self._originals = (torch.load, torch.serialization.load, torch.save, torch.serialization.save)
+        self._saved_here: set[str] = set()
         original = torch.serialization.load
+        original_save = torch.serialization.save
+
+        @functools.wraps(original_save)
+        def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original_save(obj, f, *args, **kwargs)
+            name = _file_name(f)
+            if name is not None:
+                self._saved_here.add(name)
+            return result
+
+        torch.save = torch.serialization.save = save
 
         @functools.wraps(original)
         def load(f: Any, *args: Any, **kwargs: Any) -> Any:
@@ -47,7 +63,7 @@ class CheckpointProbe(Probe):
         torch.load = torch.serialization.load = load
 
     def uninstall(self) -> None:
-        torch.load, torch.serialization.load = self._originals
+        torch.load, torch.serialization.load, torch.save, torch.serialization.save = self._originals
 
     def _inspect(self, f: Any) -> bool:
         """Report what the checkpoint holds; True when it holds CUDA storages."""
@@ -63,22 +79,40 @@ class CheckpointProbe(Probe):
             return False
         summary = ", ".join(f"{n} storage{'s' * (n != 1)} on {loc}" for loc, n in sorted(cuda.items()))
         where = f" at {site.short()}" if site else ""
-        name = os.path.basename(os.fspath(f)) if isinstance(f, (str, os.PathLike)) else type(f).__name__
+        path = _file_name(f)
+        name = os.path.basename(path) if path else type(f).__name__
+        round_trip = path is not None and path in self._saved_here
         self.ctx.evidence(
             self,
             code="TL301",
             at=site,
             sites=[site],
             message=f"`torch.load`{where} without map_location read {name}, which holds {summary}: "
-                    "this fails on a machine without that GPU",
-            data={"locations": locations},
+                    "this fails on a machine without that GPU" + (" (this run saved it)" if round_trip else ""),
+            data={"locations": locations, "saved_by_this_run": round_trip},
+            confirm_only=round_trip,
         )
         return True
 
 
+def _file_name(f: Any) -> str | None:
+    """The real path of a checkpoint given as a path or an open file, else None."""
+    if isinstance(f, (str, os.PathLike)):
+        name = os.fspath(f)
+    else:
+        name = getattr(f, "name", None)
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    return os.path.realpath(name) if isinstance(name, str) and name else None
+
+
 def _locations_of(f: Any) -> dict[str, int] | None:
     if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as stream:
+        try:
+            stream = open(f, "rb")
+        except OSError:
+            return None  # a missing or unreadable file: torch.load raises its own error, not a probe crash
+        with stream:
             return storage_locations(stream)
     if isinstance(f, io.IOBase) and f.seekable():
         position = f.tell()

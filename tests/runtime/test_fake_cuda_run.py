@@ -189,3 +189,25 @@ def test_compile_checks_accuracy_but_times_nothing_on_simulated_cuda(run_script)
     compiled = result.report["compile"]
     assert compiled["accuracy"]["ok"] is True
     assert compiled["speed"] is None and "runs on the CPU, not a GPU" in compiled["speed_skipped"]
+
+
+# As pytorch/examples' word_language_model: save the best model while training, load it back
+# at the end through open files. TL301 leaves the round trip alone; so must the run (no TL706).
+ROUND_TRIP = """
+import torch
+from torch import nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = nn.Linear(4, 2).to(device)
+with open("best.pt", "wb") as f:
+    torch.save(model, f)
+with open("best.pt", "rb") as f:
+    model = torch.load(f, weights_only=False)
+assert next(model.parameters()).is_cuda
+"""
+
+
+def test_a_checkpoint_this_run_saved_and_loads_back_is_no_finding(run_script):
+    _, result = run_script("round_trip", ROUND_TRIP)
+    assert result.report["outcome"]["status"] == "completed", result.stderr[-3000:]
+    assert result.findings() == [] and result.returncode == 0

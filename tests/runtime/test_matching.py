@@ -104,3 +104,34 @@ def test_status_zero_without_an_outcome_event_is_never_a_completed_run(tmp_path)
                               enabled=ENABLED, cwd=tmp_path, timeout=10)
     assert not outcome.succeeded and [f.code for f in findings] == ["TL702"]
     assert "no evidence" in findings[0].message
+
+
+def test_a_program_kept_alive_by_a_thread_names_the_thread_and_its_line(tmp_path):
+    script = str(tmp_path / "train.py")
+    stopped = {"event": "timed-out", "phase": "exiting", "at": [script, 7], "stack": [],
+               "threads": [{"name": "uploader", "at": [script, 7]}], "optimizer_steps": 3, "forward_calls": 3}
+    findings, outcome = merge([], child(completed(), stopped, timed_out=True, script=script), enabled=ENABLED, cwd=tmp_path,
+                              timeout=10)
+    (finding,) = findings
+    assert (finding.code, finding.location.line) == ("TL703", 7)
+    assert finding.message == "the program finished but did not exit before the timeout (thread 'uploader' at train.py:7 kept it alive)"
+
+
+def test_a_timeout_without_the_watchdogs_event_is_placed_from_faulthandlers_dump(tmp_path):
+    # the target held the interpreter lock: only faulthandler's dump says where it was
+    script = str(tmp_path / "train.py")
+    import sysconfig
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    child_py = "/site/torchlint/runtime/child.py"
+    dump = (f'Timeout (0:00:05.00)!\nThread 0x00007f01 (most recent call first):\n'
+            f'  File "{stdlib}/threading.py", line 320 in wait\n\n'
+            f'Thread 0x00007f02 (most recent call first):\n  File "{stdlib}/re/__init__.py", line 166 in match\n'
+            f'  File "{script}", line 5 in parse\n  File "{script}", line 8 in <module>\n'
+            f'  File "{child_py}", line 80 in main\n')
+    findings, outcome = merge([], child(returncode=1, timed_out=True, output_tail=dump, script=script), enabled=ENABLED,
+                              cwd=tmp_path, timeout=5)
+    assert outcome.status == "timed-out" and outcome.data["source"] == "faulthandler"
+    (finding,) = findings
+    assert (finding.code, finding.location.line) == ("TL703", 5)
+    assert "timed out after 5 s at train.py:5 " in finding.message

@@ -42,19 +42,66 @@ def test_script_that_raises_at_import(write, tmp_path):
 
 
 @pytest.mark.slow
-def test_infinite_loop_is_killed_at_the_timeout(write, tmp_path):
+def test_a_timeout_names_the_looping_line_with_the_exact_counts(write, tmp_path):
     write("train.py", """
         import subprocess, sys, time
+        import torch
         # a grandchild that would outlive a naive kill
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        while True:
-            time.sleep(0.1)
+        model = torch.nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def wait_until_small(loss):
+            while loss > -1: time.sleep(0.01)
+
+        for step in range(1000):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if step == 12:  # past the last progress report (steps 1-10, then every 100th)
+                wait_until_small(loss.item())
     """)
-    result = torchlint_run("train.py", "-q", "--timeout", "8", "--output-format", "json", cwd=tmp_path)
+    # long enough to reach the loop on a busy machine; the loop sleeps, so the wait costs no CPU
+    result = torchlint_run("train.py", "-q", "--timeout", "15", "--output-format", "json", cwd=tmp_path)
     assert result.returncode == 1
-    assert result.codes("runtime only") == {"TL703"}
-    assert result.report["outcome"]["status"] == "timed-out"
-    assert result.seconds < 8 + 15
+    (finding,) = result.findings("runtime only")
+    assert finding["code"] == "TL703" and finding["location"]["row"] == 9, finding
+    assert "timed out after 15 s at train.py:9 `while loss > -1: time.sleep(0.01)` (after 13 optimizer steps and 13 " \
+           "forward calls)" in finding["message"]
+    outcome = result.report["outcome"]
+    assert outcome["status"] == "timed-out" and (outcome["optimizer_steps"], outcome["forward_calls"]) == (13, 13)
+    # the user's stack, outermost first, as a traceback lists it
+    stack = [(frame[1], frame[2]) for frame in finding["evidence"][0]["data"]["stack"]]
+    assert stack == [(17, "<module>"), (9, "wait_until_small")]
+    assert result.seconds < 15 + 10
+
+
+@pytest.mark.slow
+def test_a_target_holding_the_interpreter_lock_is_still_placed(write, tmp_path):
+    # a C call that holds the GIL (ctypes.PyDLL does not release it): the watchdog thread cannot
+    # run, faulthandler's dump says where the main thread was
+    write("train.py", """
+        import ctypes
+
+        def wait():
+            ctypes.PyDLL(None).sleep(600)
+
+        wait()
+    """)
+    result = torchlint_run("train.py", "-q", "--timeout", "10", "--output-format", "json", cwd=tmp_path)
+    (finding,) = result.findings("runtime only")
+    assert finding["code"] == "TL703" and finding["location"]["row"] == 4, finding
+    assert result.seconds < 10 + 10
+
+
+def test_the_timeout_counts_torchlints_own_start(write, tmp_path):
+    # a timeout shorter than importing torch: the run ends on time, and says why
+    write("train.py", "print('never')\n")
+    result = torchlint_run("train.py", "-q", "--timeout", "0.3", "--output-format", "json", cwd=tmp_path)
+    (finding,) = result.findings("runtime only")
+    assert finding["code"] == "TL703" and "before the program started" in finding["message"]
+    assert "never" not in result.stderr and result.seconds < 0.3 + 8
 
 
 @pytest.mark.slow

@@ -52,6 +52,7 @@ def main() -> int:
         return EXIT_SETUP
     spec = json.loads(os.environ.pop(SPEC_ENV))
     events = ChannelWriter(spec["channel"])
+    watchdog = _start_watchdog(spec, events)
     progress = Progress(spec.get("quiet", False))
     try:
         import torch
@@ -76,7 +77,7 @@ def main() -> int:
         events.emit("error", kind="usage", message=str(exc))
         return EXIT_USAGE
     try:
-        return _run_under_probes(spec, events, progress, pm, mode, torch)
+        return _run_under_probes(spec, events, progress, pm, mode, torch, watchdog)
     except Exception as exc:  # torchlint's own failure, not the target's (that one is caught inside)
         events.emit("error", kind="internal", message=f"torchlint's child process failed: {type(exc).__name__}: {exc}",
                     traceback=traceback.format_exc()[-8000:])
@@ -84,13 +85,30 @@ def main() -> int:
         return EXIT_SETUP
 
 
-def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any) -> int:
+def _start_watchdog(spec: dict, events: EventWriter) -> Any:
+    """Before anything else: the deadline counts torchlint's own work too."""
+    from torchlint.runtime.watchdog import Watchdog
+
+    timeout = float(spec.get("timeout") or 300.0)
+    deadline = spec.get("deadline")
+    now = time.monotonic()
+    if not isinstance(deadline, (int, float)) or not now - 60 < deadline <= now + timeout:
+        deadline = now + timeout  # a clock not shared with the parent: count from here
+    watchdog = Watchdog(float(deadline), events)
+    watchdog.start()
+    return watchdog
+
+
+def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any,
+                      watchdog: Any) -> int:
     from torchlint.runtime.devices import SimulationLimit
     from torchlint.runtime.frames import default_classifier
-    from torchlint.runtime.probing import ProbeContext, ProbeDispatch
+    from torchlint.runtime.probing import ProbeContext, ProbeDispatch, WarningDispatch
+    from torchlint.runtime.user_warnings import UserWarnings, own_dirs
     from torchlint.runtime.steps import StepCounter, StepLimitReached
 
     ctx = ProbeContext(events, default_classifier(), mode, progress)
+    watchdog.frames = ctx.frames
     ctx.options = dict(spec.get("options") or {})  # --compile, --profile, --report (see RunSpec.options)
     probe_classes = [cls for group in pm.hook.torchlint_probes() for cls in (group or ())]
     # An optional probe (compile, profile) says from the options whether this run wants it.
@@ -110,7 +128,8 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         progress(f"step {steps}{limit}" if kind == "step" else f"forward call {forwards}{limit} (no optimizer yet)")
 
     counter = StepCounter(spec.get("steps"), on_progress)
-    _silence_threads_once_stopped(counter)
+    watchdog.counter = counter
+    _silence_threads_once_stopped(counter, ctx)
     progress(f"running {Path(spec['script']).name} on {mode.name} under probes: {', '.join(p.name for p in probes) or 'none'}")
     started = time.monotonic()
     outcome: dict[str, Any]
@@ -128,9 +147,13 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         getattr(mode, "configure", lambda options: None)(ctx.options)
         stack.enter_context(mode.active())
         stack.enter_context(_noting_os_exit(events, ctx))
+        shown = UserWarnings(ctx.frames, own_dirs(), os.path.dirname(torch.__file__), WarningDispatch(installed, ctx))
+        shown.install()
+        stack.callback(shown.uninstall)
         # Entered last, so it sees each call first (with the device the user asked for),
         # before the device mode rewrites it.
         stack.enter_context(ProbeDispatch(installed, ctx))
+        watchdog.phase = "target"
         try:
             if spec.get("entry"):
                 _run_entry(Path(spec["script"]), spec["entry"], mode, torch)
@@ -158,9 +181,12 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
             outcome = {"status": "raised", "exception": _describe(exc, ctx, mode)}
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
     outcome.update(getattr(mode, "outcome_data", dict)())
+    watchdog.phase = "after-run"
+    _report_imports(events, ctx)
     events.emit("outcome", **outcome)
     progress(f"{outcome['status']} after {counter.optimizer_steps} optimizer steps, {counter.forward_calls} forward calls")
     _after_run(installed, ctx)
+    watchdog.phase = "exiting"
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -171,17 +197,40 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     return EXIT_OK
 
 
-def _silence_threads_once_stopped(counter: Any) -> None:
+def _report_imports(events: EventWriter, ctx: Any) -> None:
+    """The user's files the program imported: the report covers them (``runtime.scope``)."""
+    from torchlint.runtime.scope import imported_files
+
+    try:
+        events.emit("imported", files=imported_files(ctx.frames))
+    except Exception:
+        pass  # the static closure still covers the target
+
+
+def _silence_threads_once_stopped(counter: Any, ctx: Any) -> None:
     """Once --steps has stopped the target, what its other threads raise is noise of our making
     (they run on while probes are removed), not the program's output. For the child's whole
-    life: the threads run on after the target's main thread has stopped."""
+    life: the threads run on after the target's main thread has stopped. What they raise
+    before is printed as Python would, without torchlint's frames."""
     from torchlint.runtime.steps import StepLimitReached
 
     original = threading.excepthook
 
     def hook(args: Any) -> None:
-        if not (counter.stopped or issubclass(args.exc_type, StepLimitReached)):
+        if counter.stopped or issubclass(args.exc_type, StepLimitReached):
+            return
+        if args.exc_value is None or sys.stderr is None:
             original(args)
+            return
+        try:
+            name = args.thread.name if args.thread is not None else threading.get_ident()
+            text = _user_traceback(args.exc_value, ctx)
+        except Exception:
+            original(args)
+            return
+        print(f"Exception in thread {name}:", file=sys.stderr)
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
     threading.excepthook = hook
 
@@ -294,14 +343,18 @@ def _first_differentiable(value: Any, torch: Any) -> Any:
     return None
 
 
-def _print_user_traceback(exc: BaseException, ctx: Any) -> None:
-    """The traceback `python train.py` would print: from the target's first frame on."""
-    from torchlint.runtime.frames import USER
+def _user_traceback(exc: BaseException, ctx: Any) -> str:
+    """The traceback `python train.py` would print: from the target's first frame on, and
+    without torchlint's frames (its modes and probes sit between the user's code and torch)."""
+    from torchlint.runtime.frames import format_user_exception
+    from torchlint.runtime.user_warnings import own_dirs
 
-    tb = exc.__traceback__
-    while tb is not None and ctx.frames.verdict(tb.tb_frame.f_code.co_filename) != USER:
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
+    return format_user_exception(exc, ctx.frames, tuple(own_dirs()))
+
+
+def _print_user_traceback(exc: BaseException, ctx: Any) -> None:
+    sys.stderr.write(_user_traceback(exc, ctx))
+    sys.stderr.flush()
 
 
 def _innermost_frame(exc: BaseException) -> Any:
@@ -320,7 +373,7 @@ def _describe(exc: BaseException, ctx: Any, mode: Any) -> dict[str, Any]:
         if found is not None and ctx.frames.verdict(frame.f_code.co_filename) == USER:
             site = found
             break
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    text = _user_traceback(exc, ctx)
     return {
         "type": type(exc).__name__,
         "message": mode.explain(str(exc)),

@@ -28,7 +28,8 @@ class _Backend(click.Choice):
               help="How many GPUs --device fake-cuda simulates (cuda:0 .. cuda:N-1).")
 @click.option("--steps", type=click.IntRange(min=1), help="Stop after N optimizer steps (or N forward calls without an optimizer).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
-              help="Seconds before the program and everything it started are killed.")
+              help="Seconds, counted from torchlint's own start, before the program and everything it started are "
+                   "stopped; the report names the line it was on.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report: no progress, no program output.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) to use.")

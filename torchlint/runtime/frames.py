@@ -27,8 +27,7 @@ class Site(NamedTuple):
 class FrameClassifier:
     def __init__(self, internal_dirs: list[str]) -> None:
         self._internal = tuple(os.path.join(os.path.realpath(d), "") for d in internal_dirs)
-        paths = sysconfig.get_paths()
-        library_dirs = {paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")} - {None}
+        library_dirs = _library_dirs()
         self._library = tuple(os.path.join(os.path.realpath(d), "") for d in library_dirs)
         self._verdicts: dict[str, int] = {}
         self._absolutes: dict[str, str] = {}
@@ -72,6 +71,22 @@ class FrameClassifier:
         return absolute
 
 
+def _library_dirs() -> set[str]:
+    """The standard library and every installed-packages folder: this interpreter's, and those
+    reached through ``.pth`` files, ``--system-site-packages``, the user site or PYTHONPATH."""
+    paths = sysconfig.get_paths()
+    dirs = {paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    try:
+        import site
+
+        dirs.update(site.getsitepackages())
+        dirs.add(site.getusersitepackages())
+    except (AttributeError, ImportError):  # a virtualenv's old site module
+        pass
+    dirs.update(entry for entry in sys.path if os.path.basename(entry.rstrip(os.sep)) in ("site-packages", "dist-packages"))
+    return {d for d in dirs if d}
+
+
 def default_classifier() -> FrameClassifier:
     import torch
 
@@ -85,3 +100,37 @@ def default_classifier() -> FrameClassifier:
     except ImportError:
         pass
     return FrameClassifier(dirs)
+
+
+def format_user_exception(exc: BaseException, frames: FrameClassifier, hidden: tuple[str, ...]) -> str:
+    """The traceback `python train.py` would print: from the target's first frame on, with no
+    frame of torchlint's own (``hidden``: its folders) in it or in its chained exceptions."""
+    import traceback
+
+    hidden = tuple(os.path.join(os.path.realpath(d), "") for d in hidden)
+    shown: dict[str, bool] = {}
+
+    def keep(filename: str) -> bool:
+        verdict = shown.get(filename)
+        if verdict is None:
+            verdict = shown[filename] = filename.startswith("<") or not os.path.realpath(filename).startswith(hidden)
+        return verdict
+
+    def clean(summary: traceback.TracebackException, top: bool, seen: set[int]) -> None:
+        if id(summary) in seen:
+            return
+        seen.add(id(summary))
+        stack = [frame for frame in summary.stack if keep(frame.filename)]
+        if top:
+            # Before the target's first frame: the child, runpy, the launcher.
+            first = next((i for i, frame in enumerate(stack) if frames.verdict(frame.filename) == USER), None)
+            stack = stack[first:] if first is not None else stack
+        if stack or not summary.stack:
+            summary.stack = traceback.StackSummary.from_list(stack)
+        for chained in (summary.__cause__, summary.__context__, *(getattr(summary, "exceptions", None) or ())):
+            if chained is not None:
+                clean(chained, False, seen)
+
+    summary = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    clean(summary, True, set())
+    return "".join(summary.format())

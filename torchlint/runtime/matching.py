@@ -179,15 +179,16 @@ def _runtime_finding(code: str, message: str, at: list, cwd: Path, event: dict |
 
 def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
     event = child.first("outcome")
+    stopped = child.first("timed-out")  # the child's watchdog: where it was, exact counts
     last = [e for e in child.events if e["event"] == "progress"]
-    steps = (event or (last[-1] if last else {})).get("optimizer_steps", 0)
-    forwards = (event or (last[-1] if last else {})).get("forward_calls", 0)
+    known = event or stopped or (last[-1] if last else {})
+    steps = known.get("optimizer_steps", 0)
+    forwards = known.get("forward_calls", 0)
     counts = dict(optimizer_steps=steps, forward_calls=forwards, seconds=round(child.seconds, 2))
     counts["extra"] = {key: (event or {})[key] for key in MODE_OUTCOME_KEYS if key in (event or {})}
     far = f"after {steps} optimizer step{'s' * (steps != 1)} and {forwards} forward call{'s' * (forwards != 1)}"
     if child.timed_out and event is None:
-        return Outcome("timed-out", f"timed out after {timeout:g} s ({far}); its process group was killed",
-                       short=f"timed out after {timeout:g} s", **counts)
+        return _timed_out(child, stopped, far, cwd, timeout, counts)
     if event is None:
         if child.signal_name:
             return Outcome("killed", f"was killed by {child.signal_name} {far}", short=f"was killed by {child.signal_name}", **counts)
@@ -208,6 +209,46 @@ def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
     where = f" at {display_path(exception['at'][0], cwd)}:{exception['at'][1]}" if exception.get("at") else ""
     return Outcome("raised", f"raised {exception.get('type')}{where} {far}: {exception.get('message', '')}".rstrip(": "),
                    data=exception, short=f"raised {exception.get('type')}{where}", **counts)
+
+
+def _timed_out(child: ChildResult, stopped: dict | None, far: str, cwd: Path, timeout: float, counts: dict) -> Outcome:
+    """Where the target was when time ran out: the watchdog's event, or faulthandler's dump
+    when the target held the interpreter lock and the watchdog could not run."""
+    at = stopped.get("at") if stopped else None
+    data: dict[str, Any] = {}
+    if stopped is None:
+        from torchlint.runtime.watchdog import user_line_from_dump
+
+        found = user_line_from_dump(child.output_tail, _user_file)
+        at = list(found) if found else None
+        data["source"] = "faulthandler"
+    elif stopped.get("stack"):
+        data["stack"] = stopped["stack"]
+    if stopped is not None and stopped.get("phase") == "setup":
+        return Outcome("timed-out", f"timed out after {timeout:g} s before the program started (torchlint was still "
+                       "starting: importing torch, installing its probes); its process group was killed",
+                       short=f"timed out after {timeout:g} s", data=data, **counts)
+    where = ""
+    if isinstance(at, list) and len(at) == 2:
+        data["at"] = at
+        where = f" at {display_path(at[0], cwd)}:{at[1]}"
+        source = next((frame[3] for frame in reversed(data.get("stack", ())) if frame[:2] == at and frame[3]), "")
+        where += f" `{source}`" if source else ""
+    return Outcome("timed-out", f"timed out after {timeout:g} s{where} ({far}); its process group was killed",
+                   short=f"timed out after {timeout:g} s{where.split(' `')[0]}", data=data, **counts)
+
+
+def _user_file(path: str) -> bool:
+    from torchlint.runtime.frames import USER, FrameClassifier
+    from torchlint.runtime.user_warnings import own_dirs
+
+    global _PARENT_FRAMES
+    if _PARENT_FRAMES is None:
+        _PARENT_FRAMES = FrameClassifier(own_dirs())
+    return _PARENT_FRAMES.verdict(path) == USER
+
+
+_PARENT_FRAMES = None
 
 
 def _unfinished(child: ChildResult, far: str, cwd: Path, counts: dict) -> Outcome:
@@ -231,9 +272,10 @@ def _unfinished(child: ChildResult, far: str, cwd: Path, counts: dict) -> Outcom
 def _outcome_findings(child: ChildResult, outcome: Outcome, cwd: Path) -> list[Finding]:
     tail = _tail(child.output_tail)
     if outcome.status == "timed-out" or (child.timed_out and outcome.succeeded):
-        message = f"the program {outcome.summary}" if not outcome.succeeded else \
-            "the program finished but did not exit before the timeout (a thread or child process kept it alive)"
-        return [_crash("TL703", message, outcome, child, cwd, tail)]
+        if not outcome.succeeded:
+            return [_crash("TL703", f"the program {outcome.summary}", outcome, child, cwd, tail)]
+        at = (child.first("timed-out") or {}).get("at")  # the line of the thread that kept it alive
+        return [_crash("TL703", _late_exit(child, cwd), outcome, child, cwd, tail, at=at if isinstance(at, list) else None)]
     if outcome.succeeded and not child.signal_name:
         return []
     if outcome.status == "raised" and outcome.data.get("explained_by"):
@@ -244,14 +286,26 @@ def _outcome_findings(child: ChildResult, outcome: Outcome, cwd: Path) -> list[F
     return [_crash("TL702", message, outcome, child, cwd, tail)]
 
 
-def _crash(code: str, message: str, outcome: Outcome, child: ChildResult, cwd: Path, tail: str) -> Finding:
-    at = outcome.data.get("at") if isinstance(outcome.data.get("at"), list) else None
+def _late_exit(child: ChildResult, cwd: Path) -> str:
+    stopped = child.first("timed-out") or {}
+    if stopped.get("phase") == "after-run":
+        return ("the program finished, but torchlint's work after it (the compile ladder, the profile analysis) did not "
+                "finish before the timeout")
+    threads = [f"thread {t['name']!r} at {display_path(t['at'][0], cwd)}:{t['at'][1]}" for t in stopped.get("threads", ())]
+    held = f" ({', '.join(threads)} kept it alive)" if threads else " (a thread or child process kept it alive)"
+    return f"the program finished but did not exit before the timeout{held}"
+
+
+def _crash(code: str, message: str, outcome: Outcome, child: ChildResult, cwd: Path, tail: str,
+           at: list | None = None) -> Finding:
+    at = at or (outcome.data.get("at") if isinstance(outcome.data.get("at"), list) else None)
     if at is None:
         at = [child.script, 1]
     finding = _runtime_finding(code, message, at, cwd)
     data = {"output_tail": tail, "returncode": child.returncode}
-    if outcome.data.get("traceback"):
-        data["traceback"] = outcome.data["traceback"]
+    for key in ("traceback", "stack"):
+        if outcome.data.get(key):
+            data[key] = outcome.data[key]
     return replace(finding, evidence=(Evidence(RUNTIME_ONLY, message, data),))
 
 

@@ -1,12 +1,14 @@
 """`torchlint run` from options to exit code: static check, child run, merge, report.
 
-The static check of the target's folder runs while the child imports torch, so the two
-overlap. Nothing here imports torch or the user's code.
+The static check of the target and the files it imports runs while the child imports torch,
+so the two overlap; files the run imported beyond those are checked after it. Nothing here imports torch or the user's code.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -16,7 +18,8 @@ from torchlint.runtime.interrupts import Stopped, stopped_by_signals
 from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, merge
 from torchlint.runtime.report import status_of, write_json, write_text
 from torchlint.runtime.runner import RunningChild, RunSpec
-from torchlint.runtime.target import Target, TargetError, parse_target
+from torchlint.runtime.scope import import_closure, same_files
+from torchlint.runtime.target import TargetError, parse_target
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -57,6 +60,9 @@ def _error(message: str) -> int:
 
 
 def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
+    # --timeout is the user's wall clock: it starts before any work of our own (the static
+    # check, the child's torch import), and the child ends itself at the deadline.
+    deadline = time.monotonic() + options.timeout
     try:
         target = parse_target(options.target, cwd)
     except TargetError as exc:
@@ -84,16 +90,25 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         plugins=session.config.plugins,
         project_root=str(session.config.root) if session.config.root else None,
         options=options.probe_options(cwd),
+        deadline=deadline,
     )
     try:
         with stopped_by_signals():
             child = RunningChild(spec, cwd=cwd)
             try:
-                static = _static_findings(session, enabled, target, cwd, options.quiet, options.device)
+                # Only the target and what it imports: a sibling script never used is not read.
+                closure = import_closure(target.path, _roots(session.config.root, target.path))
+                static = _static_findings(session, enabled, closure, cwd, options.quiet, options.device,
+                                          f"{target.path.name} and the files it imports")
             except BaseException:
                 child.kill()
                 raise
             result = child.finish()
+            more = _imported_beyond(result, closure, [target.path.parent, *_roots(session.config.root, target.path)])
+            if more:
+                # What the run imported that no import statement showed (importlib, sys.path edits).
+                static = _static_findings(session, enabled, closure + more, cwd, options.quiet, options.device,
+                                          f"{target.path.name}, its imports and {len(more)} more file(s) the run imported")
     except Stopped as stop:
         sys.stderr.write(f"torchlint: stopped by {stop.name}; the program and everything it started were stopped\n")
         return stop.exit_code
@@ -145,7 +160,32 @@ def _fails(finding: Finding) -> bool:
     return status == CONFIRMED or (status == RUNTIME_ONLY and finding.severity == Severity.ERROR)
 
 
-def _static_findings(session, enabled: set[str], target: Target, cwd: Path, quiet: bool, device: str = "cpu") -> list[Finding]:
+def _roots(root: Path | None, script: Path) -> list[Path]:
+    """Where imports are looked up besides the script's folder: the project root, when the
+    script is inside it."""
+    if root is None:
+        return []
+    try:
+        script.resolve().relative_to(root.resolve())
+    except ValueError:
+        return []
+    return [root]
+
+
+def _imported_beyond(result, closure: list[Path], project: list[Path]) -> list[Path]:
+    """The project's files the run imported that the closure missed (a library outside the
+    project, however it is installed, is not the project's)."""
+    event = result.first("imported")
+    if event is None:
+        return []
+    known = same_files(closure)
+    inside = tuple(os.path.join(os.path.realpath(folder), "") for folder in project)
+    return [Path(path) for path in event.get("files", ()) if isinstance(path, str) and os.path.realpath(path) not in known
+            and os.path.realpath(path).startswith(inside) and os.path.isfile(path)]
+
+
+def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, quiet: bool, device: str = "cpu",
+                     what: str = "") -> list[Finding]:
     from torchlint.config import ConfigError
     from torchlint.static.engine import StaticEngine
 
@@ -157,15 +197,9 @@ def _static_findings(session, enabled: set[str], target: Target, cwd: Path, quie
     if device != "cpu":
         # Run on an accelerator, the project uses one, whatever its files say.
         engine.assume_mentioned("cuda")
-    result = engine.check_paths([target.path.parent], cwd=cwd)
+    result = engine.check_paths(files, cwd=cwd)
     if not quiet:
-        sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s) "
-                         f"under {_shown(target.path.parent, cwd)}\n")
+        sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s): {what}\n")
     return result.findings
 
 
-def _shown(path: Path, cwd: Path) -> str:
-    try:
-        return str(path.relative_to(cwd)) or "."
-    except ValueError:
-        return str(path)

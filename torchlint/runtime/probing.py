@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 from torchlint.runtime.devices import DeviceMode
 from torchlint.runtime.events import EventWriter
 from torchlint.runtime.frames import FrameClassifier, Site
+from torchlint.runtime.user_warnings import TargetWarning
 
 
 class Probe:
@@ -58,6 +59,11 @@ class Probe:
 
     def failed(self, func: Any, args: tuple, kwargs: dict, exc: BaseException) -> None:
         """A watched call raised ``exc`` (it is re-raised afterwards)."""
+
+    def warned(self, warning: TargetWarning) -> None:
+        """The target triggered a warning (``warning.site``: the user line that caused it). Called
+        for every warning shown, and for those the program's own filters ignore but that torch
+        raised inside an operation (see ``runtime.user_warnings``)."""
 
 
 class ProbeContext:
@@ -106,9 +112,12 @@ class ProbeContext:
         sites: Iterable[Site | None] = (),
         runtime_code: str | None = None,
         data: dict[str, Any] | None = None,
+        confirm_only: bool = False,
     ) -> bool:
         """Report a problem seen at ``at``. ``sites`` are the lines where a static finding of
         ``code`` would be the same problem (e.g. the factory line for a device mismatch).
+        ``confirm_only``: evidence for a static finding there, but no runtime-only finding
+        without one (the static rule chose to leave such code alone).
         Returns False when the same problem at the same line was already reported."""
         where = (at.path, at.line) if at else None
         key = (probe.name, code, runtime_code, where, message)
@@ -119,7 +128,7 @@ class ProbeContext:
             "evidence",
             probe=probe.name,
             code=code,
-            runtime_code=runtime_code or probe.runtime_code,
+            runtime_code=None if confirm_only else runtime_code or probe.runtime_code,
             message=message,
             at=list(where) if where else None,
             sites=[[s.path, s.line] for s in sites if s is not None],
@@ -209,6 +218,22 @@ class ProbeDispatch(TorchFunctionMode):
             except Exception as exc:
                 self.disable(hook.__self__, "after", exc)
         return result
+
+
+class WarningDispatch:
+    """Hands each warning the target triggers to the probes that take ``warned``."""
+
+    def __init__(self, probes: list[Probe], ctx: ProbeContext) -> None:
+        self.ctx = ctx
+        self.probes = [p for p in probes if _overrides(p, "warned")]
+
+    def __call__(self, warning: TargetWarning) -> None:
+        for probe in list(self.probes):
+            try:
+                probe.warned(warning)
+            except Exception as exc:
+                self.probes.remove(probe)
+                self.ctx.probe_crashed(probe, "warned", exc)
 
 
 def _overrides(probe: Probe, hook: str) -> bool:

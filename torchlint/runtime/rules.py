@@ -77,8 +77,14 @@ class TargetCrashed(RuntimeRule):
 class TargetTimedOut(RuntimeRule):
     """
     ## What it does
-    Reports that the program did not finish within `--timeout` seconds; its whole process
-    group was killed.
+    Reports that the program did not finish within `--timeout` seconds, at the user line it
+    was running then, with the optimizer steps and forward calls it had made (exact, not the
+    last progress report) and its user stack (`evidence.data.stack` in the JSON report). The
+    clock starts when `torchlint run` starts, so torchlint's own start counts too; at the
+    deadline the program prints where it was and its whole process group is killed. A
+    program stuck in C code that holds the interpreter lock is placed from `faulthandler`'s
+    dump instead. A program that finished but did not exit (a non-daemon thread still
+    running) names the thread and its line.
 
     ## Why is this bad?
     A training script usually needs only a few steps to show its bugs: the rest of the run
@@ -160,7 +166,9 @@ class RuntimeCudaCheckpointLoad(RuntimeRule):
     """
     ## What it does
     Reports a `torch.load` without `map_location` that read a checkpoint holding CUDA
-    storages, where no static finding explains it (e.g. the call is wrapped).
+    storages, where no static finding explains it (e.g. the call is wrapped). A file the
+    same run saved (a best model saved while training and loaded back at the end) is left
+    alone, as TL301 leaves such a round trip alone: the load works wherever the save did.
 
     ## Why is this bad?
     The same call fails on a machine without a GPU ("Attempting to deserialize object on a
@@ -358,6 +366,132 @@ class HotSpot(RuntimeRule):
     severity = Severity.INFO
 
 
+class ImplicitSoftmaxDim(RuntimeRule):
+    """
+    ## What it does
+    Reports a `softmax`, `log_softmax` or `softmin` (functional, method or `nn.Softmax()`)
+    called without `dim` while the program ran, at the user line that called it. torch
+    warns about it once ("Implicit dimension choice for softmax has been deprecated");
+    `torchlint run` turns the warning into a finding even when the program filters warnings.
+
+    ## Why is this bad?
+    Without `dim`, torch picks dimension 0 for 0-, 1- and 3-d inputs and dimension 1
+    otherwise. A `(batch, seq, classes)` tensor is then normalised over the batch: every
+    "probability" depends on the other samples, and the model trains on nonsense without
+    an error.
+
+    ## Example
+    ```python
+    probs = F.softmax(logits)          # logits: (batch, seq, vocab)
+    ```
+
+    ## Use instead
+    ```python
+    probs = F.softmax(logits, dim=-1)
+    ```
+    """
+
+    code = "TL713"
+    name = "implicit-softmax-dim"
+    summary = "softmax/log_softmax without dim ran: torch chose the dimension"
+    severity = Severity.WARNING
+
+
+class TensorCopyConstructed(RuntimeRule):
+    """
+    ## What it does
+    Reports `torch.tensor(t)` called on a tensor while the program ran, at the user line
+    (torch's warning: "To copy construct from a tensor, it is recommended to use
+    sourceTensor.detach().clone()").
+
+    ## Why is this bad?
+    `torch.tensor` always copies its data and the copy is cut from the autograd graph: a
+    loss built from it sends no gradient back to `t`, silently. It also copies when no copy
+    was wanted.
+
+    ## Example
+    ```python
+    features = torch.tensor(encoder(x))       # no gradient reaches the encoder
+    ```
+
+    ## Use instead
+    ```python
+    features = encoder(x)                      # or x.clone() to keep the gradient,
+    snapshot = encoder(x).detach().clone()     # a separate copy on purpose,
+    values = torch.as_tensor(array)            # or no copy at all
+    ```
+    """
+
+    code = "TL714"
+    name = "tensor-copy-constructed"
+    summary = "torch.tensor() of a tensor ran: a copy cut from the graph"
+    severity = Severity.WARNING
+
+
+class GradOfNonLeaf(RuntimeRule):
+    """
+    ## What it does
+    Reports reading `.grad` of a tensor that is not a leaf of the autograd graph while the
+    program ran, at the user line (torch's warning: "The .grad attribute of a Tensor that is
+    not a leaf Tensor is being accessed").
+
+    ## Why is this bad?
+    Autograd keeps gradients only for leaves (parameters, tensors created with
+    `requires_grad=True`): the non-leaf's `.grad` is `None` after `backward()`. Usually the
+    tensor was moved or cast after `requires_grad=True` (`torch.randn(3, requires_grad=True)
+    .cuda()` is not a leaf), and an optimizer given it never updates anything.
+
+    ## Example
+    ```python
+    w = torch.randn(3, requires_grad=True).to(device)   # not a leaf: the .to made a copy
+    loss = (w * x).sum()
+    loss.backward()
+    print(w.grad)                                        # None
+    ```
+
+    ## Use instead
+    ```python
+    w = torch.randn(3, device=device, requires_grad=True)
+    ```
+    or call `w.retain_grad()` before `backward()` when the intermediate's gradient is wanted.
+    """
+
+    code = "TL715"
+    name = "grad-of-non-leaf"
+    summary = ".grad of a tensor that is not a leaf was read: it is None after backward()"
+    severity = Severity.WARNING
+
+
+class LossSizeMismatch(RuntimeRule):
+    """
+    ## What it does
+    Reports a regression loss (`mse_loss`, `l1_loss`, `smooth_l1_loss`, `huber_loss`, ...,
+    and their `nn` modules) given an input and a target of different sizes while the program
+    ran, at the user line, with both sizes and the shape they broadcast to (torch's warning:
+    "Using a target size that is different to the input size").
+
+    ## Why is this bad?
+    The two broadcast: an output of size `[N, 1]` against a target of size `[N]` gives an
+    `[N, N]` difference, every prediction compared with every target. The loss is a number,
+    it goes down a little, and the model learns the mean.
+
+    ## Example
+    ```python
+    pred = model(x)                  # [N, 1]
+    loss = F.mse_loss(pred, y)       # y: [N]
+    ```
+
+    ## Use instead
+    ```python
+    loss = F.mse_loss(pred.squeeze(-1), y)
+    ```
+    """
+
+    code = "TL716"
+    name = "loss-size-mismatch"
+    summary = "A loss got input and target of different sizes, which broadcast"
+
+
 RUNTIME_RULES: dict[str, type[Rule]] = {
     rule.code: rule
     for rule in (
@@ -373,5 +507,9 @@ RUNTIME_RULES: dict[str, type[Rule]] = {
         CompiledOutputMismatch,
         Recompilation,
         HotSpot,
+        ImplicitSoftmaxDim,
+        TensorCopyConstructed,
+        GradOfNonLeaf,
+        LossSizeMismatch,
     )
 }

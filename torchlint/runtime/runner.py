@@ -16,13 +16,14 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from torchlint.runtime.channel import EvidenceChannel
 from torchlint.runtime.supervisor import TERMINATE_GRACE_S
 from torchlint.runtime.target import Target
+from torchlint.runtime.watchdog import PARENT_GRACE_S
 
 OUTPUT_TAIL_BYTES = 64 * 1024
 SPEC_ENV = "TORCHLINT_RUN_SPEC"  # the child reads its RunSpec here (and removes it)
@@ -40,6 +41,9 @@ class RunSpec:
     project_root: str | None = None
     #: Settings for optional probes (compile, profile), JSON-able; probes read ``ctx.options``.
     options: dict[str, Any] = field(default_factory=dict)
+    #: When the run must end, on the ``time.monotonic()`` clock; None: ``timeout`` s from the
+    #: child's start. `torchlint run` takes it before any work of its own.
+    deadline: float | None = None
 
     def to_json(self, channel: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -52,6 +56,8 @@ class RunSpec:
             "project_root": self.project_root,
             "channel": channel,
             "options": dict(self.options),
+            "timeout": self.timeout,
+            "deadline": self.deadline,
         }
 
 
@@ -110,6 +116,9 @@ class RunningChild:
                    **{SPEC_ENV: json.dumps(spec.to_json(self.channel.child_settings()))})
         fd = str(self.channel.child_fd)
         self.started = time.monotonic()
+        if spec.deadline is None:
+            spec = self.spec = replace(spec, deadline=self.started + spec.timeout)
+        env[SPEC_ENV] = json.dumps(spec.to_json(self.channel.child_settings()))
         try:
             self.proc = subprocess.Popen(
                 [*module_command(python, "torchlint.runtime.supervisor"), "--parent", str(os.getpid()), "--pass-fd", fd,
@@ -143,15 +152,21 @@ class RunningChild:
     def finish(self) -> ChildResult:
         timed_out = False
         try:
-            remaining = max(0.0, self.spec.timeout - (time.monotonic() - self.started))
+            # The child ends itself at the deadline, saying where it was (runtime.watchdog); we
+            # kill it only if it could not.
+            remaining = max(0.0, self.spec.deadline - time.monotonic()) + PARENT_GRACE_S
             try:
                 self.proc.wait(timeout=remaining)
             except subprocess.TimeoutExpired:
                 timed_out = True
                 _stop(self.proc)
-            seconds = time.monotonic() - self.started
+            ended = time.monotonic()
+            seconds = min(ended, self.spec.deadline) - self.started if ended > self.spec.deadline else ended - self.started
             self.pump.join(timeout=5)
             events = self.channel.collect()
+            # Ended at the deadline by the watchdog (an event), or by faulthandler (none).
+            timed_out = timed_out or any(e["event"] == "timed-out" for e in events) or (
+                ended >= self.spec.deadline and not any(e["event"] == "outcome" for e in events))
             returncode = self.proc.returncode
             signal_name = None
             if returncode is not None and returncode < 0 and not timed_out:

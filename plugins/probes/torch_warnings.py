@@ -1,0 +1,100 @@
+"""Warnings probe: the torch warnings that signal a bug become findings at the user's line.
+
+torch says these once, in the middle of a training log, attributed to the line that called
+it (or to a line of torch); each is a bug more often than not:
+
+* TL713 ``softmax``/``log_softmax``/``softmin`` without ``dim``: torch picks dim 0 for 0-,
+  1- and 3-d inputs, so a ``(batch, seq, classes)`` tensor is normalised over the batch;
+* TL714 ``torch.tensor(t)`` of a tensor: a copy cut from the graph (no gradient flows back);
+* TL715 ``.grad`` of a tensor that is not a leaf: always ``None`` after ``backward()``;
+* TL716 a loss whose input and target sizes differ (``mse_loss``, ``l1_loss``, ...): they
+  broadcast to a matrix of every input against every target.
+
+The warnings reach the probe through ``Probe.warned`` with the user line
+(``runtime.user_warnings``), even when the program filters warnings out.
+"""
+
+from __future__ import annotations
+
+import re
+from types import FrameType
+
+from torchlint.runtime.probing import Probe
+from torchlint.runtime.user_warnings import TargetWarning
+
+IMPLICIT_DIM = re.compile(r"Implicit dimension choice for (?P<op>\w+) has been deprecated")
+COPY_CONSTRUCT = re.compile(r"To copy construct from a tensor, it is recommended to use sourceTensor\.(?:detach\(\)\.)?clone\(\)")
+NON_LEAF_GRAD = re.compile(r"The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed")
+SIZE_MISMATCH = re.compile(r"Using a target size \(torch\.Size\((?P<target>\[[^\]]*\])\)\) that is different to the input size "
+                           r"\(torch\.Size\((?P<input>\[[^\]]*\])\)\)")
+#: The losses that warn about sizes (torch/nn/functional.py), for naming the one that did.
+SIZE_CHECKED_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "soft_margin_loss",
+                       "poisson_nll_loss", "gaussian_nll_loss", "kl_div")
+
+
+class WarningsProbe(Probe):
+    name = "warnings"
+    summary = "torch warnings that signal a bug: implicit softmax dim, tensor copy-construction, non-leaf .grad, loss sizes"
+
+    def warned(self, warning: TargetWarning) -> None:
+        text = warning.message
+        site = warning.site
+        if site is None:
+            return
+        where = site.short()
+        found = IMPLICIT_DIM.search(text)
+        if found:
+            op = found["op"]
+            self.ctx.evidence(self, code=None, runtime_code="TL713", at=site, data={"op": op},
+                              message=f"`{op}` without `dim` at {where}: torch chose the dimension (dim 0 for a 0-, 1- or 3-d "
+                                      f"input, dim 1 otherwise), so a (batch, seq, classes) tensor is normalised over the batch; "
+                                      f"pass dim= (usually -1)")
+            return
+        if COPY_CONSTRUCT.search(text):
+            self.ctx.evidence(self, code=None, runtime_code="TL714", at=site, data={},
+                              message=f"`torch.tensor()` of a tensor at {where}: it copies the values and cuts the copy from "
+                                      f"the graph, so no gradient flows back through it; use `t.clone()` to keep the gradient, "
+                                      f"`t.detach().clone()` for a separate copy, or `torch.as_tensor(t)` to avoid the copy")
+            return
+        if NON_LEAF_GRAD.search(text):
+            self.ctx.evidence(self, code=None, runtime_code="TL715", at=site, data={},
+                              message=f"`.grad` of a tensor that is not a leaf at {where}: autograd does not keep it, so it is "
+                                      f"None after backward(); read the leaf's `.grad` (a parameter, or the tensor created with "
+                                      f"requires_grad=True), or call `.retain_grad()` on this one before backward()")
+            return
+        found = SIZE_MISMATCH.search(text)
+        if found:
+            loss = _calling_loss(warning.frame)
+            shapes = _broadcast(found["input"], found["target"])
+            what = f"`{loss}`" if loss else "a loss"
+            into = f"; they broadcast to {shapes} and every input is compared with every target" if shapes else ""
+            self.ctx.evidence(self, code=None, runtime_code="TL716", at=site,
+                              data={"loss": loss, "input": found["input"], "target": found["target"], "broadcast": shapes},
+                              message=f"{what} at {where} got input of size {found['input']} and target of size "
+                                      f"{found['target']}{into}; reshape one to the other (e.g. `output.squeeze(-1)`)")
+
+
+def _calling_loss(frame: FrameType | None) -> str | None:
+    """The torch.nn.functional loss on the stack where the warning was raised."""
+    for _ in range(8):
+        if frame is None:
+            return None
+        name = frame.f_code.co_name
+        if name in SIZE_CHECKED_LOSSES and frame.f_code.co_filename.endswith("functional.py"):
+            return name
+        frame = frame.f_back
+    return None
+
+
+def _broadcast(input_size: str, target_size: str) -> str | None:
+    import torch
+
+    try:
+        first = [int(n) for n in input_size.strip("[]").split(",") if n.strip()]
+        second = [int(n) for n in target_size.strip("[]").split(",") if n.strip()]
+        return str(list(torch.broadcast_shapes(tuple(first), tuple(second))))
+    except (ValueError, RuntimeError):
+        return None
+
+
+PROBE = WarningsProbe
