@@ -357,3 +357,19 @@ def test_a_cpu_input_to_a_moved_model_meets_its_parameters():
         out = model(torch.randn(8, 4))
         """
     ) == [5]
+
+
+def test_a_tensor_computed_with_a_device_tensor_in_one_arm_is_no_move():
+    # `idx` meets `mask` in the arm (reported); after the `if` it is still a CPU tensor on the
+    # path that skipped the arm, so `zeros(...).scatter(1, idx, ...)` is no second finding.
+    assert lines(
+        """
+        import torch
+
+        def choose(x: torch.Tensor, mask: torch.Tensor):
+            idx = torch.arange(x.size(1)).unsqueeze(0)
+            if mask is not None:
+                idx += mask.sum(dim=1, keepdim=True)
+            return torch.zeros(x.size(0), 8).scatter(1, idx, 1.0)
+        """
+    ) == [4]

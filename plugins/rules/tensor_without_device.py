@@ -651,6 +651,8 @@ class TensorWithoutDevice(Rule):
         #: factory call -> the body (function or module) that made it
         self._homes: dict[int, cst.CSTNode] = {}
         self._reported: set[int] = set()
+        #: what each function's body shows before its flow runs (read while visiting)
+        self._scans: dict[int, _BodyScan] = {}
         #: nested functions of data-loading functions
         self._preparing: set[int] = set()
 
@@ -661,10 +663,32 @@ class TensorWithoutDevice(Rule):
             self._preparing.add(id(node))  # a helper nested in batch building builds batches too
         self._functions.append((node, cls))
 
+    def _scan(self, function: cst.FunctionDef) -> _BodyScan:
+        scan = self._scans.get(id(function))
+        if scan is None:
+            scan = self._scans[id(function)] = _BodyScan()
+        return scan
+
+    def _visiting_qualname(self, expr: cst.BaseExpression) -> Optional[str]:
+        found = self.ctx.qualname(expr)
+        if found is None and type(expr) is cst.Name and expr.value in CREATING_NAMES:
+            return self.model.torch_star_name(expr.value)
+        return found
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        """`x.shape`, `x.device`...: evidence that `x` is a tensor in this function."""
+        if type(node.value) is cst.Name and node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES:
+            function = self.ctx.enclosing_function()
+            if function is not None:
+                self._scan(function).evident.add(node.value.value)
+
     def visit_Call(self, node: cst.Call) -> None:
         """Remember which functions call something named like a factory, and which names each
         calls (a function calling one that makes tensors reads what it returns)."""
         func = node.func
+        function = self.ctx.enclosing_function()
+        if function is not None:
+            _scan_call(node, self._visiting_qualname, self._scan(function))
         short = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if short is None:
             return
@@ -674,7 +698,6 @@ class TensorWithoutDevice(Rule):
             moved = _moved_call(node)
             if moved is not None:
                 self._moved[moved] = self._moved.get(moved, 0) + 1
-        function = self.ctx.enclosing_function()
         if short in CREATING_NAMES:
             self._with_factories.add(id(function) if function is not None else None)
         elif function is not None:
@@ -734,7 +757,7 @@ class TensorWithoutDevice(Rule):
 
     def _setup(self, node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> Optional[FlowSetup]:
         qualname = self._qualname_in(node)
-        scan = _scan_body(node, qualname)
+        scan = self._scans.get(id(node)) or _BodyScan()
         if cls is not None and _is_module_forward(self, node, cls):
             setup = self._forward_setup(node, cls, scan, qualname)
         elif _runs_in_data_loading(node, cls) or id(node) in self._preparing:
@@ -991,17 +1014,6 @@ class _BodyScan:
     makes_tensors: bool = False  # calls a factory at all
     evident: set = field(default_factory=set)  # names whose .shape/.size()/.device/... is read
     int_like: set = field(default_factory=set)  # names passed to range(), int() or as a size
-
-
-def _scan_body(function: cst.FunctionDef, qualname) -> _BodyScan:
-    scan = _BodyScan()
-    for node in iter_nodes(function.body, skip=_nested_scopes()):
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
-            if node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES:
-                scan.evident.add(node.value.value)
-        elif isinstance(node, cst.Call):
-            _scan_call(node, qualname, scan)
-    return scan
 
 
 def _scan_call(node: cst.Call, qualname, scan: _BodyScan) -> None:

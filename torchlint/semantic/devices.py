@@ -163,9 +163,11 @@ class Cpu:
 @dataclass(frozen=True)
 class Device:
     """A tensor on the program's device; ``root`` is the name it is read through (a parameter,
-    `self.<attr>`, the name a moved value was bound to), "" while it has none."""
+    `self.<attr>`), "" when none is sure to be a tensor. `moved`: put there by `.cuda()` or
+    `.to(device)` (as opposed to computed from device tensors)."""
 
     root: str
+    moved: bool = False
 
 
 @dataclass(frozen=True)
@@ -775,7 +777,7 @@ class Flow:
         if isinstance(receiver, Module):
             return self.module_method(node, receiver, receiver_node, method, values)
         if receiver is None and method in ("cuda", "to") and self._moves_to_device(node):
-            return Device("")  # `x.cuda()`, `batch.to(device)`: whatever it was, now on the device
+            return Device("", moved=True)  # `x.cuda()`, `batch.to(device)`: whatever it was, now on the device
         if method in NON_TENSOR_METHODS and method != "type":
             return None
         flat = list(_flatten(values))
@@ -788,7 +790,7 @@ class Flow:
                 # `.to("cpu")` leaves the device, `.to(device)` stays on it, `.to(y)` follows y
                 destination = self._destination(node, flat)
                 if destination is None and self._moves_to_device(node):
-                    return Device("")
+                    return Device("", moved=True)
                 return destination
             if method not in CROSS_DEVICE_METHODS and not method.startswith("index_put"):
                 for cpu in (v for v in flat if isinstance(v, Cpu)):
@@ -828,7 +830,7 @@ class Flow:
                 return receiver
             destination = self._destination(node, flat)
             if destination is None and method in ("cuda", "to") and self._moves_to_device(node):
-                return Device("")
+                return Device("", moved=True)
             return destination
         if method.startswith("new_"):
             return None
@@ -947,6 +949,10 @@ def joined_return(returned: list) -> Value:
     return best if isinstance(best, Cpu) else None
 
 
+def _moved(value: Value) -> bool:
+    return isinstance(value, Device) and value.moved
+
+
 def _join(first: dict, second: dict, entry: dict) -> dict:
     """The may-join of two arms' environments. A CPU tensor one arm made wins (it is one on
     that path); but an arm that *moved* a CPU tensor it got from the entry wins over one that
@@ -955,8 +961,8 @@ def _join(first: dict, second: dict, entry: dict) -> dict:
     for name in first.keys() | second.keys():
         a, b = first.get(name), second.get(name)
         before = entry.get(name)
-        if isinstance(before, Cpu) and (a is before) != (b is before):
-            joined[name] = b if a is before else a
+        if isinstance(before, Cpu) and _moved(a) != _moved(b) and (a is before or b is before):
+            joined[name] = a if _moved(a) else b
         elif _rank(b) < _rank(a):
             joined[name] = b
         else:

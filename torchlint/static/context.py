@@ -61,6 +61,8 @@ class FileContext:
         self._bindings: dict[int, frozenset[str]] = {}
         self._rebindable: set[str] | None = None
         self._qualnames: dict[int, str | None] = {}
+        self._enclosing_key: tuple = ()
+        self._enclosing: cst.FunctionDef | None = None
         #: The file's analyses (torchlint.analysis), built by the engine before the rules.
         self.analyses: dict[type, Any] = {}
 
@@ -141,11 +143,21 @@ class FileContext:
     # `isinstance` goes through ABCMeta; they are also never subclassed, so comparing the
     # exact type gives the same answer at a fraction of the cost.
     def enclosing_function(self) -> cst.FunctionDef | None:
+        ancestors = self.ancestors
+        if not ancestors:
+            return None
+        # Asked by many rules for the same node: remembered for the node being visited.
+        key = (len(ancestors), id(ancestors[-1]))
+        if key == self._enclosing_key:
+            return self._enclosing
         function_type = cst.FunctionDef
-        for ancestor in reversed(self.ancestors):
+        found = None
+        for ancestor in reversed(ancestors):
             if type(ancestor) is function_type:
-                return ancestor
-        return None
+                found = ancestor
+                break
+        self._enclosing_key, self._enclosing = key, found
+        return found
 
     def enclosing_class(self) -> cst.ClassDef | None:
         """The class whose body directly holds the enclosing function (a method's class)."""
