@@ -52,7 +52,10 @@ def run(request, tmp_path_factory):
 def test_loss_and_autograd_findings_are_the_same_on_both_devices(run):
     device, result = run
     confirmed = {(f["code"], f["location"]["row"]): f["evidence"][0]["detail"] for f in result.findings("confirmed")}
-    assert set(confirmed) == {("TL101", SOFTMAX_INTO_LOSS), ("TL103", INPLACE)}, device
+    # TL201 reads the script's own statements: `noise` meets the moved model's output; only
+    # simulated CUDA placement can confirm it
+    device_bug = {("TL201", NOISE)} if device == "fake-cuda" else set()
+    assert set(confirmed) == {("TL101", SOFTMAX_INTO_LOSS), ("TL103", INPLACE)} | device_bug, device
     # values exist under fake-cuda too, so the softmax tag is backed by a value check
     assert "checked: values in [0, 1]" in confirmed[("TL101", SOFTMAX_INTO_LOSS)]
     assert f"modified a tensor saved for backward by the operation at train.py:{INPLACE - 1}" in confirmed[("TL103", INPLACE)]
@@ -73,6 +76,9 @@ def test_only_simulated_cuda_shows_the_device_bug(run):
         assert outcome["status"] == "completed" and not result.findings("runtime only")
         return
     assert outcome["status"] == "raised" and outcome["optimizer_steps"] == 3
-    (finding,) = result.findings("runtime only")
-    assert finding["code"] == "TL701" and finding["location"]["row"] == MIXED
-    assert f"created at train.py:{NOISE} `noise = torch.randn(8, 3)`" in finding["message"]
+    # the static TL201 finding at the factory is confirmed by the mix at MIXED: no separate
+    # runtime-only finding for the same bug
+    assert not result.findings("runtime only")
+    (finding,) = [f for f in result.findings("confirmed") if f["code"] == "TL201"]
+    assert finding["location"]["row"] == NOISE
+    assert f"train.py:{MIXED}" in str(finding["evidence"])
