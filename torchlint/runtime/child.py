@@ -178,6 +178,11 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
                 outcome = {"status": "exited", "exit_code": code if isinstance(code, int) else 1}
         except BaseException as exc:  # the target's own error, KeyboardInterrupt included
             _print_user_traceback(exc, ctx)
+            for probe in installed:
+                try:
+                    probe.raised(exc)
+                except Exception as error:
+                    ctx.probe_crashed(probe, "raised", error)
             outcome = {"status": "raised", "exception": _describe(exc, ctx, mode)}
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
     outcome.update(getattr(mode, "outcome_data", dict)())

@@ -60,6 +60,10 @@ class Probe:
     def failed(self, func: Any, args: tuple, kwargs: dict, exc: BaseException) -> None:
         """A watched call raised ``exc`` (it is re-raised afterwards)."""
 
+    def raised(self, exc: BaseException) -> None:
+        """The program is ending with ``exc``, uncaught. A probe that explains it reports
+        evidence and calls ``ctx.explain(exc, code)``: then it needs no TL702 of its own."""
+
     def warned(self, warning: TargetWarning) -> None:
         """The target triggered a warning (``warning.site``: the user line that caused it). Called
         for every warning shown, and for those the program's own filters ignore but that torch

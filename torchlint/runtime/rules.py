@@ -492,6 +492,72 @@ class LossSizeMismatch(RuntimeRule):
     summary = "A loss got input and target of different sizes, which broadcast"
 
 
+class ShapeError(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run` when the program dies of a shape error in a module
+    (`mat1 and mat2 shapes cannot be multiplied`, `The size of tensor a (..) must match the
+    size of tensor b`, `shape '[..]' is invalid for input of size ..`, a convolution given
+    the wrong number of channels, an LSTM's `input.size(-1) must be equal to input_size`).
+    In place of the bare crash (TL702), it names the module that failed by its path in the
+    model, what that module is, and the shapes it was called with, at the user's line.
+
+    ## Why is this bad?
+    torch names the operation, not the layer: `mat1 and mat2 shapes cannot be multiplied
+    (64x2048 and 512x10)` does not say which of a model's Linear layers was built for the
+    wrong input size, nor what reached it.
+
+    ## Example
+    ```python
+    self.features = nn.Sequential(nn.Conv2d(3, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())
+    self.classifier = nn.Linear(512, 10)   # the flattened features have 7200 values
+    ```
+
+    ## Use instead
+    ```python
+    self.classifier = nn.LazyLinear(10)    # or the in_features the report shows
+    ```
+    """
+
+    code = "TL717"
+    name = "shape-error"
+    summary = "The program died of a shape error: which module, built for what, given which shapes"
+
+
+class EmptyParameterList(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run` when the program dies of `optimizer got an empty parameter
+    list`. It names the models in reach of the failing line that hold no parameters, and
+    why: a misspelled `__init__` (`__int__`, `_init_`), which Python never calls, so the
+    layers are never built; or layers kept in a plain `list` or `dict`, which `nn.Module`
+    does not register (use `nn.ModuleList`/`nn.ModuleDict`).
+
+    ## Why is this bad?
+    The error comes from the optimizer, far from its cause, and says nothing about the model.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __int__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+    ```
+
+    ## Use instead
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+    ```
+    """
+
+    code = "TL718"
+    name = "empty-parameter-list"
+    summary = "An optimizer got no parameters: the model's `__init__` is misspelled or its layers are unregistered"
+
+
 RUNTIME_RULES: dict[str, type[Rule]] = {
     rule.code: rule
     for rule in (
@@ -511,5 +577,7 @@ RUNTIME_RULES: dict[str, type[Rule]] = {
         TensorCopyConstructed,
         GradOfNonLeaf,
         LossSizeMismatch,
+        ShapeError,
+        EmptyParameterList,
     )
 }
