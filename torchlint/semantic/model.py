@@ -35,7 +35,10 @@ from torchlint.analysis import Analysis
 from torchlint.semantic import torch_api as api
 from torchlint.semantic.values import (
     EXP,
+    GRAD,
     IDENTITY,
+    LEAF,
+    MULTI_VIEW,
     PROB,
     Applied,
     Attr,
@@ -51,11 +54,13 @@ from torchlint.semantic.values import (
     Layer,
     Local,
     LossModule,
+    NNModule,
     Origin,
     Param,
     Quotient,
     SelfAttr,
     Sequence,
+    Split,
     Tensor,
     Union_,
     Value,
@@ -139,6 +144,8 @@ class SemanticModel(Analysis):
         #: `if` statements seen on binding paths, by id (to tell when every arm rebinds a name).
         self._branch_nodes: dict[int, cst.If] = {}
         self._in_progress: set[Value] = set()
+        #: class -> `self.<attr>` names whose `requires_grad` some method turns off.
+        self._frozen: dict[str, set[str]] = {}
 
     # -- where we are -----------------------------------------------------------------------
     def _scope_index(self) -> int:
@@ -282,6 +289,7 @@ class SemanticModel(Analysis):
         value = self.value(node.value)
         for target in node.targets:
             self.bind_target(target.target, value)
+            self._requires_grad_assignment(target.target, node.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -511,6 +519,9 @@ class SemanticModel(Analysis):
     def _call(self, call: cst.Call) -> Value:
         func = call.func
         qualname = self.qualname(func)
+        autograd = self._autograd_call(call, func, qualname)
+        if autograd is not None:
+            return autograd
         if qualname is not None and (qualname.split(".")[0] == "torch" or not isinstance(func, cst.Attribute)):
             return self._qualified_call(call, qualname)
         # `classifier.to(device)` on an imported object: its methods, not a module's function.
@@ -588,7 +599,7 @@ class SemanticModel(Analysis):
             return Sequence("sequential", tuple(self.value(a.value) for a in call.args if a.keyword is None and not a.star))
         if qualname in api.MODULE_LIST:
             first = _argument(call, "modules", 0)
-            return Sequence("modulelist", (Item(self.value(first.value), None),)) if first is not None else None
+            return Sequence("modulelist", (self._listed(first.value),)) if first is not None else None
         if qualname in api.MODULE_DICT:
             first = _argument(call, "modules", 0)
             if first is not None and isinstance(first.value, cst.Dict):
@@ -604,7 +615,7 @@ class SemanticModel(Analysis):
             return Instance(imported)
         if qualname.split(".")[0] != "torch":
             return Applied(External(("global", ClassRef(qualname=qualname))))
-        return None
+        return self._torch_module(call, qualname)
 
     def _imported_class(self, func: cst.BaseExpression) -> ClassRef | None:
         qualname = self.qualname(func)
@@ -681,7 +692,11 @@ class SemanticModel(Analysis):
                     found |= self._resolve_attr(owner.ref.name, value.name, depth)
                 elif type(owner) is External:
                     found.add(External(("attr", owner.ref, value.name)))
+                elif type(owner) is NNModule:
+                    found |= self._layer_parameter(owner, value.name)
             return found
+        if kind is Split:
+            return self._resolve_split(value, depth)
         if kind is Copied:
             return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor else v for v in self.resolve(value.value, depth)}
         if kind is Union_:
@@ -817,6 +832,8 @@ class SemanticModel(Analysis):
                 found: set = set()
                 for value in info.attrs[attr]:
                     found |= self.resolve(value, depth)
+                if self._frozen and any(attr in self._frozen.get(c.node.name.value, ()) for c in self._class_chain(cls)):
+                    found = {v for v in found if not (type(v) is Tensor and v.kind == LEAF)}
                 return found
             if attr in info.methods:
                 return {BoundMethod(info.node.name.value, attr)}
@@ -916,6 +933,8 @@ class SemanticModel(Analysis):
             return set()
         if kind is External:
             return {External(("call", callee.ref))}
+        if kind is NNModule:
+            return {Tensor(GRAD, callee.origin, from_layer=True)} if callee.parametric else set()
         return set()
 
     def _returns(self, info: FunctionInfo | None, depth: int) -> set:
@@ -947,6 +966,105 @@ class SemanticModel(Analysis):
         if qualname is not None:
             return ClassRef(qualname=qualname)
         return ClassRef(name=base, star=tuple(self.star_imports))
+
+
+    # -- autograd: leaves that require grad, multi-output views, layers with parameters ----------
+    # What TL103 asks: may an in-place op's target be a leaf that requires grad, or one of the
+    # views `chunk`/`split`/`unbind` return of a tensor that requires grad?
+    def _autograd_call(self, call: cst.Call, func: cst.BaseExpression, qualname: str | None) -> Value:
+        """The value of a call that makes a leaf or multi-output views; None for any other."""
+        if qualname is not None:
+            if qualname in api.PARAMETER_CLASSES:
+                flag = _argument(call, "requires_grad", 1)
+                if flag is not None and _literal(flag.value) is not True:
+                    return None
+                return self._tensor_leaf(call, func)
+            if qualname in api.LEAF_FACTORIES:
+                flag = _argument(call, "requires_grad", 99)
+                return self._tensor_leaf(call, func) if flag is not None and _literal(flag.value) is True else None
+            if qualname in api.MULTI_OUTPUT_VIEW_FUNCTIONS:
+                first = _argument(call, "input", 0) or _argument(call, "tensor", 0)
+                if first is None:
+                    return None
+                return Split(self.value(first.value), self.origin(call, func), not self._grad_disabled())
+            return None
+        if type(func) is not cst.Attribute:
+            return None
+        method = func.attr.value
+        if method == "requires_grad_":
+            args = [a for a in call.args if not a.star]
+            receiver = self.value(func.value)
+            if args and _literal(args[0].value) is not True:
+                return receiver
+            return Union_((receiver, self._tensor_leaf(call, func)))
+        if method in api.MULTI_OUTPUT_VIEW_METHODS:
+            receiver = func.value
+            if type(receiver) is cst.Name:
+                own = self._method()
+                if own is not None and receiver.value == own[1]:
+                    return None  # the module's own `split` method
+            # Resolved as a view only when the receiver turns out to be a tensor that requires
+            # grad; otherwise as the call it would have been (`text.split(",")`, a user class's
+            # own `split` method).
+            return Split(self.value(receiver), self.origin(call, func), not self._grad_disabled(), Applied(self.value(func)))
+        return None
+
+    def _tensor_leaf(self, call: cst.Call, func: cst.BaseExpression) -> Tensor:
+        text = self.ctx.module.code_for_node(func)
+        if len(text) > 40 or "\n" in text:
+            text = "." + text.rpartition(".")[2] if "." in text else text[:40]
+        if text.endswith("requires_grad_"):
+            text = ".requires_grad_"
+            return Tensor(LEAF, Origin(f"`{text}()`", call))
+        suffix = "" if text.endswith("Parameter") else ", requires_grad=True"
+        return Tensor(LEAF, Origin(f"`{text}(...{suffix})`", call))
+
+    def _torch_module(self, call: cst.Call, qualname: str) -> Value:
+        """A torch.nn layer no table above knows (`nn.Linear`, `nn.GELU`): an `NNModule`."""
+        head, _, last = qualname.rpartition(".")
+        if not head.startswith("torch.nn") or head.startswith("torch.nn.functional") or not last[:1].isupper():
+            return None
+        return NNModule(qualname, self.origin(call, call.func), qualname in api.PARAMETRIC_LAYERS)
+
+    def _listed(self, expr: cst.BaseExpression) -> Value:
+        """Any element of `expr`: a list, or the element of a comprehension (`nn.ModuleList(
+        nn.Linear(a, b) for a, b in ...)`)."""
+        if type(expr) in (cst.GeneratorExp, cst.ListComp):
+            return self.value(expr.elt)
+        return Item(self.value(expr), None)
+
+    def _layer_parameter(self, layer: NNModule, name: str) -> set:
+        if not layer.parametric or name not in api.LAYER_PARAMETERS:
+            return set()
+        short = layer.origin.text.strip("`").rpartition("(")[0].rpartition(".")[2] or "layer"
+        return {Tensor(LEAF, Origin(f"`{name}` of an `nn.{short}`", layer.origin.node, layer.origin.path, layer.origin.line))}
+
+    def _resolve_split(self, value: Split, depth: int) -> set:
+        bases = self.resolve(value.base, depth)
+        if any(type(b) is Tensor and (b.kind == LEAF or (b.kind in (GRAD, MULTI_VIEW) and b.recorded)) for b in bases):
+            return {Tensor(MULTI_VIEW, value.origin, value.recorded)}
+        return set(self.resolve(value.fallback, depth)) if value.fallback is not None else set()
+
+    def _requires_grad_assignment(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`x.requires_grad = True` makes x a leaf that requires grad (on anything else it
+        raises); `self.w.requires_grad = False` freezes a parameter of the class."""
+        if type(target) is not cst.Attribute or target.attr.value != "requires_grad":
+            return
+        self._requires_grad_statement(target.value, _literal(value) is True, target)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value == "requires_grad_":
+            args = [a for a in call.args if not a.star]
+            self._requires_grad_statement(call.func.value, not args or _literal(args[0].value) is True, call)
+
+    def _requires_grad_statement(self, receiver: cst.BaseExpression, flag: bool, node: cst.CSTNode) -> None:
+        if type(receiver) is cst.Name:
+            self._bind(receiver.value, Tensor(LEAF, Origin("`.requires_grad_()`", node)) if flag else None)
+        elif not flag and type(receiver) is cst.Attribute and type(receiver.value) is cst.Name:
+            method = self._method()
+            if method is not None and receiver.value.value == method[1]:
+                self._frozen.setdefault(method[0], set()).add(receiver.attr.value)
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -1063,3 +1181,10 @@ def _looks_like_dim(call: cst.Call) -> bool:
 def _is_torch_base(base: str, ctx) -> bool:
     qualname = ctx.aliases.resolve(base) if base else None
     return base in ("", "object") or (qualname is not None and qualname.split(".")[0] == "torch")
+
+
+def _literal(expr: cst.BaseExpression) -> bool | None:
+    """True or False for the literal names, None for anything else."""
+    if type(expr) is cst.Name and expr.value in ("True", "False"):
+        return expr.value == "True"
+    return None

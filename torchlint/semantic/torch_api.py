@@ -93,3 +93,33 @@ PASSTHROUGH_FUNCTIONS = frozenset(
 )
 #: `x.sum(...)` / `torch.sum(x, ...)`: the denominator of a hand-written softmax.
 SUM_FUNCTIONS = frozenset({"torch.sum", "torch.Tensor.sum"})
+
+
+# -- autograd: leaves, views and layers with parameters (TL103) -----------------------------------
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+#: Factories that make a leaf when called with `requires_grad=True`.
+LEAF_FACTORIES = frozenset(
+    "torch." + n
+    for n in (
+        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
+        "linspace", "logspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
+        "randn_like", "randint_like", "normal",
+    )
+)
+#: Ops returning several views of their input, whose outputs autograd forbids modifying in
+#: place (checked with torch 2.13: "Output 0 of Split is a view and is being modified
+#: inplace..."). `tensor_split`, `hsplit` and `vsplit` are built from single views and do not
+#: raise; they are not listed.
+MULTI_OUTPUT_VIEW_METHODS = frozenset({"chunk", "split", "split_with_sizes", "unbind"})
+MULTI_OUTPUT_VIEW_FUNCTIONS = frozenset({"torch.chunk", "torch.split", "torch.split_with_sizes", "torch.unbind"})
+#: Layers that own parameters by default: their output requires grad, their `weight`/`bias`
+#: are leaves that require grad.
+PARAMETRIC_LAYERS = _nn(
+    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "Embedding", "EmbeddingBag", "LSTM", "GRU",
+    "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention", "LayerNorm", "GroupNorm", "RMSNorm",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "PReLU",
+    modules=("linear", "conv", "sparse", "rnn", "activation", "normalization", "batchnorm"),
+)
+#: Attributes of such a layer that are its parameters.
+LAYER_PARAMETERS = frozenset({"weight", "bias"})

@@ -217,3 +217,39 @@ class Union_:
 
 Value = Any  # any of the classes above
 CONCRETE = (Tensor, Layer, LossModule, ClassObj, Instance, FunctionObj, BoundMethod, Sequence, External)
+
+
+# -- autograd: leaves, views and layers with parameters -------------------------------------------
+#: A leaf that requires grad: an `nn.Parameter`, `torch.zeros(..., requires_grad=True)`,
+#: `x.requires_grad_()`, or the parameter of a layer (`self.fc.weight`). An in-place op on it
+#: outside `no_grad` raises at once.
+LEAF = "leaf"
+#: One output of an op that returns several views of its input (`chunk`, `split`, `unbind`).
+#: An in-place op on it raises at once when its base requires grad.
+MULTI_VIEW = "multi_view"
+#: The output of a layer that has parameters (`nn.Linear`, a convolution...): it requires grad
+#: whenever the layer ran with grad enabled and its parameters were not frozen.
+GRAD = "grad"
+
+
+@dataclass(frozen=True)
+class NNModule:
+    """An instance of a torch.nn layer the model tracks no output property of (`nn.Linear`,
+    `nn.Conv2d`, `nn.GELU`...). `parametric`: it owns parameters (`weight`, `bias`)."""
+
+    qualname: str
+    origin: Origin
+    parametric: bool
+
+
+@dataclass(frozen=True)
+class Split:
+    """`base.chunk(...)`, `torch.split(base, ...)`: views of `base`, several at once. Resolves
+    to a `Tensor(MULTI_VIEW)` when `base` may require grad."""
+
+    base: "Value"
+    origin: Origin
+    recorded: bool = True
+    #: What the call means when `base` is no such tensor (`text.split(",")`, an object's own
+    #: `split` method).
+    fallback: "Value" = None
