@@ -9,7 +9,8 @@ from torchlint.findings import Severity
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.model import SemanticModel
-from torchlint.semantic.values import SAVED_KINDS, Tensor
+from torchlint.semantic import torch_api as api
+from torchlint.semantic.values import LEAF, MULTI_VIEW, SAVED_KINDS, Tensor
 from torchlint.static.names import dotted_name
 
 from ._grad_mode import (
@@ -77,17 +78,6 @@ INPLACE_MODULE_POSITION = {
     "torch.nn.Hardtanh": 2, "torch.nn.Threshold": 2, "torch.nn.RReLU": 2,
 }
 
-# --- leaves ---------------------------------------------------------------------------------
-PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-FACTORIES = frozenset(
-    "torch." + n
-    for n in (
-        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
-        "linspace", "logspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
-        "randn_like", "randint_like", "normal",
-    )
-)
-
 # --- what counts as in-place ----------------------------------------------------------------
 #: Keyed by libcst class name: rule modules must not touch libcst at import (torchlint.lazy).
 AUGMENTED_OPERATORS = {
@@ -109,7 +99,7 @@ VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
 
 @dataclass
 class Origin:
-    kind: str  # "leaf", "saved", "param_item" or "self_param"
+    kind: str  # "saved": leaves and views are the semantic model's (see `ask`)
     what: str  # how the message names where the tensor came from
     node: cst.CSTNode  # for its line
     #: a saved output computed from the function's own arguments only (`torch.sigmoid(x)`)
@@ -135,10 +125,24 @@ class Scope:
 
 
 @dataclass
+class Asked:
+    """An in-place write the semantic model decides (see `InplaceOnGradTensor.ask`)."""
+
+    node: cst.CSTNode
+    value: object  # the model's symbolic value of the written tensor
+    op: str
+    fix: str
+    operands: tuple[cst.BaseExpression, ...]
+    functions: tuple[str, ...]  # names of the enclosing functions, outermost first
+    scope: Scope
+    name: Optional[str]  # the written name, when it is a plain name
+    training: bool  # in code that runs in training mode
+
+
+@dataclass
 class ClassFacts:
     """What `__init__` and friends assign to `self.<attr>`."""
 
-    parameters: dict[str, cst.Call] = field(default_factory=dict)
     modules: dict[str, tuple[str, bool, cst.Call]] = field(default_factory=dict)  # qualname, inplace, call
     #: some `self.<attr>` holds a Parameter or an instance of a class (`nn.Linear`, `Mlp`, ...)
     has_layers: bool = False
@@ -660,9 +664,10 @@ class InplaceOnGradTensor(Rule):
         self.called_without_grad: set[str] = set()
         self.candidates: list[Candidate] = []
         self.model: SemanticModel = ctx.analysis(SemanticModel)
-        #: In-place writes on names this rule's own dataflow knows nothing about: the semantic
-        #: model decides in finish() (a submodule's output, a helper's argument).
-        self.deferred: list[tuple[cst.CSTNode, object, str, str, tuple[str, ...], Scope, str]] = []
+        #: In-place writes this rule's own saved-output flow knows nothing about: the semantic
+        #: model decides in finish() (leaves, multi-output views, a submodule's output, a
+        #: helper's argument).
+        self.asked: list[Asked] = []
 
     # -- grad mode ----------------------------------------------------------------------------
     def grad_enabled(self) -> bool:
@@ -761,10 +766,7 @@ class InplaceOnGradTensor(Rule):
             self.check_index_assignment(node, target.target)
         origin = self.origin_of_value(node.value)
         for target in node.targets:
-            if isinstance(target.target, cst.Attribute) and target.target.attr.value == "requires_grad":
-                self.mark_requires_grad(target.target.value, _literal_bool(node.value), node)
-            else:
-                self.bind(target.target, origin)
+            self.bind(target.target, origin)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -791,47 +793,26 @@ class InplaceOnGradTensor(Rule):
         elif isinstance(target, cst.StarredElement):
             self.forget_targets(target.value)
 
-    def mark_requires_grad(self, receiver: cst.BaseExpression, flag: Optional[bool], node: cst.CSTNode) -> None:
-        """`x.requires_grad_()` / `x.requires_grad = True` as a statement makes x a leaf that
-        requires grad (it raises on anything else); False makes it an ordinary tensor."""
-        if not isinstance(receiver, cst.Name):
-            return
-        if flag is True:
-            self.names[receiver.value] = Origin("leaf", "`.requires_grad_()`", node)
-        else:
-            self.names.pop(receiver.value, None)
-
     def visit_Del(self, node: cst.Del) -> None:
         self.forget_targets(node.target)
 
     def visit_For(self, node: cst.For) -> None:
         self.forget_targets(node.target)
-        item = parameter_loop_item(node)
-        if item is not None:
-            self.names[item] = Origin("param_item", f"`{self.source(node.iter)}`", node)
 
     # -- in-place operations ------------------------------------------------------------------
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         symbol = AUGMENTED_OPERATORS.get(type(node.operator).__name__)
         if symbol is None:
             return
-        root = self.resolve_target(node.target, index_target=True)
-        if root is not None:
-            self.consider(node, root, f"`{symbol}`", fix=self.rewrite_hint(node.target, symbol), operands=[node.value])
-        else:
-            self.defer(node, node.target, f"`{symbol}`", self.rewrite_hint(node.target, symbol))
+        self.inplace(node, node.target, f"`{symbol}`", self.rewrite_hint(node.target, symbol), [node.value], index_target=True)
 
     def check_index_assignment(self, node: cst.CSTNode, target: cst.BaseExpression) -> None:
         if not isinstance(target, cst.Subscript):
             return
-        root = self.resolve_target(target, index_target=True)
-        if root is not None:
-            base = self.source(target.value)
-            self.consider(
-                node, root, f"index assignment `{base}[...] = ...`",
-                fix=f"build a new tensor instead (`torch.where(...)`, or `{base} = {base}.clone()` first)",
-                operands=[],
-            )
+        base = self.source(target.value)
+        op = f"index assignment `{base}[...] = ...`"
+        fix = f"build a new tensor instead (`torch.where(...)`, or `{base} = {base}.clone()` first)"
+        self.inplace(node, target, op, fix, [], index_target=True)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.grad_enabled():
@@ -842,9 +823,6 @@ class InplaceOnGradTensor(Rule):
             method = func.attr.value
             if method.endswith("_") and not method.startswith("_") and method not in NOT_INPLACE_METHODS:
                 self.check_inplace_method(node, func, method)
-                return
-            if method == "requires_grad_" and isinstance(self.ctx.ancestors[-1], cst.Expr):
-                self.mark_requires_grad(func.value, _requires_grad_flag(node), node)
                 return
         if qualname is not None and qualname.startswith("torch."):
             self.check_torch_call(node, qualname)
@@ -875,32 +853,24 @@ class InplaceOnGradTensor(Rule):
             )
 
     def check_inplace_method(self, node: cst.Call, func: cst.Attribute, method: str) -> None:
-        root = self.resolve_target(func.value, index_target=False)
         fix = f"use the out-of-place `{method[:-1]}(...)` and assign the result"
-        if root is not None:
-            self.consider(node, root, f"`{method}`", fix=fix, operands=[arg.value for arg in node.args])
-        else:
-            self.defer(node, func.value, f"`{method}`", fix)
+        self.inplace(node, func.value, f"`{method}`", fix, [arg.value for arg in node.args], index_target=False)
         if _is_tensor_method(func, SAVED_OUTPUT_METHODS) and isinstance(func.value, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
             self.mark_saved(func.value.value, f"`.{method}()`", node)
 
     def check_torch_call(self, node: cst.Call, qualname: str) -> None:
         out = _keyword(node, "out")
         if out is not None:
-            root = self.resolve_target(out.value, index_target=False)
-            if root is not None:
-                self.consider(node, root, "`out=`", fix="drop `out=` and assign the result", operands=[])
+            self.inplace(node, out.value, "`out=`", "drop `out=` and assign the result", [], index_target=False)
         first = _first_argument(node)
         inplace_functional = qualname.startswith("torch.nn.functional.") and _is_true(_keyword(node, "inplace"))
         inplace_function = qualname.endswith("_") and qualname.rpartition(".")[0] in ("torch", "torch.nn.functional")
         if first is None or not (inplace_functional or inplace_function):
             return
         short = self.source(node.func)
-        root = self.resolve_target(first, index_target=False)
-        if root is not None:
-            label = f"`{short}(..., inplace=True)`{_dropout_note(qualname)}" if inplace_functional else f"`{short}`"
-            fix = "drop `inplace=True`" if inplace_functional else f"use `{short[:-1]}` and assign the result"
-            self.consider(node, root, label, fix=fix, operands=[])
+        label = f"`{short}(..., inplace=True)`{_dropout_note(qualname)}" if inplace_functional else f"`{short}`"
+        fix = "drop `inplace=True`" if inplace_functional else f"use `{short[:-1]}` and assign the result"
+        self.inplace(node, first, label, fix, [], index_target=False)
         saves = qualname in SAVED_WHEN_INPLACE_FUNCTIONALS if inplace_functional else qualname in SAVED_OUTPUT_FUNCTIONS
         if saves and isinstance(first, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
             self.mark_saved(first.value, f"`{short}`", node)
@@ -914,9 +884,7 @@ class InplaceOnGradTensor(Rule):
         if first is None:
             return
         label = f"`{self.source(node.func)}` (`{qualname.replace('torch.nn.', 'nn.')}(inplace=True)`{_dropout_note(qualname)})"
-        root = self.resolve_target(first, index_target=False)
-        if root is not None:
-            self.consider(node, root, label, fix="build the module without `inplace=True`", operands=[])
+        self.inplace(node, first, label, "build the module without `inplace=True`", [], index_target=False)
         if _module_saves_output(qualname, True) and isinstance(first, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
             self.mark_saved(first.value, f"`{self.source(node.func)}`", node)
 
@@ -938,21 +906,7 @@ class InplaceOnGradTensor(Rule):
         if isinstance(expr, cst.Name):
             origin = self.names.get(expr.value)
             return (expr.value, origin) if origin is not None else None
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            origin = self.self_parameter(expr.attr.value)
-            return (f"self.{expr.attr.value}", origin) if origin is not None else None
         return None
-
-    def self_parameter(self, attribute: str) -> Optional[Origin]:
-        """`self.<attribute>` when it is an nn.Parameter of this class and we are in its forward."""
-        scope = self.scopes[-1]
-        if scope.function is None or not is_forward_method(scope.function, scope.owner):
-            return None
-        facts = self.class_facts.get(id(scope.owner))
-        call = facts.parameters.get(attribute) if facts else None
-        if call is None:
-            return None
-        return Origin("self_param", f"`self.{attribute}`, an `nn.Parameter`", call)
 
     def origin_of_value(self, value: cst.BaseExpression) -> Optional[Origin]:
         """What a name bound to `value` holds, when that is a leaf that requires grad, a view of
@@ -972,27 +926,7 @@ class InplaceOnGradTensor(Rule):
                 break
         if not isinstance(core, cst.Call):
             return None
-        leaf = self.leaf_origin(core)
-        if leaf is not None:
-            return leaf if core is value else None  # views of a new leaf are not leaves
         return self.saved_origin(core)
-
-    def leaf_origin(self, call: cst.Call) -> Optional[Origin]:
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
-            return Origin("leaf", "`.requires_grad_()`", call) if _requires_grad_flag(call) else None
-        qualname = self.ctx.qualname(func)
-        if qualname in PARAMETER_CLASSES:
-            flag = _keyword(call, "requires_grad")
-            positional = [a for a in call.args if a.keyword is None]
-            if flag is None and len(positional) >= 2:
-                flag = positional[1]
-            if flag is not None and not _is_true(flag):
-                return None
-            return Origin("leaf", "`nn.Parameter`", call)
-        if qualname in FACTORIES and _is_true(_keyword(call, "requires_grad")):
-            return Origin("leaf", f"`{self.source(func)}(..., requires_grad=True)`", call)
-        return None
 
     def saved_origin(self, call: cst.Call) -> Optional[Origin]:
         if not self.grad_enabled():
@@ -1051,38 +985,32 @@ class InplaceOnGradTensor(Rule):
         return None
 
     # -- deciding -----------------------------------------------------------------------------
-    def consider(self, node: cst.CSTNode, root: tuple[str, Origin], op: str, *, fix: str, operands: list[cst.BaseExpression]) -> None:
+    def inplace(
+        self, node: cst.CSTNode, target: cst.BaseExpression, op: str, fix: str, operands: list[cst.BaseExpression], *, index_target: bool
+    ) -> None:
+        """An in-place write on `target`: judged now when this rule's saved-output flow knows
+        the tensor, else by the semantic model in finish()."""
+        root = self.resolve_target(target, index_target=index_target)
+        if root is None or not self.consider(node, root, op, fix=fix, operands=operands):
+            self.ask(node, target, op, fix, operands, index_target=index_target)
+
+    def consider(self, node: cst.CSTNode, root: tuple[str, Origin], op: str, *, fix: str, operands: list[cst.BaseExpression]) -> bool:
         name, origin = root
         if not self.grad_enabled():
-            return
-        if origin.kind == "saved":
-            message = self.saved_message(name, origin, op, fix)
-        elif origin.kind == "param_item":
-            if not any(_mentions_grad_of(expr, name) for expr in operands):
-                return  # EMA-style: params may not require grad, callers often hold no_grad
-            message = (
-                f"in-place {op} on a parameter from {origin.what} (line {self.line(origin.node)}) using its "
-                f"`.grad`, outside torch.no_grad(): raises 'a leaf Variable that requires grad is being used "
-                f"in an in-place operation'; wrap the update in `with torch.no_grad():`"
-            )
-        else:
-            where = " in `forward`" if origin.kind == "self_param" else ""
-            message = (
-                f"in-place {op} on a leaf that requires grad ({origin.what} at line {self.line(origin.node)}){where} "
-                f"outside torch.no_grad(): raises at once; wrap the update in `with torch.no_grad():`"
-            )
+            return True
+        message = self.saved_message(name, origin, op, fix)
         if message is None:
-            return
-        if origin.kind == "saved":
-            self.names.pop(name, None)  # one report per saved output: later writes repeat the fault
+            return False
+        self.names.pop(name, None)  # one report per saved output: later writes repeat the fault
         functions = tuple(s.function.name.value for s in self.scopes if s.function is not None)
-        fix_node = _out_of_place(node) if origin.kind == "saved" else None
+        fix_node = _out_of_place(node)
         handle = self.report(
             node,
             message,
             fix=None if fix_node is None else NodeFix("Rewrite as an out-of-place assignment", UNSAFE, ((node, fix_node),)),
         )
         self.candidates.append(Candidate(handle, functions))
+        return True
 
     def saved_message(self, name: str, origin: Origin, op: str, fix: str) -> Optional[str]:
         scope = self.scopes[-1]
@@ -1115,22 +1043,23 @@ class InplaceOnGradTensor(Rule):
             if name is not None:
                 self.called_without_grad.add(name.rpartition(".")[2])
 
-    def defer(self, node: cst.CSTNode, target: cst.BaseExpression, op: str, fix: str) -> None:
-        """An in-place write on a name whose value only the semantic model can tell: the output
-        of a submodule or helper (`h = self.block(x); h += 1`), or a helper's argument."""
-        if not self.grad_enabled() or not self.model.in_training_path():
+    def ask(
+        self, node: cst.CSTNode, target: cst.BaseExpression, op: str, fix: str, operands: list[cst.BaseExpression], *, index_target: bool
+    ) -> None:
+        """An in-place write whose target only the semantic model can tell: a leaf that requires
+        grad (a Parameter, a layer's `weight`, `requires_grad=True`), one of several views
+        `chunk`/`split` returned, or the output of a submodule or helper that autograd saved.
+        Decided in finish(), once the model has read the whole file."""
+        if not self.grad_enabled():
             return
-        if isinstance(target, cst.Subscript):
-            target = target.value
-        while isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute) and target.func.attr.value in VIEW_METHODS:
-            target = target.func.value
-        if not isinstance(target, cst.Name):
+        root = _view_root(target, index_target=index_target)
+        if root is None:
             return
         scope = self.scopes[-1]
-        if scope.function is None:
-            return
         functions = tuple(s.function.name.value for s in self.scopes if s.function is not None)
-        self.deferred.append((node, self.model.value(target), op, fix, functions, scope, target.value))
+        name = root.value if isinstance(root, cst.Name) else None
+        training = self.model.in_training_path()
+        self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training))
 
     def finish(self) -> None:
         # Reported while visiting (positions and fix layout need that context); withdrawn here
@@ -1138,36 +1067,74 @@ class InplaceOnGradTensor(Rule):
         for candidate in self.candidates:
             if any(function in self.called_without_grad for function in candidate.functions):
                 self.withdraw(candidate.report)
-        for node, value, op, fix, functions, scope, name in self.deferred:
-            if any(function in self.called_without_grad for function in functions):
+        for asked in self.asked:
+            if any(function in self.called_without_grad for function in asked.functions):
                 continue
-            # Only outputs of ops called as functions or tensor methods: a layer object's class
-            # may hang on constructor arguments the model does not evaluate (timm's
-            # `nn.ReLU() if relu else nn.Identity()`, built with relu=False where it matters).
-            values = {v for v in self.model.resolve(value) if type(v) is Tensor and not v.from_layer}
-            if not any(v.kind in SAVED_KINDS and v.recorded for v in values):
-                continue
-            if name not in _parameter_names(scope.function) and not self.backward_can_reach(scope, name):
-                continue  # neither on the way to backward here, nor an argument a caller passes
-            function = scope.function
-            # Outputs made in this function were judged by the rule's own dataflow while
-            # visiting; the model adds what came from elsewhere (a submodule, a caller).
-            first, last = self.ctx.position(function)[0], self.ctx.position(function)[2]
-            saved = [
-                v for v in values
-                if v.kind in SAVED_KINDS and v.recorded
-                and not (v.origin.node is not None and first <= self.line(v.origin.node) <= last)
-            ]
-            if not saved:
-                continue
-            origin = min(saved, key=lambda v: (v.origin.line or self.line(v.origin.node), v.origin.text)).origin
-            line = self.line(origin.node) if origin.node is not None else origin.line
-            via = f", returned by `{origin.via}.forward`" if origin.via else ""
-            self.report(
-                node,
-                f"in-place {op} on the output of {origin.text} (line {line}{via}), which autograd saves for "
-                f"backward; backward will fail with 'modified by an inplace operation'; {fix}",
-            )
+            values = {v for v in self.model.resolve(asked.value) if type(v) is Tensor}
+            message = self.leaf_message(asked, values) or self.view_message(asked, values) or self.saved_elsewhere_message(asked, values)
+            if message is not None:
+                self.report(asked.node, message)
+
+    def leaf_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
+        """A leaf that requires grad: the model says so, or the update reads its `.grad`
+        (`p -= lr * p.grad`: only a leaf that requires grad has one)."""
+        leaves = [v for v in values if v.kind == LEAF]
+        if leaves:
+            origin = min(leaves, key=lambda v: (self.origin_line(v), v.origin.text)).origin
+            what = f"{origin.text} at line {self.origin_line_of(origin)}"
+        elif asked.name is not None and any(_mentions_grad_of(expr, asked.name) for expr in asked.operands):
+            what = f"`{asked.name}`, whose `.grad` it reads"
+        else:
+            return None
+        return (
+            f"in-place {asked.op} on a leaf that requires grad ({what}) outside torch.no_grad(): raises 'a leaf "
+            f"Variable that requires grad is being used in an in-place operation'; wrap the update in "
+            f"`with torch.no_grad():`"
+        )
+
+    def view_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
+        views = [v for v in values if v.kind == MULTI_VIEW and v.recorded]
+        if not views:
+            return None
+        origin = min(views, key=lambda v: (self.origin_line(v), v.origin.text)).origin
+        return (
+            f"in-place {asked.op} on one of the views {origin.text} (line {self.origin_line_of(origin)}) returned: "
+            f"raises 'is a view and is being modified inplace ... returns multiple views'; {asked.fix}, or "
+            f"`.clone()` the piece first"
+        )
+
+    def saved_elsewhere_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
+        """The output of a submodule or helper (`h = self.block(x); h += 1` where Block.forward
+        returns torch.relu(...)), or a helper's argument."""
+        scope, name = asked.scope, asked.name
+        if name is None or scope.function is None or not asked.training:
+            return None
+        # Only outputs of ops called as functions or tensor methods: a layer object's class
+        # may hang on constructor arguments the model does not evaluate (timm's
+        # `nn.ReLU() if relu else nn.Identity()`, built with relu=False where it matters).
+        saved = [v for v in values if v.kind in SAVED_KINDS and v.recorded and not v.from_layer]
+        if not saved:
+            return None
+        if name not in _parameter_names(scope.function) and not self.backward_can_reach(scope, name):
+            return None  # neither on the way to backward here, nor an argument a caller passes
+        # Outputs made in this function were judged by the rule's own dataflow while visiting;
+        # the model adds what came from elsewhere (a submodule, a caller).
+        first, _, last, _ = self.ctx.position(scope.function)
+        saved = [v for v in saved if not (v.origin.node is not None and first <= self.line(v.origin.node) <= last)]
+        if not saved:
+            return None
+        origin = min(saved, key=lambda v: (self.origin_line(v), v.origin.text)).origin
+        via = f", returned by `{origin.via}.forward`" if origin.via else ""
+        return (
+            f"in-place {asked.op} on the output of {origin.text} (line {self.origin_line_of(origin)}{via}), which "
+            f"autograd saves for backward; backward will fail with 'modified by an inplace operation'; {asked.fix}"
+        )
+
+    def origin_line(self, value: Tensor) -> int:
+        return self.origin_line_of(value.origin)
+
+    def origin_line_of(self, origin) -> int:
+        return origin.line or (self.line(origin.node) if origin.node is not None else 0)
 
     # -- small helpers ------------------------------------------------------------------------
     def source(self, node: cst.CSTNode) -> str:
@@ -1272,6 +1239,34 @@ def _is_basic_index(node: cst.Subscript) -> bool:
     return True
 
 
+def _view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.BaseExpression]:
+    """The tensor an in-place write on `expr` modifies, through views (basic indexing,
+    `.view()`, `.t()`, `.T`): a name, an attribute (`self.fc.weight`), or a call returning
+    several views (`x.chunk(2)[0]`). None through anything that copies (`x[mask]`,
+    `x.clone()`) or leaves autograd (`.data`, `.grad`, `.detach()`)."""
+    if index_target and isinstance(expr, cst.Subscript):
+        expr = expr.value  # `w[mask] = v` writes into w whatever the index
+    while True:
+        if isinstance(expr, cst.Subscript) and _is_basic_index(expr):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRIBUTES:
+            expr = expr.value
+        else:
+            break
+    if isinstance(expr, cst.Name):
+        return expr
+    if isinstance(expr, cst.Attribute):
+        return None if expr.attr.value in ("data", "grad") else expr
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if method in api.MULTI_OUTPUT_VIEW_METHODS or (dotted_name(func) or "").rpartition(".")[2] in api.MULTI_OUTPUT_VIEW_METHODS:
+            return expr
+    return None
+
+
 def _untracked(expr: cst.BaseExpression) -> bool:
     """Input to an op that autograd does not record through (`x.detach()`, `x.data`)."""
     while True:
@@ -1318,28 +1313,9 @@ def ends_abruptly(block: cst.BaseSuite) -> bool:
     return bool(statements) and isinstance(statements[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue))
 
 
-def parameter_loop_item(node: cst.For) -> Optional[str]:
-    """`p` in `for p in model.parameters()` or `for name, p in model.named_parameters()`
-    (also through `list(...)`)."""
-    iterable = node.iter
-    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "list" and iterable.args:
-        iterable = iterable.args[0].value
-    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute)):
-        return None
-    method = iterable.func.attr.value
-    target = node.target
-    if method == "parameters" and isinstance(target, cst.Name):
-        return target.value
-    if method == "named_parameters" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
-        item = target.elements[1].value
-        return item.value if isinstance(item, cst.Name) else None
-    return None
-
-
 def collect_class_facts(rule: InplaceOnGradTensor, node: cst.ClassDef) -> ClassFacts:
-    """`self.<attr> = nn.Parameter(...)` and `self.<attr> = nn.ReLU(...)` in the class's
-    methods. An attribute assigned more than once, registered by name, or switched off with
-    `requires_grad = False` is left out."""
+    """`self.<attr> = nn.ReLU(...)` in the class's methods, and whether it has layers at all.
+    An attribute assigned more than once, or registered by name, is left out."""
     collector = _SelfAssignments()
     for method in node.body.body:
         if isinstance(method, cst.FunctionDef):
@@ -1354,11 +1330,7 @@ def collect_class_facts(rule: InplaceOnGradTensor, node: cst.ClassDef) -> ClassF
             continue
         call = values[0]
         qualname = rule.ctx.qualname(call.func)
-        if qualname in PARAMETER_CLASSES:
-            flag = _keyword(call, "requires_grad")
-            if flag is None or _is_true(flag):
-                facts.parameters[attribute] = call
-        elif qualname is not None and qualname.startswith("torch.nn.") and qualname[9:10].isupper():
+        if qualname is not None and qualname.startswith("torch.nn.") and qualname[9:10].isupper():
             facts.modules[attribute] = (qualname, _built_inplace(call, qualname), call)
     return facts
 

@@ -62,6 +62,8 @@ from torchlint.semantic.values import (
     Sequence,
     Split,
     Tensor,
+    View,
+    COPYING_INDEX,
     Union_,
     Value,
 )
@@ -493,6 +495,8 @@ class SemanticModel(Analysis):
                 index = int(inner.value, 0)
             elif isinstance(inner, cst.SimpleString):
                 index = inner.evaluated_value if isinstance(inner.evaluated_value, str) else None
+        if index is None and not _basic_index(expr):
+            index = COPYING_INDEX
         return Item(self.value(expr.value), index)
 
     def _quotient(self, expr: cst.BinaryOperation) -> Value:
@@ -694,9 +698,13 @@ class SemanticModel(Analysis):
                     found.add(External(("attr", owner.ref, value.name)))
                 elif type(owner) is NNModule:
                     found |= self._layer_parameter(owner, value.name)
+                elif type(owner) is Tensor and value.name in api.VIEW_ATTRIBUTES and owner.kind in (LEAF, MULTI_VIEW):
+                    found.add(owner)
             return found
         if kind is Split:
             return self._resolve_split(value, depth)
+        if kind is View:
+            return self._resolve_view(value, depth)
         if kind is Copied:
             return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor else v for v in self.resolve(value.value, depth)}
         if kind is Union_:
@@ -896,7 +904,8 @@ class SemanticModel(Analysis):
                 elif -len(container.items) <= item.index < len(container.items):
                     found |= self.resolve(container.items[item.index], depth)
             elif kind is Tensor:
-                found.add(container)  # indexing a tensor keeps its values' meaning
+                if item.index != COPYING_INDEX or container.kind not in (LEAF, MULTI_VIEW):
+                    found.add(container)  # indexing a tensor keeps its values' meaning
             elif kind is External:
                 found.add(External(("item", container.ref, item.index)))
         return found
@@ -997,6 +1006,8 @@ class SemanticModel(Analysis):
             if args and _literal(args[0].value) is not True:
                 return receiver
             return Union_((receiver, self._tensor_leaf(call, func)))
+        if method in api.VIEW_ONLY_METHODS:
+            return View(self.value(func.value), Applied(self.value(func)))
         if method in api.MULTI_OUTPUT_VIEW_METHODS:
             receiver = func.value
             if type(receiver) is cst.Name:
@@ -1044,6 +1055,10 @@ class SemanticModel(Analysis):
         if any(type(b) is Tensor and (b.kind == LEAF or (b.kind in (GRAD, MULTI_VIEW) and b.recorded)) for b in bases):
             return {Tensor(MULTI_VIEW, value.origin, value.recorded)}
         return set(self.resolve(value.fallback, depth)) if value.fallback is not None else set()
+
+    def _resolve_view(self, value: View, depth: int) -> set:
+        kept = {b for b in self.resolve(value.base, depth) if type(b) is Tensor and b.kind in (LEAF, MULTI_VIEW)}
+        return kept or (set(self.resolve(value.fallback, depth)) if value.fallback is not None else set())
 
     def _requires_grad_assignment(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """`x.requires_grad = True` makes x a leaf that requires grad (on anything else it
@@ -1188,3 +1203,19 @@ def _literal(expr: cst.BaseExpression) -> bool | None:
     if type(expr) is cst.Name and expr.value in ("True", "False"):
         return expr.value == "True"
     return None
+
+
+def _basic_index(node: cst.Subscript) -> bool:
+    """Integer, slice, None and `...` indexing returns a view; a name, a tensor or a mask may
+    copy."""
+    for element in node.slice:
+        index = element.slice
+        if type(index) is cst.Slice:
+            continue
+        value = index.value
+        if type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus:
+            value = value.expression
+        if type(value) in (cst.Integer, cst.Ellipsis) or (type(value) is cst.Name and value.value == "None"):
+            continue
+        return False
+    return True

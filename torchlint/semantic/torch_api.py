@@ -123,3 +123,9 @@ PARAMETRIC_LAYERS = _nn(
 )
 #: Attributes of such a layer that are its parameters.
 LAYER_PARAMETERS = frozenset({"weight", "bias"})
+#: Tensor methods and attributes returning a view of their receiver that the passthrough lists
+#: above do not already follow.
+VIEW_ONLY_METHODS = frozenset(
+    {"t", "narrow", "select", "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "unfold", "as_strided", "unflatten"}
+)
+VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})

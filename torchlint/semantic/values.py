@@ -253,3 +253,16 @@ class Split:
     #: What the call means when `base` is no such tensor (`text.split(",")`, an object's own
     #: `split` method).
     fallback: "Value" = None
+
+
+@dataclass(frozen=True)
+class View:
+    """`base.t()`, `base.narrow(...)`, `base.T`: a view of `base`, which keeps being a leaf that
+    requires grad, or a multi-output view, for in-place purposes. Anything else: `fallback`."""
+
+    base: "Value"
+    fallback: "Value" = None
+
+
+#: `Item.index` of an index that may copy (a tensor, a mask, a name): not a view of a leaf.
+COPYING_INDEX = "\0copying"
