@@ -1078,7 +1078,8 @@ class InplaceOnGradTensor(Rule):
     def leaf_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
         """A leaf that requires grad: the model says so, or the update reads its `.grad`
         (`p -= lr * p.grad`: only a leaf that requires grad has one)."""
-        leaves = [v for v in values if v.kind == LEAF]
+        # A leaf copied (`.clone()`, `.detach()`) or handed back by a call is not vouched for.
+        leaves = [v for v in values if v.kind == LEAF and v.recorded]
         if leaves:
             origin = min(leaves, key=lambda v: (self.origin_line(v), v.origin.text)).origin
             what = f"{origin.text} at line {self.origin_line_of(origin)}"
@@ -1098,9 +1099,9 @@ class InplaceOnGradTensor(Rule):
             return None
         origin = min(views, key=lambda v: (self.origin_line(v), v.origin.text)).origin
         return (
-            f"in-place {asked.op} on one of the views {origin.text} (line {self.origin_line_of(origin)}) returned: "
-            f"raises 'is a view and is being modified inplace ... returns multiple views'; {asked.fix}, or "
-            f"`.clone()` the piece first"
+            f"in-place {asked.op} on one of the several views {origin.text} (line {self.origin_line_of(origin)}) "
+            f"returns, of a tensor that requires grad: raises 'is a view and is being modified inplace ... a "
+            f"function that returns multiple views'; {asked.fix}, or `.clone()` the piece first"
         )
 
     def saved_elsewhere_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:

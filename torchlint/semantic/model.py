@@ -686,7 +686,7 @@ class SemanticModel(Analysis):
             found: set = set()
             for callee in self.resolve(value.callee, depth):
                 found |= self.apply(callee, depth)
-            return found
+            return _returned(found) if found else found
         if kind is Item:
             return self._resolve_item(value, depth)
         if kind is Attr:
@@ -1219,3 +1219,13 @@ def _basic_index(node: cst.Subscript) -> bool:
             continue
         return False
     return True
+
+
+def _returned(values: set) -> set:
+    """What a call returns. A leaf that comes back from a call is no longer vouched for (marked
+    not `recorded`): functions returning a parameter on one path return a computed tensor on
+    another (`return kernel * t` after BatchNorm, `return conv.weight` without), and the model
+    joins every return."""
+    if not any(type(v) is Tensor and v.kind == LEAF for v in values):
+        return values
+    return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor and v.kind == LEAF else v for v in values}
