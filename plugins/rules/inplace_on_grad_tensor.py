@@ -137,6 +137,7 @@ class Asked:
     scope: Scope
     name: Optional[str]  # the written name, when it is a plain name
     training: bool  # in code that runs in training mode
+    frozen_path: Optional[str] = None  # `embed.weight` for a write on `self.embed.weight`
 
 
 @dataclass
@@ -352,6 +353,119 @@ class InplaceOnGradTensor(Rule):
                     p.add_(p.grad, alpha=-lr)  # error
             """,
             note="manual SGD over model.parameters()",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class GLU(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, 2 * dim)
+
+                def forward(self, x):
+                    a, gate = self.proj(x).chunk(2, dim=-1)
+                    gate.sigmoid_()  # error
+                    return a * gate
+
+            class Heads(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.qkv = nn.Linear(8, 24)
+
+                def forward(self, x):
+                    q, k, v = torch.split(self.qkv(x), 8, dim=-1)
+                    q *= 0.5  # error
+                    return q @ k.transpose(-2, -1) @ v
+
+            class Rows(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    first = self.fc(x).unbind(0)[0]
+                    first.add_(1)  # error
+                    return first
+            """,
+            note="in-place on one of the views chunk/split/unbind return, of a layer's output",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 16)
+
+                def forward(self, x, mask):
+                    a, b = self.proj(x).tensor_split(2, dim=-1)
+                    b.sigmoid_()
+                    c, d = self.proj(x).chunk(2, dim=-1)
+                    d = d.clone()
+                    d.mul_(2)
+                    keep, drop = mask.chunk(2, dim=-1)
+                    drop.fill_(0)
+                    word, rest = "a b".split(" ", 1)
+                    word += "!"
+                    return a * b + c * d
+            """,
+            note="tensor_split builds single views; a clone; data that does not require grad; str.split",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Pruned(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 4)
+                    self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+                def prune(self, masks):
+                    self.fc.weight.mul_(masks[0])  # error
+                    for i in range(len(self.blocks)):
+                        self.blocks[i].weight[masks[i] == 0] = 0.0  # error
+
+            def fit(x, y, lr=0.1):
+                w = torch.zeros(4, 1, requires_grad=True)
+                b = torch.zeros(1, requires_grad=True)
+                params = [w, b]
+                for _ in range(3):
+                    ((x @ w + b - y) ** 2).mean().backward()
+                    for p in params:
+                        p -= lr * p.grad  # error
+                        p.grad = None
+            """,
+            note="a layer's weight (directly and in a ModuleList) and a list of requires_grad tensors",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Pruned(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 4)
+
+                @torch.no_grad()
+                def prune(self, mask):
+                    self.fc.weight.mul_(mask)
+
+                def prune_data(self, mask):
+                    self.fc.weight.data.mul_(mask)
+
+                def masked_bias(self):
+                    bias = self.fc.bias.clone()
+                    bias[:2].zero_()
+                    return bias
+            """,
+            note="no_grad, .data, and a clone of a parameter",
         ),
         Bad(
             """
@@ -1059,7 +1173,9 @@ class InplaceOnGradTensor(Rule):
         functions = tuple(s.function.name.value for s in self.scopes if s.function is not None)
         name = root.value if isinstance(root, cst.Name) else None
         training = self.model.in_training_path()
-        self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training))
+        dotted = dotted_name(root) if isinstance(root, cst.Attribute) else None
+        path = dotted.partition(".")[2] if dotted is not None and dotted.startswith("self.") else None
+        self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training, path))
 
     def finish(self) -> None:
         # Reported while visiting (positions and fix layout need that context); withdrawn here
@@ -1080,6 +1196,9 @@ class InplaceOnGradTensor(Rule):
         (`p -= lr * p.grad`: only a leaf that requires grad has one)."""
         # A leaf copied (`.clone()`, `.detach()`) or handed back by a call is not vouched for.
         leaves = [v for v in values if v.kind == LEAF and v.recorded]
+        if leaves and asked.frozen_path is not None and asked.scope.owner is not None:
+            if self.model.frozen(asked.scope.owner.name.value, asked.frozen_path):
+                return None  # `self.embed.weight.requires_grad = False` somewhere in the class
         if leaves:
             origin = min(leaves, key=lambda v: (self.origin_line(v), v.origin.text)).origin
             what = f"{origin.text} at line {self.origin_line_of(origin)}"

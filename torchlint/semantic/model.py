@@ -1076,10 +1076,17 @@ class SemanticModel(Analysis):
     def _requires_grad_statement(self, receiver: cst.BaseExpression, flag: bool, node: cst.CSTNode) -> None:
         if type(receiver) is cst.Name:
             self._bind(receiver.value, Tensor(LEAF, Origin("`.requires_grad_()`", node)) if flag else None)
-        elif not flag and type(receiver) is cst.Attribute and type(receiver.value) is cst.Name:
+        elif not flag and type(receiver) is cst.Attribute:
             method = self._method()
-            if method is not None and receiver.value.value == method[1]:
-                self._frozen.setdefault(method[0], set()).add(receiver.attr.value)
+            dotted = dotted_name(receiver)
+            if method is not None and dotted is not None and dotted.startswith(method[1] + "."):
+                # `self.w` or a deeper path (`self.embed.weight`), as written after `self.`
+                self._frozen.setdefault(method[0], set()).add(dotted.partition(".")[2])
+
+    def frozen(self, cls: str, path: str) -> bool:
+        """Whether some method of `cls` (or of a base in this file) turns off `requires_grad`
+        of `self.<path>` (`path`: `w`, `embed.weight`)."""
+        return bool(self._frozen) and any(path in self._frozen.get(c.node.name.value, ()) for c in self._class_chain(cls))
 
 
 # -- helpers ----------------------------------------------------------------------------------
