@@ -64,6 +64,9 @@ from torchlint.semantic.values import (
     Tensor,
     View,
     COPYING_INDEX,
+    SAVED,
+    SAVED_KINDS,
+    InPlace,
     Union_,
     Value,
 )
@@ -555,7 +558,7 @@ class SemanticModel(Analysis):
         return Applied(self.value(func))
 
     def _tensor(self, kind: str, origin: Origin) -> Tensor:
-        return Tensor(kind, origin, recorded=not self._grad_disabled())
+        return Tensor(kind, origin, recorded=not self._grad_disabled() and not self._untracked_input(origin.node))
 
     def _grad_disabled(self) -> bool:
         """Under `with torch.no_grad():` / `inference_mode()`, or in a function decorated so."""
@@ -593,7 +596,7 @@ class SemanticModel(Analysis):
         if qualname in api.TENSOR_FUNCTIONS:
             return self._tensor(api.TENSOR_FUNCTIONS[qualname], self.origin(call, call.func))
         if qualname in api.LAYERS:
-            return Layer(api.LAYERS[qualname], self.origin(call, call.func))
+            return Layer(api.LAYERS[qualname], self.origin(call, call.func), _built_inplace(call, qualname))
         if qualname in api.LOSS_MODULES:
             return LossModule(api.LOSS_MODULES[qualname])
         if qualname in api.PASSTHROUGH_FUNCTIONS:
@@ -610,7 +613,7 @@ class SemanticModel(Analysis):
                 return Sequence("moduledict", tuple(self.value(e.value) for e in first.value.elements if isinstance(e, cst.DictElement)))
             return None
         if qualname in api.IDENTITY_LAYERS:
-            return Layer(IDENTITY, self.origin(call, call.func))
+            return Layer(IDENTITY, self.origin(call, call.func), _built_inplace(call, qualname))
         if qualname in api.MODULE_WRAPPERS:
             first = _argument(call, "module", 0) or _argument(call, "model", 0)
             return self.value(first.value) if first is not None else None
@@ -705,6 +708,8 @@ class SemanticModel(Analysis):
             return self._resolve_split(value, depth)
         if kind is View:
             return self._resolve_view(value, depth)
+        if kind is InPlace:
+            return self._resolve_inplace(value, depth)
         if kind is Copied:
             return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor else v for v in self.resolve(value.value, depth)}
         if kind is Union_:
@@ -904,8 +909,10 @@ class SemanticModel(Analysis):
                 elif -len(container.items) <= item.index < len(container.items):
                     found |= self.resolve(container.items[item.index], depth)
             elif kind is Tensor:
-                if item.index != COPYING_INDEX or container.kind not in (LEAF, MULTI_VIEW):
+                if item.index != COPYING_INDEX:
                     found.add(container)  # indexing a tensor keeps its values' meaning
+                else:  # ... in a copy: no leaf, no view, nothing autograd saved
+                    found.add(Tensor(container.kind, container.origin, False, container.from_layer))
             elif kind is External:
                 found.add(External(("item", container.ref, item.index)))
         return found
@@ -991,6 +998,11 @@ class SemanticModel(Analysis):
             if qualname in api.LEAF_FACTORIES:
                 flag = _argument(call, "requires_grad", 99)
                 return self._tensor_leaf(call, func) if flag is not None and _literal(flag.value) is True else None
+            if qualname in api.SAVED_OUTPUT_FUNCTIONS:
+                return self._tensor(SAVED, self.origin(call, func))
+            if qualname in api.SAVED_WHEN_INPLACE_FUNCTIONALS and qualname not in api.TENSOR_FUNCTIONS:
+                flag = _argument(call, "inplace", 99)
+                return self._tensor(SAVED, self.origin(call, func)) if flag is not None and _literal(flag.value) is True else None
             if qualname in api.MULTI_OUTPUT_VIEW_FUNCTIONS:
                 first = _argument(call, "input", 0) or _argument(call, "tensor", 0)
                 if first is None:
@@ -1006,6 +1018,8 @@ class SemanticModel(Analysis):
             if args and _literal(args[0].value) is not True:
                 return receiver
             return Union_((receiver, self._tensor_leaf(call, func)))
+        if method in api.SAVED_OUTPUT_METHODS and self._saving_method(func):
+            return self._tensor(SAVED, self.origin(call, func))
         if method in api.VIEW_ONLY_METHODS:
             return View(self.value(func.value), Applied(self.value(func)))
         if method in api.MULTI_OUTPUT_VIEW_METHODS:
@@ -1035,6 +1049,13 @@ class SemanticModel(Analysis):
         head, _, last = qualname.rpartition(".")
         if not head.startswith("torch.nn") or head.startswith("torch.nn.functional") or not last[:1].isupper():
             return None
+        if qualname in api.SAVED_OUTPUT_LAYERS:
+            return Layer(SAVED, self.origin(call, call.func), _built_inplace(call, qualname))
+        inplace = _built_inplace(call, qualname)
+        if inplace and qualname in api.SAVED_WHEN_INPLACE_LAYERS:
+            return Layer(SAVED, self.origin(call, call.func), True)
+        if inplace:
+            return Layer(IDENTITY if "Dropout" in last else "inplace", self.origin(call, call.func), True)
         return NNModule(qualname, self.origin(call, call.func), qualname in api.PARAMETRIC_LAYERS)
 
     def _listed(self, expr: cst.BaseExpression) -> Value:
@@ -1069,9 +1090,100 @@ class SemanticModel(Analysis):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
-        if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value == "requires_grad_":
+        if type(call) is not cst.Call:
+            return
+        func = call.func
+        if type(func) is cst.Attribute and func.attr.value == "requires_grad_":
             args = [a for a in call.args if not a.star]
-            self._requires_grad_statement(call.func.value, not args or _literal(args[0].value) is True, call)
+            self._requires_grad_statement(func.value, not args or _literal(args[0].value) is True, call)
+            return
+        self._inplace_statement(call, func)
+
+    def _inplace_statement(self, call: cst.Call, func: cst.BaseExpression) -> None:
+        """`x.sigmoid_()`, `torch.relu_(x)`, `F.elu(x, inplace=True)`, `self.act(x)`: x now
+        holds what the op outputs (when it saves that, autograd saved x)."""
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.attr.value.endswith("_"):
+            if func.attr.value in api.SAVED_OUTPUT_METHODS and self._saving_method(func) and self.qualname(func) is None:
+                name = func.value.value
+                self._bind(name, InPlace(self._name(name), self._tensor(SAVED, self.origin(call, func))))
+            return
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if not positional or type(positional[0].value) is not cst.Name:
+            return
+        name = positional[0].value.value
+        qualname = self.qualname(func)
+        if qualname is not None:
+            if qualname.split(".")[0] != "torch":
+                return
+            op = self._autograd_call(call, func, qualname) if qualname.endswith("_") or qualname in api.SAVED_WHEN_INPLACE_FUNCTIONALS else None
+            if qualname in api.SAVED_WHEN_INPLACE_FUNCTIONALS:
+                flag = _argument(call, "inplace", 99)
+                if flag is None or _literal(flag.value) is not True:
+                    return
+                if op is None:
+                    op = self._tensor(api.TENSOR_FUNCTIONS.get(qualname, SAVED), self.origin(call, func))
+            if type(op) is Tensor:
+                self._bind(name, InPlace(self._name(name), op))
+            return
+        if len(positional) == 1 and type(func) in (cst.Name, cst.Attribute):
+            # A layer called for its side effect: in place only if it was built so (resolved later).
+            self._bind(name, InPlace(self._name(name), self.value(func)))
+
+    def _saving_method(self, func: cst.Attribute) -> bool:
+        """`x.amax(...)` on a tensor: not `self.norm(x)`, `self.encoder.norm(x)`, or a method
+        of an imported module."""
+        root = func.value
+        while type(root) is cst.Attribute:
+            root = root.value
+        if type(root) is cst.Name:
+            own = self._method()
+            if own is not None and root.value == own[1] and (func.value is root or func.attr.value == "norm"):
+                return False
+            if root.value in self._imported or root.value in self.ctx.aliases.relative_imports:
+                return False
+        return True
+
+    def _untracked_input(self, call: Any) -> bool:
+        """The op's input is outside autograd (`x.detach()`, `x.data`, `.numpy()`, a literal):
+        its output requires no grad, and nothing is saved."""
+        if type(call) is not cst.Call:
+            return False
+        func = call.func
+        if type(func) is cst.Attribute and self.qualname(func) is None:
+            expr = func.value
+        else:
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            if not positional:
+                return False
+            expr = positional[0].value
+        while True:
+            kind = type(expr)
+            if kind is cst.Attribute:
+                if expr.attr.value == "data":
+                    return True
+                expr = expr.value
+            elif kind is cst.Call and type(expr.func) is cst.Attribute:
+                if expr.func.attr.value in ("detach", "numpy"):
+                    return True
+                expr = expr.func.value
+            elif kind is cst.Subscript:
+                expr = expr.value
+            else:
+                return kind in (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Tuple)
+
+    def _resolve_inplace(self, value: InPlace, depth: int) -> set:
+        found = set(self.resolve(value.before, depth))
+        if type(value.op) is Tensor:
+            found.add(value.op)
+            return found
+        for layer in self.resolve(value.op, depth):
+            if type(layer) is Layer and layer.inplace and layer.kind in SAVED_KINDS:
+                found.add(Tensor(layer.kind, layer.origin, from_layer=True))
+        return found
+
+    def bound_in(self, function: cst.FunctionDef, name: str) -> bool:
+        """Whether `name` is assigned anywhere in `function` (a parameter never reassigned is not)."""
+        return (id(function), name) in self._bindings
 
     def _requires_grad_statement(self, receiver: cst.BaseExpression, flag: bool, node: cst.CSTNode) -> None:
         if type(receiver) is cst.Name:
@@ -1236,3 +1348,14 @@ def _returned(values: set) -> set:
     if not any(type(v) is Tensor and v.kind == LEAF for v in values):
         return values
     return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor and v.kind == LEAF else v for v in values}
+
+
+def _built_inplace(call: cst.Call, qualname: str) -> bool:
+    """`nn.ReLU(inplace=True)`, `nn.Dropout(0.1, True)`."""
+    flag = _argument(call, "inplace", 99)
+    if flag is None:
+        position = api.INPLACE_POSITION.get("torch.nn." + qualname.rpartition(".")[2])
+        if position is None:
+            return False
+        flag = _argument(call, "inplace", position)
+    return flag is not None and _literal(flag.value) is True

@@ -129,3 +129,41 @@ VIEW_ONLY_METHODS = frozenset(
     {"t", "narrow", "select", "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "unfold", "as_strided", "unflatten"}
 )
 VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
+
+#: Ops whose output autograd saves beyond those in TENSOR_FUNCTIONS (torch 2.13: an in-place
+#: edit of their output makes backward raise "modified by an inplace operation"), and the
+#: in-place forms, which save (and return) their argument.
+SAVED_OUTPUT_FUNCTIONS = frozenset(
+    {
+        "torch.special.expit", "torch.special.exp2", "torch.special.expm1",
+        "torch.nn.functional.softmin", "torch.nn.functional.gumbel_softmax",
+        "torch.logsumexp", "torch.special.logsumexp", "torch.logcumsumexp",
+        "torch.amax", "torch.amin", "torch.prod", "torch.cumprod",
+        "torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm",
+        "torch.relu_", "torch.nn.functional.relu_", "torch.sigmoid_", "torch.tanh_", "torch.exp_",
+        "torch.exp2_", "torch.expm1_", "torch.sqrt_", "torch.rsqrt_", "torch.reciprocal_", "torch.tan_",
+        "torch.nn.functional.elu_", "torch.nn.functional.leaky_relu_", "torch.nn.functional.selu_",
+        "torch.nn.functional.celu_", "torch.nn.functional.rrelu_", "torch.selu_", "torch.celu_", "torch.rrelu_",
+    }
+)
+#: Tensor methods, beyond TENSOR_METHODS, whose output autograd saves; they take arguments
+#: (`x.amax(-1)`, `x.norm(dim=1)`), and the in-place forms save their receiver.
+SAVED_OUTPUT_METHODS = frozenset(
+    {
+        "logsumexp", "logcumsumexp", "amax", "amin", "prod", "cumprod", "norm",
+        "relu_", "sigmoid_", "tanh_", "exp_", "exp2_", "expm1_", "sqrt_", "rsqrt_", "reciprocal_", "tan_",
+    }
+)
+#: Functionals that save their output only in their `inplace=True` form (plain F.relu saves
+#: it either way).
+SAVED_WHEN_INPLACE_FUNCTIONALS = frozenset({"torch.nn.functional." + n for n in ("relu", "elu", "leaky_relu", "selu", "celu", "rrelu")})
+#: Layers that save their output only when built with `inplace=True`, and layers saving it
+#: that LAYERS does not list.
+SAVED_WHEN_INPLACE_LAYERS = _nn("LeakyReLU", "ELU", "SELU", "CELU", "RReLU", modules=("activation",))
+SAVED_OUTPUT_LAYERS = _nn("Softmin", modules=("activation",))
+#: Layers taking `inplace`, and its position.
+INPLACE_POSITION = {
+    **{"torch.nn." + n: 0 for n in ("ReLU", "ReLU6", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "SELU")},
+    **{"torch.nn." + n: 1 for n in ("LeakyReLU", "ELU", "CELU", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")},
+    "torch.nn.Hardtanh": 2, "torch.nn.Threshold": 2, "torch.nn.RReLU": 2,
+}

@@ -71,6 +71,8 @@ class Layer:
 
     kind: str
     origin: Origin
+    #: Built with `inplace=True`: calling it also turns its argument into its output.
+    inplace: bool = False
 
 
 @dataclass(frozen=True)
@@ -266,3 +268,13 @@ class View:
 
 #: `Item.index` of an index that may copy (a tensor, a mask, a name): not a view of a leaf.
 COPYING_INDEX = "\0copying"
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """`x` after a statement that applies an op to it in place (`x.sigmoid_()`,
+    `F.relu(x, inplace=True)`, `self.act(x)` with an in-place layer): what `x` was (`before`),
+    and, when the op saves its output, that output (`op`: a Tensor, or a layer called)."""
+
+    before: "Value"
+    op: "Value"
