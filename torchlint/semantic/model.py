@@ -67,6 +67,7 @@ from torchlint.semantic.values import (
     SAVED,
     SAVED_KINDS,
     InPlace,
+    Returned,
     Union_,
     Value,
 )
@@ -710,6 +711,8 @@ class SemanticModel(Analysis):
             return self._resolve_view(value, depth)
         if kind is InPlace:
             return self._resolve_inplace(value, depth)
+        if kind is Returned:
+            return _returned(set(self.resolve(value.value, depth)))
         if kind is Copied:
             return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor else v for v in self.resolve(value.value, depth)}
         if kind is Union_:
@@ -728,10 +731,11 @@ class SemanticModel(Analysis):
         found: set = set()
         definite = False
         maybe: list[tuple] = []
+        carried: list[tuple[int, Binding]] = []  # (depth of the loop carrying it, binding)
         for binding in reversed(bindings):
             if binding.order > use.order:
                 if _loop_carried(binding.path, use.path) and not binding.dead:
-                    found |= self.resolve(binding.value, depth)
+                    carried.append((_carrying_loop(binding.path, use.path), binding))
                 continue
             if binding.dead:
                 continue
@@ -741,7 +745,12 @@ class SemanticModel(Analysis):
             found |= self.resolve(binding.value, depth)
             if reach == "surely" or self._every_arm_binds(maybe := [*maybe, binding.path], use.path):
                 definite = True
+                if reach == "surely":
+                    # Rebound in the loop body before the use: the previous iteration's value is gone.
+                    carried = [(loop, b) for loop, b in carried if len(binding.path) <= loop]
                 break
+        for _, binding in carried:
+            found |= self.resolve(binding.value, depth)
         if definite:
             return found
         return found | self._entry_value(use, depth)
@@ -1088,7 +1097,8 @@ class SemanticModel(Analysis):
             return
         self._requires_grad_statement(target.value, _literal(value) is True, target)
 
-    def visit_Expr(self, node: cst.Expr) -> None:
+    def leave_Expr(self, node: cst.Expr) -> None:
+        # On leaving: readers visiting the statement's call still see the value before it.
         call = node.value
         if type(call) is not cst.Call:
             return
@@ -1224,6 +1234,15 @@ def _reach(binding: tuple, use: tuple) -> str:
     return "maybe"
 
 
+def _carrying_loop(binding: tuple, use: tuple) -> int:
+    """The depth, in both paths, of the loop through whose next iteration a later binding
+    reaches a use (see `_loop_carried`)."""
+    for depth, (mine, theirs) in enumerate(zip(binding, use)):
+        if mine[2] == "loop" and mine[1] == theirs[1]:
+            return depth
+    return len(use)
+
+
 def _loop_carried(binding: tuple, use: tuple) -> bool:
     """A binding after the use reaches it through the next iteration of a loop holding both."""
     for mine, theirs in zip(binding, use):
@@ -1342,12 +1361,19 @@ def _basic_index(node: cst.Subscript) -> bool:
 
 def _returned(values: set) -> set:
     """What a call returns. A leaf that comes back from a call is no longer vouched for (marked
-    not `recorded`): functions returning a parameter on one path return a computed tensor on
-    another (`return kernel * t` after BatchNorm, `return conv.weight` without), and the model
-    joins every return."""
-    if not any(type(v) is Tensor and v.kind == LEAF for v in values):
-        return values
-    return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor and v.kind == LEAF else v for v in values}
+    not `recorded`), nor is one in a returned tuple: functions returning a parameter on one
+    path return a computed tensor on another (`return kernel * t, b` after BatchNorm,
+    `return conv.weight, b` without), and the model joins every return."""
+    out = set()
+    for v in values:
+        kind = type(v)
+        if kind is Tensor and v.kind == LEAF:
+            out.add(Tensor(v.kind, v.origin, False, v.from_layer))
+        elif kind is Sequence and v.kind in ("tuple", "list"):
+            out.add(Sequence(v.kind, tuple(Returned(item) for item in v.items)))
+        else:
+            out.add(v)
+    return out
 
 
 def _built_inplace(call: cst.Call, qualname: str) -> bool:

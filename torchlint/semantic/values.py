@@ -278,3 +278,11 @@ class InPlace:
 
     before: "Value"
     op: "Value"
+
+
+@dataclass(frozen=True)
+class Returned:
+    """An element of a tuple a call returned: the same values, with leaves no longer vouched
+    for (see `model._returned`)."""
+
+    value: "Value"
