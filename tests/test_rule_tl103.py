@@ -35,7 +35,7 @@ def module(forward_body: str) -> str:
 def test_saved_output_message_names_the_op_its_line_and_the_fix():
     [(line, message)] = findings(module("y = torch.sigmoid(self.fc(x))\ny += 1\nreturn y"))
     assert line == 12
-    assert "in-place `+=` on the output of `torch.sigmoid` (line 11)" in message
+    assert "in-place `+=` on the output of `torch.sigmoid(...)` (line 11)" in message
     assert "modified by an inplace operation" in message
     assert "write `y = y + ...`" in message
 
@@ -448,3 +448,39 @@ def test_a_user_class_split_method_keeps_its_meaning_for_other_rules():
     """
     result = check_sources({"m.py": textwrap.dedent(code).lstrip("\n")}, select=["TL101", "TL103"])
     assert [(f.code, f.location.line) for f in result.findings] == [("TL101", 8)]
+
+
+def test_a_binding_later_in_a_loop_does_not_outlive_a_rebinding_before_the_use():
+    code = """
+    import torch
+    def load(records, requires_grad):
+        out = []
+        for raw in records:
+            tensor = torch.empty(0)
+            tensor.set_(raw)
+            if requires_grad:
+                tensor.requires_grad_(True)
+            out.append(tensor)
+        return out
+    """
+    assert lines(code) == []
+
+
+def test_a_leaf_in_a_tuple_a_helper_returns_is_not_vouched_for():
+    code = """
+    import torch.nn as nn
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 3, 1)
+            self.bn = nn.BatchNorm2d(3)
+        def _fuse(self, conv, bn):
+            if bn is None:
+                return conv.weight, conv.bias
+            return conv.weight * bn.weight.view(-1, 1, 1, 1), bn.bias
+        def deploy(self):
+            kernel, bias = self._fuse(self.conv, self.bn)
+            kernel += 1
+            return kernel, bias
+    """
+    assert lines(code) == []

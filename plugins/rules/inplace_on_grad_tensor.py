@@ -10,7 +10,7 @@ from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.model import SemanticModel
 from torchlint.semantic import torch_api as api
-from torchlint.semantic.values import LEAF, MULTI_VIEW, SAVED_KINDS, Tensor
+from torchlint.semantic.values import LEAF, MULTI_VIEW, SAVED_KINDS, Origin, Tensor
 from torchlint.static.names import dotted_name
 
 from ._grad_mode import (
@@ -30,39 +30,6 @@ from ._grad_mode import (
 # their output; out-of-place ELU/LeakyReLU/SELU/CELU save their *input*, their in-place forms
 # their output).
 
-#: Functions whose result autograd saves for their backward.
-SAVED_OUTPUT_FUNCTIONS = frozenset(
-    {
-        "torch.relu", "torch.nn.functional.relu",
-        "torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit",
-        "torch.tanh", "torch.nn.functional.tanh",
-        "torch.exp", "torch.exp2", "torch.special.exp2", "torch.expm1", "torch.special.expm1",
-        "torch.sqrt", "torch.rsqrt", "torch.reciprocal", "torch.tan",
-        "torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax",
-        "torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax",
-        "torch.nn.functional.softmin", "torch.nn.functional.gumbel_softmax",
-        "torch.logsumexp", "torch.special.logsumexp", "torch.logcumsumexp",
-        "torch.amax", "torch.amin", "torch.prod", "torch.cumprod",
-        "torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm",
-        # in-place forms return (and save) their argument
-        "torch.relu_", "torch.nn.functional.relu_", "torch.sigmoid_", "torch.tanh_", "torch.exp_",
-        "torch.exp2_", "torch.expm1_", "torch.sqrt_", "torch.rsqrt_", "torch.reciprocal_", "torch.tan_",
-        "torch.nn.functional.elu_", "torch.nn.functional.leaky_relu_", "torch.nn.functional.selu_",
-        "torch.nn.functional.celu_", "torch.nn.functional.rrelu_", "torch.selu_", "torch.celu_", "torch.rrelu_",
-    }
-)
-#: Tensor methods whose result autograd saves (the in-place ones save the receiver).
-SAVED_OUTPUT_METHODS = frozenset(
-    {
-        "relu", "sigmoid", "tanh", "exp", "exp2", "expm1", "sqrt", "rsqrt", "reciprocal", "tan",
-        "softmax", "log_softmax", "logsumexp", "logcumsumexp", "amax", "amin", "prod", "cumprod", "norm",
-        "relu_", "sigmoid_", "tanh_", "exp_", "exp2_", "expm1_", "sqrt_", "rsqrt_", "reciprocal_", "tan_",
-    }
-)
-#: Functionals that save their output only in their `inplace=True` form.
-SAVED_WHEN_INPLACE_FUNCTIONALS = frozenset(
-    {"torch.nn.functional." + n for n in ("relu", "elu", "leaky_relu", "selu", "celu", "rrelu")}
-)
 #: nn modules whose output autograd saves.
 SAVED_OUTPUT_MODULES = frozenset(
     {"torch.nn." + n for n in ("ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softmin", "Softmax2d")}
@@ -98,30 +65,12 @@ VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
 
 
 @dataclass
-class Origin:
-    kind: str  # "saved": leaves and views are the semantic model's (see `ask`)
-    what: str  # how the message names where the tensor came from
-    node: cst.CSTNode  # for its line
-    #: a saved output computed from the function's own arguments only (`torch.sigmoid(x)`)
-    from_arguments_only: bool = False
-
-
-@dataclass
-class Candidate:
-    report: object  # the handle `Rule.report` returned
-    functions: tuple[str, ...]  # names of the enclosing functions, outermost first
-
-
-@dataclass
 class Scope:
     function: Optional[cst.FunctionDef]
     owner: Optional[cst.ClassDef]
-    names: dict[str, Origin] = field(default_factory=dict)
-    rebound: set[str] = field(default_factory=set)  # names assigned so far in this function
     grad_switched_off: bool = False  # a `torch.set_grad_enabled(False)` statement ran
     backward_mode: Optional[str] = None  # "forward", "backward" or "" once computed
     sinks: Optional[frozenset[str]] = None  # names whose values reach backward / the return
-    if_frames: dict[int, tuple[dict[str, Origin], list[dict[str, Origin]]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -776,12 +725,12 @@ class InplaceOnGradTensor(Rule):
         self.file_grad_off = False
         self.class_facts: dict[int, ClassFacts] = {}
         self.called_without_grad: set[str] = set()
-        self.candidates: list[Candidate] = []
         self.model: SemanticModel = ctx.analysis(SemanticModel)
         #: In-place writes this rule's own saved-output flow knows nothing about: the semantic
         #: model decides in finish() (leaves, multi-output views, a submodule's output, a
         #: helper's argument).
         self.asked: list[Asked] = []
+        self._single_layers: Optional[set[int]] = None
 
     # -- grad mode ----------------------------------------------------------------------------
     def grad_enabled(self) -> bool:
@@ -793,9 +742,6 @@ class InplaceOnGradTensor(Rule):
         return True
 
     def visit_With(self, node: cst.With) -> None:
-        for item in node.items:  # `with ... as name` rebinds name
-            if item.asname is not None:
-                self.forget_targets(item.asname.name)
         self.grad_modes.append(with_grad_effect(node))
 
     def leave_With(self, node: cst.With) -> None:
@@ -837,83 +783,15 @@ class InplaceOnGradTensor(Rule):
         self.scopes.pop()
         self.grad_modes.pop()
 
-    @property
-    def names(self) -> dict[str, Origin]:
-        return self.scopes[-1].names
-
-    # -- branches: each arm of an `if` starts from the state before it ------------------------
-    def visit_If(self, node: cst.If) -> None:
-        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
-        if isinstance(parent, cst.If) and parent.orelse is node:
-            self.enter_else(parent)
-        self.scopes[-1].if_frames[id(node)] = (dict(self.names), [])
-
-    def visit_Else(self, node: cst.Else) -> None:
-        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
-        if isinstance(parent, cst.If):
-            self.enter_else(parent)
-
-    def enter_else(self, if_node: cst.If) -> None:
-        before, ends = self.scopes[-1].if_frames[id(if_node)]
-        if not ends_abruptly(if_node.body):
-            ends.append(dict(self.names))
-        self.scopes[-1].names = dict(before)
-
-    def leave_If(self, node: cst.If) -> None:
-        before, ends = self.scopes[-1].if_frames.pop(id(node))
-        states = list(ends)
-        if node.orelse is None:
-            if not ends_abruptly(node.body):
-                states.append(self.names)
-            states.append(before)
-        elif isinstance(node.orelse, cst.If) or not ends_abruptly(node.orelse.body):
-            states.append(self.names)
-        merged: dict[str, Origin] = {}
-        for state in states or [before]:
-            for name, origin in state.items():
-                merged.setdefault(name, origin)
-        self.scopes[-1].names = merged
-
-    # -- bindings -----------------------------------------------------------------------------
+    # -- in-place operations ------------------------------------------------------------------
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self.check_index_assignment(node, target.target)
-        origin = self.origin_of_value(node.value)
-        for target in node.targets:
-            self.bind(target.target, origin)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
             self.check_index_assignment(node, node.target)
-            self.bind(node.target, self.origin_of_value(node.value))
 
-    def bind(self, target: cst.BaseExpression, origin: Optional[Origin]) -> None:
-        if isinstance(target, cst.Name):
-            self.scopes[-1].rebound.add(target.value)
-            if origin is None:
-                self.names.pop(target.value, None)
-            else:
-                self.names[target.value] = origin
-        else:
-            self.forget_targets(target)
-
-    def forget_targets(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            self.scopes[-1].rebound.add(target.value)
-            self.names.pop(target.value, None)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self.forget_targets(element.value)
-        elif isinstance(target, cst.StarredElement):
-            self.forget_targets(target.value)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self.forget_targets(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self.forget_targets(node.target)
-
-    # -- in-place operations ------------------------------------------------------------------
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         symbol = AUGMENTED_OPERATORS.get(type(node.operator).__name__)
         if symbol is None:
@@ -969,8 +847,6 @@ class InplaceOnGradTensor(Rule):
     def check_inplace_method(self, node: cst.Call, func: cst.Attribute, method: str) -> None:
         fix = f"use the out-of-place `{method[:-1]}(...)` and assign the result"
         self.inplace(node, func.value, f"`{method}`", fix, [arg.value for arg in node.args], index_target=False)
-        if _is_tensor_method(func, SAVED_OUTPUT_METHODS) and isinstance(func.value, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
-            self.mark_saved(func.value.value, f"`.{method}()`", node)
 
     def check_torch_call(self, node: cst.Call, qualname: str) -> None:
         out = _keyword(node, "out")
@@ -985,9 +861,6 @@ class InplaceOnGradTensor(Rule):
         label = f"`{short}(..., inplace=True)`{_dropout_note(qualname)}" if inplace_functional else f"`{short}`"
         fix = "drop `inplace=True`" if inplace_functional else f"use `{short[:-1]}` and assign the result"
         self.inplace(node, first, label, fix, [], index_target=False)
-        saves = qualname in SAVED_WHEN_INPLACE_FUNCTIONALS if inplace_functional else qualname in SAVED_OUTPUT_FUNCTIONS
-        if saves and isinstance(first, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
-            self.mark_saved(first.value, f"`{short}`", node)
 
     def check_inplace_module_call(self, node: cst.Call) -> None:
         module = self.module_called(node.func)
@@ -999,90 +872,8 @@ class InplaceOnGradTensor(Rule):
             return
         label = f"`{self.source(node.func)}` (`{qualname.replace('torch.nn.', 'nn.')}(inplace=True)`{_dropout_note(qualname)})"
         self.inplace(node, first, label, "build the module without `inplace=True`", [], index_target=False)
-        if _module_saves_output(qualname, True) and isinstance(first, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
-            self.mark_saved(first.value, f"`{self.source(node.func)}`", node)
 
-    # -- where tensors come from --------------------------------------------------------------
-    def resolve_target(self, expr: cst.BaseExpression, *, index_target: bool) -> Optional[tuple[str, Origin]]:
-        """The tracked tensor an in-place write on `expr` modifies: through views (basic
-        indexing, `.view()`, `.t()`, ...), never through `.data`, `.grad` or `.detach()`."""
-        if index_target and isinstance(expr, cst.Subscript):
-            expr = expr.value  # `w[mask] = v` writes into w whatever the index
-        while True:
-            if isinstance(expr, cst.Subscript) and _is_basic_index(expr):
-                expr = expr.value
-            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
-                expr = expr.func.value
-            elif isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRIBUTES:
-                expr = expr.value
-            else:
-                break
-        if isinstance(expr, cst.Name):
-            origin = self.names.get(expr.value)
-            return (expr.value, origin) if origin is not None else None
-        return None
-
-    def origin_of_value(self, value: cst.BaseExpression) -> Optional[Origin]:
-        """What a name bound to `value` holds, when that is a leaf that requires grad, a view of
-        a tracked tensor, or an output autograd saves."""
-        root = self.resolve_target(value, index_target=False)
-        if root is not None:
-            return root[1]  # a view of a tracked tensor (or the tensor itself)
-        core = value
-        while True:  # a view of a fresh result: `torch.sigmoid(x).view(-1)`, `x.softmax(-1)[0]`
-            if isinstance(core, cst.Subscript) and _is_basic_index(core):
-                core = core.value
-            elif isinstance(core, cst.Call) and isinstance(core.func, cst.Attribute) and core.func.attr.value in VIEW_METHODS:
-                core = core.func.value
-            elif isinstance(core, cst.Attribute) and core.attr.value in VIEW_ATTRIBUTES:
-                core = core.value
-            else:
-                break
-        if not isinstance(core, cst.Call):
-            return None
-        return self.saved_origin(core)
-
-    def saved_origin(self, call: cst.Call) -> Optional[Origin]:
-        if not self.grad_enabled():
-            return None  # made without recording: nothing saved
-        func = call.func
-        what = None
-        inputs: list[cst.BaseExpression] = [a.value for a in call.args if a.keyword is None][:1]
-        qualname = self.ctx.qualname(func)
-        if qualname in SAVED_OUTPUT_FUNCTIONS:
-            what = f"`{self.source(func)}`"
-        elif qualname in SAVED_WHEN_INPLACE_FUNCTIONALS and _is_true(_keyword(call, "inplace")):
-            what = f"`{self.source(func)}(..., inplace=True)`"
-        elif qualname is None and _is_tensor_method(func, SAVED_OUTPUT_METHODS):
-            what = f"`.{func.attr.value}()`"
-            inputs = [func.value]
-        else:
-            module = self.module_called(func)
-            if module is not None and _module_saves_output(module[0], module[1]):
-                what = f"`{self.source(func)}` (`{module[0].replace('torch.nn.', 'nn.')}`)"
-        if what is None or any(_untracked(expr) for expr in inputs):
-            return None
-        return Origin("saved", what, call, from_arguments_only=self.uses_arguments_only(call))
-
-    def uses_arguments_only(self, call: cst.Call) -> bool:
-        """Whether `call` reads nothing but the enclosing function's untouched arguments."""
-        scope = self.scopes[-1]
-        if scope.function is None:
-            return False
-        names: set[str] = set()
-        for arg in call.args:
-            names |= _names_in(arg.value)
-        if isinstance(call.func, cst.Attribute) and self.ctx.qualname(call.func) is None:
-            names |= _names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
-        arguments = _parameter_names(scope.function)
-        return bool(names) and names <= arguments - scope.rebound
-
-    def mark_saved(self, name: str, what: str, node: cst.CSTNode) -> None:
-        """`x.sigmoid_()` or `F.relu(x, inplace=True)` as a statement: x is now a saved output."""
-        current = self.names.get(name)
-        if self.grad_enabled() and name != "self" and (current is None or current.kind == "saved"):
-            self.names[name] = Origin("saved", what, node)  # a leaf stays a leaf
-
+    # -- layers of this module -------------------------------------------------------------------
     def module_called(self, func: cst.BaseExpression) -> Optional[tuple[str, bool, cst.Call]]:
         """(nn class, built with inplace=True, its construction) for `self.act`, or an inline
         `nn.ReLU(inplace=True)`."""
@@ -1102,40 +893,9 @@ class InplaceOnGradTensor(Rule):
     def inplace(
         self, node: cst.CSTNode, target: cst.BaseExpression, op: str, fix: str, operands: list[cst.BaseExpression], *, index_target: bool
     ) -> None:
-        """An in-place write on `target`: judged now when this rule's saved-output flow knows
-        the tensor, else by the semantic model in finish()."""
-        root = self.resolve_target(target, index_target=index_target)
-        if root is None or not self.consider(node, root, op, fix=fix, operands=operands):
-            self.ask(node, target, op, fix, operands, index_target=index_target)
-
-    def consider(self, node: cst.CSTNode, root: tuple[str, Origin], op: str, *, fix: str, operands: list[cst.BaseExpression]) -> bool:
-        name, origin = root
-        if not self.grad_enabled():
-            return True
-        message = self.saved_message(name, origin, op, fix)
-        if message is None:
-            return False
-        self.names.pop(name, None)  # one report per saved output: later writes repeat the fault
-        functions = tuple(s.function.name.value for s in self.scopes if s.function is not None)
-        fix_node = _out_of_place(node)
-        handle = self.report(
-            node,
-            message,
-            fix=None if fix_node is None else NodeFix("Rewrite as an out-of-place assignment", UNSAFE, ((node, fix_node),)),
-        )
-        self.candidates.append(Candidate(handle, functions))
-        return True
-
-    def saved_message(self, name: str, origin: Origin, op: str, fix: str) -> Optional[str]:
-        scope = self.scopes[-1]
-        if not self.backward_can_reach(scope, name):
-            return None
-        if origin.from_arguments_only and scope.backward_mode == "forward" and not self.owns_layers(scope.owner):
-            return None  # a layer-less module (a transform) may well get inputs without grad
-        return (
-            f"in-place {op} on the output of {origin.what} (line {self.line(origin.node)}), which autograd "
-            f"saves for backward; backward will fail with 'modified by an inplace operation'; {fix}"
-        )
+        """An in-place write on `target`, judged in finish() by what the semantic model says
+        the written tensor may be."""
+        self.ask(node, target, op, fix, operands, index_target=index_target)
 
     def backward_can_reach(self, scope: Scope, name: str) -> bool:
         """Only where a backward can run through this code: an nn.Module's forward (the value
@@ -1178,18 +938,25 @@ class InplaceOnGradTensor(Rule):
         self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training, path))
 
     def finish(self) -> None:
-        # Reported while visiting (positions and fix layout need that context); withdrawn here
-        # when the enclosing function turns out to be called under no_grad in this file.
-        for candidate in self.candidates:
-            if any(function in self.called_without_grad for function in candidate.functions):
-                self.withdraw(candidate.report)
+        reported: set[int] = set()  # saved outputs already reported: later writes repeat the fault
         for asked in self.asked:
             if any(function in self.called_without_grad for function in asked.functions):
-                continue
+                continue  # the function is called under no_grad in this file
             values = {v for v in self.model.resolve(asked.value) if type(v) is Tensor}
-            message = self.leaf_message(asked, values) or self.view_message(asked, values) or self.saved_elsewhere_message(asked, values)
+            if not values:
+                message = self.leaf_message(asked, values)
+                if message is not None:
+                    self.report(asked.node, message)
+                continue
+            message = self.leaf_message(asked, values) or self.view_message(asked, values)
             if message is not None:
                 self.report(asked.node, message)
+                continue
+            saved = self.saved_output(asked, values)
+            if saved is None or id(saved) in reported:
+                continue
+            reported.add(id(saved))
+            self.report_saved(asked, saved)
 
     def leaf_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
         """A leaf that requires grad: the model says so, or the update reads its `.grad`
@@ -1223,32 +990,71 @@ class InplaceOnGradTensor(Rule):
             f"function that returns multiple views'; {asked.fix}, or `.clone()` the piece first"
         )
 
-    def saved_elsewhere_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
-        """The output of a submodule or helper (`h = self.block(x); h += 1` where Block.forward
-        returns torch.relu(...)), or a helper's argument."""
+    def saved_output(self, asked: Asked, values: set[Tensor]) -> Optional[Origin]:
+        """The output autograd saved that the write modifies, where a backward can run through
+        it: in an nn.Module's forward (the value reaches the return) or in code that calls
+        backward (it reaches the loss); or an argument a caller passes (a helper's)."""
         scope, name = asked.scope, asked.name
-        if name is None or scope.function is None or not asked.training:
+        if name is None or not asked.training:
             return None
-        # Only outputs of ops called as functions or tensor methods: a layer object's class
-        # may hang on constructor arguments the model does not evaluate (timm's
-        # `nn.ReLU() if relu else nn.Identity()`, built with relu=False where it matters).
-        saved = [v for v in values if v.kind in SAVED_KINDS and v.recorded and not v.from_layer]
+        saved = [v for v in values if v.kind in SAVED_KINDS and v.recorded and (not v.from_layer or self.built_here(v.origin))]
         if not saved:
             return None
-        if name not in _parameter_names(scope.function) and not self.backward_can_reach(scope, name):
+        function = scope.function
+
+        def made_here(value: Tensor) -> bool:
+            if function is None:
+                return True
+            if value.origin.node is None or value.origin.path:
+                return False
+            first, _, last, _ = self.ctx.position(function)
+            return first <= self.line(value.origin.node) <= last
+
+        if self.backward_can_reach(scope, name):
+            # A layer-less module (a transform) may well get inputs without grad: outputs it
+            # computes from its bare arguments are not taken to require grad.
+            candidates = [v for v in saved if not (made_here(v) and self.from_arguments_only(scope, v.origin))]
+        elif function is not None and name in _parameter_names(function):
+            candidates = [v for v in saved if not made_here(v)]  # a helper's argument: what callers pass
+        else:
             return None  # neither on the way to backward here, nor an argument a caller passes
-        # Outputs made in this function were judged by the rule's own dataflow while visiting;
-        # the model adds what came from elsewhere (a submodule, a caller).
-        first, _, last, _ = self.ctx.position(scope.function)
-        saved = [v for v in saved if not (v.origin.node is not None and first <= self.line(v.origin.node) <= last)]
-        if not saved:
+        if not candidates:
             return None
-        origin = min(saved, key=lambda v: (self.origin_line(v), v.origin.text)).origin
+        return min(candidates, key=lambda v: (self.origin_line(v), v.origin.text)).origin
+
+    def report_saved(self, asked: Asked, origin: Origin) -> None:
         via = f", returned by `{origin.via}.forward`" if origin.via else ""
-        return (
+        fix_node = _out_of_place(asked.node)
+        self.report(
+            asked.node,
             f"in-place {asked.op} on the output of {origin.text} (line {self.origin_line_of(origin)}{via}), which "
-            f"autograd saves for backward; backward will fail with 'modified by an inplace operation'; {asked.fix}"
+            f"autograd saves for backward; backward will fail with 'modified by an inplace operation'; {asked.fix}",
+            fix=None if fix_node is None else NodeFix("Rewrite as an out-of-place assignment", UNSAFE, ((asked.node, fix_node),)),
         )
+
+    def built_here(self, origin: Origin) -> bool:
+        """A layer's output is trusted when the layer is the one thing some `self.<attr>` of a
+        class here is built as: timm's `nn.ReLU() if relu else nn.Identity()` hangs on
+        arguments the model does not evaluate."""
+        if self._single_layers is None:
+            self._single_layers = {id(call) for facts in self.class_facts.values() for (_, _, call) in facts.modules.values()}
+        return origin.node is not None and id(origin.node) in self._single_layers
+
+    def from_arguments_only(self, scope: Scope, origin: Origin) -> bool:
+        """In a forward of a module that owns no layers, an op reading nothing but the
+        function's never-reassigned arguments (`img.exp()` in a transform)."""
+        if scope.backward_mode != "forward" or self.owns_layers(scope.owner) or scope.function is None:
+            return False
+        call = origin.node
+        if not isinstance(call, cst.Call):
+            return False
+        names: set[str] = set()
+        for arg in call.args:
+            names |= _names_in(arg.value)
+        if isinstance(call.func, cst.Attribute) and self.ctx.qualname(call.func) is None:
+            names |= _names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
+        arguments = _parameter_names(scope.function)
+        return bool(names) and names <= arguments and not any(self.model.bound_in(scope.function, n) for n in names)
 
     def origin_line(self, value: Tensor) -> int:
         return self.origin_line_of(value.origin)
@@ -1278,18 +1084,6 @@ def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg
     return None
-
-
-def _is_tensor_method(func: cst.BaseExpression, methods: frozenset[str]) -> bool:
-    """`x.sigmoid()`, not `self.norm(x)` or `self.encoder.norm(x)` (submodules)."""
-    if not (isinstance(func, cst.Attribute) and func.attr.value in methods):
-        return False
-    root = func.value
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    if isinstance(func.value, cst.Name) and func.value.value == "self":
-        return False
-    return not (func.attr.value == "norm" and isinstance(root, cst.Name) and root.value == "self")
 
 
 def _dropout_note(qualname: str) -> str:
@@ -1387,23 +1181,6 @@ def _view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.
     return None
 
 
-def _untracked(expr: cst.BaseExpression) -> bool:
-    """Input to an op that autograd does not record through (`x.detach()`, `x.data`)."""
-    while True:
-        if isinstance(expr, cst.Attribute):
-            if expr.attr.value == "data":
-                return True
-            expr = expr.value
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-            if expr.func.attr.value in ("detach", "numpy"):
-                return True
-            expr = expr.func.value
-        elif isinstance(expr, cst.Subscript):
-            expr = expr.value
-        else:
-            return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Tuple))
-
-
 def _mentions_grad_of(expr: cst.CSTNode, name: str) -> bool:
     stack = [expr]
     while stack:
@@ -1417,20 +1194,6 @@ def _mentions_grad_of(expr: cst.CSTNode, name: str) -> bool:
             return True
         stack.extend(children(node))
     return False
-
-
-def ends_abruptly(block: cst.BaseSuite) -> bool:
-    """The block's last statement returns, raises, breaks or continues."""
-    if isinstance(block, cst.SimpleStatementSuite):
-        statements = block.body
-    else:
-        if not block.body:
-            return False
-        last = block.body[-1]
-        if not isinstance(last, cst.SimpleStatementLine):
-            return False
-        statements = last.body
-    return bool(statements) and isinstance(statements[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue))
 
 
 def collect_class_facts(rule: InplaceOnGradTensor, node: cst.ClassDef) -> ClassFacts:
