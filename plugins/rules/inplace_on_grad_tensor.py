@@ -105,10 +105,13 @@ class InplaceOnGradTensor(Rule):
     `F.relu(x, inplace=True)`, a module built with `inplace=True`) that autograd cannot allow,
     outside `torch.no_grad()` / `torch.inference_mode()`:
 
-    - on a leaf that requires grad: an `nn.Parameter`, a tensor created with
-      `requires_grad=True` or `.requires_grad_()`, a `self.<param>` in `forward`, or a
-      parameter from a `model.parameters()` loop updated with its own `.grad` (manual SGD);
-      views of these (`w[0]`, `w.view(...)`, `w.t()`) count too;
+    - on a leaf that requires grad: an `nn.Parameter` (also as `self.<param>`), a layer's
+      `weight`/`bias` (`self.fc.weight`, `self.layers[i].weight`), a tensor created with
+      `requires_grad=True` or `.requires_grad_()`, one from a list of those, or any tensor
+      whose update reads its own `.grad` (manual SGD: `p -= lr * p.grad`); views of these
+      (`w[0]`, `w.view(...)`, `w.t()`, `w.T`) count too;
+    - on one of the views `chunk`, `split` or `unbind` return (`a, b = self.proj(x).chunk(2)`,
+      `x.split(n)[0]`), when what they split requires grad (a layer's output, a leaf);
     - on the output of an op that saves its output for backward (`relu`, `sigmoid`, `tanh`,
       `exp`, `sqrt`, `softmax`, `log_softmax`, `nn.ReLU`, `nn.Sigmoid`, ...), in an
       `nn.Module.forward` (or a `forward_*` helper) or in a function that calls `.backward()`
@@ -117,7 +120,10 @@ class InplaceOnGradTensor(Rule):
 
     ## Why is this bad?
     In-place on a leaf that requires grad raises at once: "a leaf Variable that requires grad
-    is being used in an in-place operation". In-place on a saved output passes the forward
+    is being used in an in-place operation"; so does in-place on one of several views of a
+    tensor that requires grad: "Output 0 of Split is a view and is being modified inplace.
+    This view is the output of a function that returns multiple views" (`tensor_split`,
+    `hsplit` and `vsplit` build single views and do not raise). In-place on a saved output passes the forward
     pass and fails later, in `backward()`: "one of the variables needed for gradient
     computation has been modified by an inplace operation", far from the line at fault.
 
@@ -155,18 +161,21 @@ class InplaceOnGradTensor(Rule):
     get no fix: rebinding the name would silently stop updating the parameter.
 
     ## Known limitations
-    Names are followed within one function, in source order (the arms of an `if` are merged as
-    possible paths). Beyond the function, the engine's semantic model adds the output of a
-    submodule or helper of this file (`h = self.block(x); h += 1` where `Block.forward` returns
-    `torch.relu(...)`) and a helper's argument (`scale(torch.sigmoid(x))` where `scale` edits
-    it in place), unless the call runs under `no_grad`. A tensor stored in a container or in
-    an attribute (other than a module's own parameters) is not followed, and tuple targets
-    (`w[0], w[1] = ...`) are not read. Custom activation factories (`create_act_layer(...)`)
-    are not resolved. A function called under `torch.no_grad()` from another file is not
-    known to be; in the same file it is. Inside `forward` the input of a saved-output op is
-    assumed to require grad, except when it is a bare argument of a module that owns no
-    layers or parameters (a transform). In-place writes to tensors saved as *inputs* (`y = x *
-    w; w.add_(1)`) are out of scope.
+    What the written tensor may be is the engine's semantic model's answer, within one file:
+    names across branches and loops, tuple unpacking, lists of tensors, `self.<attr>`, module
+    containers, the outputs of submodules and helpers of the file, and a helper's argument as
+    its callers in the file pass it. A leaf or a saved output is only as good as that: a
+    tensor stored in a dict, or returned by a function of another file, is not followed; a
+    leaf handed back by a call is not trusted (fusion helpers return a parameter on one path
+    and a product on another). A layer's output counts as saved only when the layer is the
+    one thing a `self.<attr>` is built as (custom activation factories such as
+    `create_act_layer(...)` are not resolved). `chunk`/`split` views count only when what they
+    split is known to require grad: a layer with parameters' output or a leaf, not a
+    `forward`'s bare argument. A function called under `torch.no_grad()` from another file
+    is not known to be; in the same file it is. Inside `forward` the input of a saved-output
+    op is assumed to require grad, except when it is a bare argument of a module that owns
+    no layers or parameters (a transform). In-place writes to tensors saved as *inputs*
+    (`y = x * w; w.add_(1)`) are out of scope.
     """
 
     analyses = (SemanticModel,)
@@ -174,7 +183,13 @@ class InplaceOnGradTensor(Rule):
     name = "inplace-on-grad-tensor"
     summary = "in-place op on a leaf that requires grad or on an output autograd saves for backward"
     #: The error that proves it when the program runs.
-    proven_by = (("RuntimeError", r"modified by an inplace operation|a leaf Variable that requires grad is being used in an in-place operation"),)
+    proven_by = (
+        (
+            "RuntimeError",
+            r"modified by an inplace operation|a leaf Variable that requires grad is being used in an in-place operation"
+            r"|is a view and is being modified inplace",
+        ),
+    )
     severity = Severity.ERROR
     triggers = ("torch", "parameters(")
     fix_safety = UNSAFE
