@@ -484,3 +484,24 @@ def test_a_leaf_in_a_tuple_a_helper_returns_is_not_vouched_for():
             return kernel, bias
     """
     assert lines(code) == []
+
+
+def test_every_arm_rebinding_in_a_loop_body_kills_the_previous_iteration():
+    code = """
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act = nn.ReLU(inplace=True)
+            self.cells = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+        def forward(self, x):
+            for i, cell in enumerate(self.cells):
+                if i == 0:
+                    x = cell(x)
+                else:
+                    x = cell(x) + x
+                if i == 2:
+                    x = self.act(x)
+            return x
+    """
+    assert lines(code) == []

@@ -745,9 +745,10 @@ class SemanticModel(Analysis):
             found |= self.resolve(binding.value, depth)
             if reach == "surely" or self._every_arm_binds(maybe := [*maybe, binding.path], use.path):
                 definite = True
-                if reach == "surely":
-                    # Rebound in the loop body before the use: the previous iteration's value is gone.
-                    carried = [(loop, b) for loop, b in carried if len(binding.path) <= loop]
+                # Rebound in the loop body before the use (directly, or in every arm of an `if`
+                # there): the previous iteration's value is gone.
+                common = _common_prefix(binding.path, use.path)
+                carried = [(loop, b) for loop, b in carried if common <= loop]
                 break
         for _, binding in carried:
             found |= self.resolve(binding.value, depth)
@@ -1232,6 +1233,15 @@ def _reach(binding: tuple, use: tuple) -> str:
     if common < len(use) and use[common][0] == binding[common][0] and binding[common][2] == "if":
         return "never"
     return "maybe"
+
+
+def _common_prefix(one: tuple, other: tuple) -> int:
+    common = 0
+    for mine, theirs in zip(one, other):
+        if mine != theirs:
+            break
+        common += 1
+    return common
 
 
 def _carrying_loop(binding: tuple, use: tuple) -> int:
