@@ -505,3 +505,19 @@ def test_every_arm_rebinding_in_a_loop_body_kills_the_previous_iteration():
             return x
     """
     assert lines(code) == []
+
+
+def test_layers_whose_parameters_are_frozen_are_not_leaves_requiring_grad():
+    code = """
+    import torch
+    import torch.nn as nn
+    def fuse(conv, bn):
+        fused = nn.Conv2d(3, 3, 1, bias=True).requires_grad_(False).to(conv.weight.device)
+        fused.weight.copy_(conv.weight * bn.weight.view(-1, 1, 1, 1))
+        head = nn.Linear(3, 3)
+        head.bias.requires_grad = False
+        head.bias.zero_()
+        head.weight.zero_()
+        return fused, head
+    """
+    assert lines(code) == [9]

@@ -86,7 +86,7 @@ class Asked:
     scope: Scope
     name: Optional[str]  # the written name, when it is a plain name
     training: bool  # in code that runs in training mode
-    frozen_path: Optional[str] = None  # `embed.weight` for a write on `self.embed.weight`
+    dotted: Optional[str] = None  # `self.embed.weight` for a write on it
 
 
 @dataclass
@@ -949,8 +949,7 @@ class InplaceOnGradTensor(Rule):
         name = root.value if isinstance(root, cst.Name) else None
         training = self.model.in_training_path()
         dotted = dotted_name(root) if isinstance(root, cst.Attribute) else None
-        path = dotted.partition(".")[2] if dotted is not None and dotted.startswith("self.") else None
-        self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training, path))
+        self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training, dotted))
 
     def finish(self) -> None:
         reported: set[int] = set()  # saved outputs already reported: later writes repeat the fault
@@ -978,8 +977,12 @@ class InplaceOnGradTensor(Rule):
         (`p -= lr * p.grad`: only a leaf that requires grad has one)."""
         # A leaf copied (`.clone()`, `.detach()`) or handed back by a call is not vouched for.
         leaves = [v for v in values if v.kind == LEAF and v.recorded]
-        if leaves and asked.frozen_path is not None and asked.scope.owner is not None:
-            if self.model.frozen(asked.scope.owner.name.value, asked.frozen_path):
+        if leaves and asked.dotted is not None:
+            scope = asked.scope.function or self.ctx.module
+            if self.model.frozen_path(scope, asked.dotted):
+                return None  # `conv.weight.requires_grad = False` in this function
+            owner = asked.scope.owner
+            if owner is not None and asked.dotted.startswith("self.") and self.model.frozen(owner.name.value, asked.dotted[5:]):
                 return None  # `self.embed.weight.requires_grad = False` somewhere in the class
         if leaves:
             origin = min(leaves, key=lambda v: (self.origin_line(v), v.origin.text)).origin

@@ -152,6 +152,8 @@ class SemanticModel(Analysis):
         self._in_progress: set[Value] = set()
         #: class -> `self.<attr>` names whose `requires_grad` some method turns off.
         self._frozen: dict[str, set[str]] = {}
+        #: (scope id, dotted path) frozen the same way outside `self`.
+        self._frozen_paths: set[tuple[int, str]] = set()
 
     # -- where we are -----------------------------------------------------------------------
     def _scope_index(self) -> int:
@@ -1026,7 +1028,10 @@ class SemanticModel(Analysis):
             args = [a for a in call.args if not a.star]
             receiver = self.value(func.value)
             if args and _literal(args[0].value) is not True:
-                return receiver
+                # `nn.Conv2d(...).requires_grad_(False)`: its parameters are no grad leaves.
+                if type(receiver) is NNModule:
+                    return NNModule(receiver.qualname, receiver.origin, False)
+                return None if type(receiver) is Tensor and receiver.kind == LEAF else receiver
             return Union_((receiver, self._tensor_leaf(call, func)))
         if method in api.SAVED_OUTPUT_METHODS and self._saving_method(func):
             return self._tensor(SAVED, self.origin(call, func))
@@ -1202,9 +1207,20 @@ class SemanticModel(Analysis):
         elif not flag and type(receiver) is cst.Attribute:
             method = self._method()
             dotted = dotted_name(receiver)
-            if method is not None and dotted is not None and dotted.startswith(method[1] + "."):
+            if dotted is None:
+                return
+            if method is not None and dotted.startswith(method[1] + "."):
                 # `self.w` or a deeper path (`self.embed.weight`), as written after `self.`
                 self._frozen.setdefault(method[0], set()).add(dotted.partition(".")[2])
+            else:
+                # `conv.weight.requires_grad = False` in a function: that path, in that scope.
+                scope = self.ctx.ancestors[self._scope_index()]
+                self._frozen_paths.add((id(scope), dotted))
+
+    def frozen_path(self, scope: cst.CSTNode, dotted: str) -> bool:
+        """Whether `<dotted>.requires_grad = False` (or `requires_grad_(False)`) is written in
+        `scope` (a function, or the module), for a path not on `self`."""
+        return (id(scope), dotted) in self._frozen_paths
 
     def frozen(self, cls: str, path: str) -> bool:
         """Whether some method of `cls` (or of a base in this file) turns off `requires_grad`
