@@ -521,3 +521,21 @@ def test_layers_whose_parameters_are_frozen_are_not_leaves_requiring_grad():
         return fused, head
     """
     assert lines(code) == [9]
+
+
+def test_a_piece_made_contiguous_may_be_a_copy():
+    code = """
+    import torch.nn as nn
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(8, 24)
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            q = q.contiguous()
+            q *= 0.5
+            k.contiguous().mul_(2)
+            v[0].add_(1)
+            return q, k, v
+    """
+    assert lines(code) == [11]

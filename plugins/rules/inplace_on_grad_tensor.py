@@ -1182,6 +1182,8 @@ def _view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.
         if isinstance(expr, cst.Subscript) and _is_basic_index(expr):
             expr = expr.value
         elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
+            if expr.func.attr.value in api.MAY_COPY_METHODS:
+                return expr  # a view or a copy: the model tells what that means
             expr = expr.func.value
         elif isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRIBUTES:
             expr = expr.value

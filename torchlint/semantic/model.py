@@ -67,6 +67,7 @@ from torchlint.semantic.values import (
     SAVED,
     SAVED_KINDS,
     InPlace,
+    MayCopy,
     Returned,
     Union_,
     Value,
@@ -715,6 +716,8 @@ class SemanticModel(Analysis):
             return self._resolve_inplace(value, depth)
         if kind is Returned:
             return _returned(set(self.resolve(value.value, depth)))
+        if kind is MayCopy:
+            return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor and v.kind == MULTI_VIEW else v for v in self.resolve(value.value, depth)}
         if kind is Copied:
             return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor else v for v in self.resolve(value.value, depth)}
         if kind is Union_:
@@ -1035,6 +1038,8 @@ class SemanticModel(Analysis):
             return Union_((receiver, self._tensor_leaf(call, func)))
         if method in api.SAVED_OUTPUT_METHODS and self._saving_method(func):
             return self._tensor(SAVED, self.origin(call, func))
+        if method in api.MAY_COPY_METHODS:
+            return MayCopy(self.value(func.value))
         if method in api.VIEW_ONLY_METHODS:
             return View(self.value(func.value), Applied(self.value(func)))
         if method in api.MULTI_OUTPUT_VIEW_METHODS:

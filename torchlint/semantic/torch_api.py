@@ -167,3 +167,6 @@ INPLACE_POSITION = {
     **{"torch.nn." + n: 1 for n in ("LeakyReLU", "ELU", "CELU", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")},
     "torch.nn.Hardtanh": 2, "torch.nn.Threshold": 2, "torch.nn.RReLU": 2,
 }
+#: Methods returning a view when they can and a copy otherwise (a `chunk(2, -1)` piece is not
+#: contiguous: `.contiguous()` copies it).
+MAY_COPY_METHODS = frozenset({"contiguous", "reshape", "reshape_as", "flatten"})

@@ -286,3 +286,12 @@ class Returned:
     for (see `model._returned`)."""
 
     value: "Value"
+
+
+@dataclass(frozen=True)
+class MayCopy:
+    """`x.contiguous()`, `x.reshape(...)`, `x.flatten()`: the same values, maybe in a copy. A
+    copy of one of several views is an ordinary tensor (the view's kind is kept, not
+    `recorded`)."""
+
+    value: "Value"
