@@ -539,3 +539,23 @@ def test_a_piece_made_contiguous_may_be_a_copy():
             return q, k, v
     """
     assert lines(code) == [11]
+
+
+def test_an_inplace_layer_called_as_a_statement_makes_its_argument_its_saved_output():
+    code = """
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.act = nn.ReLU(inplace=True)
+            self.drop = nn.Dropout(0.1)
+        def forward(self, x):
+            h = self.fc(x)
+            self.act(h)
+            self.drop(h)
+            h += 1
+            print(h)
+            return h
+    """
+    assert lines(code) == [12]

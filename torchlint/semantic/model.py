@@ -24,6 +24,7 @@ The one join policy:
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -75,6 +76,7 @@ from torchlint.semantic.values import (
 from torchlint.static.names import dotted_name
 
 _SCOPES = ("FunctionDef", "ClassDef", "Module")
+_BUILTINS = frozenset(dir(builtins))
 _BRANCHING = {"If": "if", "For": "loop", "While": "loop", "Try": "try", "TryStar": "try", "Match": "if"}
 _END_OF_MODULE = 1 << 62
 _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
@@ -1059,8 +1061,7 @@ class SemanticModel(Analysis):
         if len(text) > 40 or "\n" in text:
             text = "." + text.rpartition(".")[2] if "." in text else text[:40]
         if text.endswith("requires_grad_"):
-            text = ".requires_grad_"
-            return Tensor(LEAF, Origin(f"`{text}()`", call))
+            return Tensor(LEAF, Origin("`.requires_grad_()`", call))
         suffix = "" if text.endswith("Parameter") else ", requires_grad=True"
         return Tensor(LEAF, Origin(f"`{text}(...{suffix})`", call))
 
@@ -1146,7 +1147,10 @@ class SemanticModel(Analysis):
             if type(op) is Tensor:
                 self._bind(name, InPlace(self._name(name), op))
             return
-        if len(positional) == 1 and type(func) in (cst.Name, cst.Attribute):
+        if len(positional) == 1 and (
+            (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self")
+            or (type(func) is cst.Name and func.value not in _BUILTINS)
+        ):
             # A layer called for its side effect: in place only if it was built so (resolved later).
             self._bind(name, InPlace(self._name(name), self.value(func)))
 
