@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -87,15 +87,8 @@ class Asked:
     name: Optional[str]  # the written name, when it is a plain name
     training: bool  # in code that runs in training mode
     dotted: Optional[str] = None  # `self.embed.weight` for a write on it
-
-
-@dataclass
-class ClassFacts:
-    """What `__init__` and friends assign to `self.<attr>`."""
-
-    modules: dict[str, tuple[str, bool, cst.Call]] = field(default_factory=dict)  # qualname, inplace, call
-    #: some `self.<attr>` holds a Parameter or an instance of a class (`nn.Linear`, `Mlp`, ...)
-    has_layers: bool = False
+    #: (class, attr) of `self.<attr>(x)`: in place only if the model says it was built so
+    layer: Optional[tuple[str, str]] = None
 
 
 class InplaceOnGradTensor(Rule):
@@ -738,14 +731,12 @@ class InplaceOnGradTensor(Rule):
         self.scopes: list[Scope] = [Scope(function=None, owner=None)]
         self.grad_modes: list[Optional[bool]] = []  # one per enclosing with/def, None if neutral
         self.file_grad_off = False
-        self.class_facts: dict[int, ClassFacts] = {}
         self.called_without_grad: set[str] = set()
         self.model: SemanticModel = ctx.analysis(SemanticModel)
         #: In-place writes this rule's own saved-output flow knows nothing about: the semantic
         #: model decides in finish() (leaves, multi-output views, a submodule's output, a
         #: helper's argument).
         self.asked: list[Asked] = []
-        self._single_layers: Optional[set[int]] = None
 
     # -- grad mode ----------------------------------------------------------------------------
     def grad_enabled(self) -> bool:
@@ -774,8 +765,6 @@ class InplaceOnGradTensor(Rule):
     # -- scopes -------------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.scopes.append(Scope(function=None, owner=None))  # class bodies bind class attributes
-        if node.bases and not is_autograd_function_class(node):
-            self.class_facts[id(node)] = collect_class_facts(self, node)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self.scopes.pop()
@@ -878,31 +867,25 @@ class InplaceOnGradTensor(Rule):
         self.inplace(node, first, label, fix, [], index_target=False)
 
     def check_inplace_module_call(self, node: cst.Call) -> None:
-        module = self.module_called(node.func)
-        if module is None or not module[1]:
-            return
-        qualname = module[0]
+        """`self.act(x)` where the model says `self.act` is built once, with `inplace=True`
+        (decided in finish()), or an inline `nn.ReLU(inplace=True)(x)`."""
+        func = node.func
         first = _first_argument(node)
         if first is None:
             return
-        label = f"`{self.source(node.func)}` (`{qualname.replace('torch.nn.', 'nn.')}(inplace=True)`{_dropout_note(qualname)})"
-        self.inplace(node, first, label, "build the module without `inplace=True`", [], index_target=False)
-
-    # -- layers of this module -------------------------------------------------------------------
-    def module_called(self, func: cst.BaseExpression) -> Optional[tuple[str, bool, cst.Call]]:
-        """(nn class, built with inplace=True, its construction) for `self.act`, or an inline
-        `nn.ReLU(inplace=True)`."""
+        fix = "build the module without `inplace=True`"
         if isinstance(func, cst.Call):
             qualname = self.ctx.qualname(func.func)
-            if qualname is not None and qualname.startswith("torch.nn."):
-                return qualname, _built_inplace(func, qualname), func
-            return None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            owner = self.scopes[-1].owner
-            facts = self.class_facts.get(id(owner)) if owner is not None else None
-            if facts is not None:
-                return facts.modules.get(func.attr.value)
-        return None
+            if qualname is not None and qualname.startswith("torch.nn.") and _built_inplace(func, qualname):
+                label = f"`{self.source(func)}` (`{qualname.replace('torch.nn.', 'nn.')}(inplace=True)`{_dropout_note(qualname)})"
+                self.inplace(node, first, label, fix, [], index_target=False)
+            return
+        owner = self.scopes[-1].owner
+        if owner is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return
+        if is_autograd_function_class(owner):
+            return
+        self.ask(node, first, f"`{self.source(func)}`", fix, [], index_target=False, layer=(owner.name.value, func.attr.value))
 
     # -- deciding -----------------------------------------------------------------------------
     def inplace(
@@ -922,8 +905,7 @@ class InplaceOnGradTensor(Rule):
         return name.partition(".")[0] in scope.sinks
 
     def owns_layers(self, owner: Optional[cst.ClassDef]) -> bool:
-        facts = self.class_facts.get(id(owner)) if owner is not None else None
-        return facts is not None and facts.has_layers
+        return owner is not None and self.model.owns_layers(owner.name.value)
 
     def note_called_without_grad(self, node: cst.Call) -> None:
         """Functions called (or passed along, as to `model.apply(fn)`) under no_grad."""
@@ -933,7 +915,15 @@ class InplaceOnGradTensor(Rule):
                 self.called_without_grad.add(name.rpartition(".")[2])
 
     def ask(
-        self, node: cst.CSTNode, target: cst.BaseExpression, op: str, fix: str, operands: list[cst.BaseExpression], *, index_target: bool
+        self,
+        node: cst.CSTNode,
+        target: cst.BaseExpression,
+        op: str,
+        fix: str,
+        operands: list[cst.BaseExpression],
+        *,
+        index_target: bool,
+        layer: Optional[tuple[str, str]] = None,
     ) -> None:
         """An in-place write whose target only the semantic model can tell: a leaf that requires
         grad (a Parameter, a layer's `weight`, `requires_grad=True`), one of several views
@@ -949,13 +939,15 @@ class InplaceOnGradTensor(Rule):
         name = root.value if isinstance(root, cst.Name) else None
         training = self.model.in_training_path()
         dotted = dotted_name(root) if isinstance(root, cst.Attribute) else None
-        self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training, dotted))
+        self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training, dotted, layer))
 
     def finish(self) -> None:
         reported: set[int] = set()  # saved outputs already reported: later writes repeat the fault
         for asked in self.asked:
             if any(function in self.called_without_grad for function in asked.functions):
                 continue  # the function is called under no_grad in this file
+            if asked.layer is not None and not self.inplace_layer(asked):
+                continue
             values = {v for v in self.model.resolve(asked.value) if type(v) is Tensor}
             if not values:
                 message = self.leaf_message(asked, values)
@@ -971,6 +963,18 @@ class InplaceOnGradTensor(Rule):
                 continue
             reported.add(id(saved))
             self.report_saved(asked, saved)
+
+    def inplace_layer(self, asked: Asked) -> bool:
+        """`self.<attr>(x)` writes x in place: the model says `self.<attr>` is built once, with
+        `inplace=True`. Names the layer in the message."""
+        layer = self.model.sole_layer(*asked.layer)
+        if layer is None or not layer.inplace:
+            return False
+        built = layer.origin.text.strip("`")
+        built = built[: -len("(...)")] if built.endswith("(...)") else built
+        built = built.replace("torch.nn.", "nn.")
+        asked.op = f"{asked.op} (`{built}(inplace=True)`{_dropout_note(built)})"
+        return True
 
     def leaf_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
         """A leaf that requires grad: the model says so, or the update reads its `.grad`
@@ -1054,9 +1058,7 @@ class InplaceOnGradTensor(Rule):
         """A layer's output is trusted when the layer is the one thing some `self.<attr>` of a
         class here is built as: timm's `nn.ReLU() if relu else nn.Identity()` hangs on
         arguments the model does not evaluate."""
-        if self._single_layers is None:
-            self._single_layers = {id(call) for facts in self.class_facts.values() for (_, _, call) in facts.modules.values()}
-        return origin.node is not None and id(origin.node) in self._single_layers
+        return origin.node is not None and id(origin.node) in self.model.sole_layers()
 
     def from_arguments_only(self, scope: Scope, origin: Origin) -> bool:
         """In a forward of a module that owns no layers, an op reading nothing but the
@@ -1127,18 +1129,6 @@ def _first_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
 def _is_true(arg: Optional[cst.Arg | cst.BaseExpression]) -> bool:
     value = arg.value if isinstance(arg, cst.Arg) else arg
     return isinstance(value, cst.Name) and value.value == "True"
-
-
-def _literal_bool(value: Optional[cst.BaseExpression]) -> Optional[bool]:
-    if isinstance(value, cst.Name) and value.value in ("True", "False"):
-        return value.value == "True"
-    return None
-
-
-def _requires_grad_flag(call: cst.Call) -> bool:
-    """`.requires_grad_()` and `.requires_grad_(True)`; not False or an expression."""
-    args = [a for a in call.args if not a.star]
-    return not args or _is_true(args[0])
 
 
 def _built_inplace(call: cst.Call, qualname: str) -> bool:
@@ -1214,105 +1204,6 @@ def _mentions_grad_of(expr: cst.CSTNode, name: str) -> bool:
             return True
         stack.extend(children(node))
     return False
-
-
-def collect_class_facts(rule: InplaceOnGradTensor, node: cst.ClassDef) -> ClassFacts:
-    """`self.<attr> = nn.ReLU(...)` in the class's methods, and whether it has layers at all.
-    An attribute assigned more than once, or registered by name, is left out."""
-    collector = _SelfAssignments()
-    for method in node.body.body:
-        if isinstance(method, cst.FunctionDef):
-            for statement in _small_statements(method.body):
-                collector.read(statement)
-    facts = ClassFacts()
-    facts.has_layers = any(
-        isinstance(value, cst.Call) and _class_like(value.func) for values in collector.assigned.values() for value in values
-    )
-    for attribute, values in collector.assigned.items():
-        if attribute in collector.frozen or len(values) != 1 or not isinstance(values[0], cst.Call):
-            continue
-        call = values[0]
-        qualname = rule.ctx.qualname(call.func)
-        if qualname is not None and qualname.startswith("torch.nn.") and qualname[9:10].isupper():
-            facts.modules[attribute] = (qualname, _built_inplace(call, qualname), call)
-    return facts
-
-
-def _small_statements(block: cst.BaseSuite) -> Iterator[cst.BaseSmallStatement]:
-    """The simple statements of a block and its nested if/for/with/try blocks, not of nested
-    functions or classes (their `self` may be anything). Statements only: cheap."""
-    stack: list[cst.CSTNode] = [block]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            yield from node.body
-        elif isinstance(node, (cst.IndentedBlock, cst.Module)):
-            stack.extend(reversed(node.body))
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        elif isinstance(node, cst.Match):
-            stack.extend(case.body for case in node.cases)  # a match has cases, not a body
-        elif isinstance(node, cst.BaseCompoundStatement):
-            stack.append(node.body)
-            for attribute in ("orelse", "finalbody"):
-                extra = getattr(node, attribute, None)
-                if extra is not None:
-                    stack.append(extra.body if isinstance(extra, (cst.Else, cst.Finally)) else extra)
-            if isinstance(node, cst.Try):
-                stack.extend(handler.body for handler in node.handlers)
-        elif isinstance(node, (cst.Else, cst.Finally, cst.ExceptHandler)):
-            stack.append(node.body)
-
-
-class _SelfAssignments:
-    """Values assigned to `self.<attr>`; attributes frozen with `requires_grad = False` or
-    registered by name."""
-
-    def __init__(self) -> None:
-        self.assigned: dict[str, list[cst.BaseExpression]] = {}
-        self.frozen: set[str] = set()
-
-    def read(self, statement: cst.BaseSmallStatement) -> None:
-        if isinstance(statement, cst.Assign):
-            for target in statement.targets:
-                self._assign(target.target, statement.value)
-        elif isinstance(statement, cst.AnnAssign) and statement.value is not None:
-            self._assign(statement.target, statement.value)
-        elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
-            self._call(statement.value)
-
-    def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad":
-            attribute = _self_attribute(target.value)
-            if attribute is not None and _literal_bool(value) is not True:
-                self.frozen.add(attribute)
-            return
-        attribute = _self_attribute(target)
-        if attribute is not None:
-            self.assigned.setdefault(attribute, []).append(value)
-
-    def _call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and not _requires_grad_flag(node):
-            attribute = _self_attribute(func.value)
-            if attribute is not None:
-                self.frozen.add(attribute)
-        name = dotted_name(func)
-        if name in ("self.register_parameter", "self.register_buffer", "self.register_module", "self.add_module", "setattr"):
-            for arg in node.args[:2]:  # registered by name: never tracked
-                if isinstance(arg.value, cst.SimpleString) and isinstance(arg.value.evaluated_value, str):
-                    self.frozen.add(arg.value.evaluated_value)
-
-
-def _class_like(func: cst.BaseExpression) -> bool:
-    name = dotted_name(func)
-    return name is not None and name.rpartition(".")[2][:1].isupper()
-
-
-def _self_attribute(target: cst.BaseExpression) -> Optional[str]:
-    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-        return target.attr.value
-    return None
 
 
 def backward_mode_and_sinks(scope: Scope, module: cst.Module) -> tuple[str, Optional[frozenset[str]]]:

@@ -1206,6 +1206,48 @@ class SemanticModel(Analysis):
                 found.add(Tensor(layer.kind, layer.origin, from_layer=True))
         return found
 
+    def sole_layer(self, cls: str, attr: str) -> Layer | None:
+        """The layer `self.<attr>` of `cls` is, when the class (or a base here) assigns it
+        once and that resolves to one layer: `nn.ReLU() if relu else nn.Identity()` is not one."""
+        for info in self._class_chain(cls):
+            if attr in info.attrs:
+                values = info.attrs[attr]
+                if len(values) != 1:
+                    return None
+                resolved = self.resolve(values[0])
+                if len(resolved) != 1:
+                    return None
+                (layer,) = resolved
+                return layer if type(layer) is Layer else None
+        return None
+
+    def sole_layers(self) -> frozenset[int]:
+        """Construction calls (by id) of every layer that is some class's `sole_layer`."""
+        found = self.memo.get("sole layers")
+        if found is None:
+            ids = set()
+            for name, info in self.classes.items():
+                for attr in info.attrs:
+                    layer = self.sole_layer(name, attr)
+                    if layer is not None and layer.origin.node is not None:
+                        ids.add(id(layer.origin.node))
+            found = self.memo["sole layers"] = frozenset(ids)
+        return found
+
+    def owns_layers(self, cls: str) -> bool:
+        """Whether `cls` (or a base here) holds a layer, a parameter, a container of layers or
+        an instance of a class in some `self.<attr>`: a module with weights, not a transform."""
+        for info in self._class_chain(cls):
+            for values in info.attrs.values():
+                for value in values:
+                    for resolved in self.resolve(value):
+                        kind = type(resolved)
+                        if kind in (NNModule, Layer, Instance) or (kind is Tensor and resolved.kind == LEAF):
+                            return True
+                        if kind is Sequence and resolved.kind in ("sequential", "modulelist", "moduledict"):
+                            return True
+        return False
+
     def bound_in(self, function: cst.FunctionDef, name: str) -> bool:
         """Whether `name` is assigned anywhere in `function` (a parameter never reassigned is not)."""
         return (id(function), name) in self._bindings
