@@ -22,28 +22,9 @@ from ._grad_mode import (
     with_grad_effect,
 )
 
-# --- what autograd saves ------------------------------------------------------------------
-# Every entry below was checked with torch 2.13: `y = op(x); y.add_(1); y.sum().backward()`
-# raises "modified by an inplace operation" for these and for no look-alike left out
-# (BatchNorm, LayerNorm, GroupNorm, linear, conv, matmul, pooling, dropout, GELU, SiLU, ELU,
-# LeakyReLU, Softplus, log, sin, pow(x, 2), clamp, cumsum, cat, interpolate do not save
-# their output; out-of-place ELU/LeakyReLU/SELU/CELU save their *input*, their in-place forms
-# their output).
-
-#: nn modules whose output autograd saves.
-SAVED_OUTPUT_MODULES = frozenset(
-    {"torch.nn." + n for n in ("ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softmin", "Softmax2d")}
-)
+# What autograd saves, which layers take `inplace` and which ops return several views are the
+# semantic model's tables (torchlint.semantic.torch_api), each entry checked with torch 2.13.
 SEQUENTIAL_CLASSES = frozenset({"torch.nn.Sequential", "torch.nn.modules.Sequential", "torch.nn.modules.container.Sequential"})
-#: nn modules that save their output only when built with `inplace=True`.
-SAVED_WHEN_INPLACE_MODULES = frozenset({"torch.nn." + n for n in ("LeakyReLU", "ELU", "SELU", "CELU", "RReLU")})
-
-#: nn activation/dropout modules taking `inplace`, and its positional index.
-INPLACE_MODULE_POSITION = {
-    **{"torch.nn." + n: 0 for n in ("ReLU", "ReLU6", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "SELU")},
-    **{"torch.nn." + n: 1 for n in ("LeakyReLU", "ELU", "CELU", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")},
-    "torch.nn.Hardtanh": 2, "torch.nn.Threshold": 2, "torch.nn.RReLU": 2,
-}
 
 # --- what counts as in-place ----------------------------------------------------------------
 #: Keyed by libcst class name: rule modules must not touch libcst at import (torchlint.lazy).
@@ -1132,18 +1113,25 @@ def _is_true(arg: Optional[cst.Arg | cst.BaseExpression]) -> bool:
 
 
 def _built_inplace(call: cst.Call, qualname: str) -> bool:
+    """`nn.ReLU(inplace=True)`, `nn.Dropout(0.1, True)`: a layer taking `inplace`, built so."""
+    position = api.INPLACE_POSITION.get("torch.nn." + qualname.rpartition(".")[2])
+    if position is None:
+        return False
     flag = _keyword(call, "inplace")
     if flag is None:
-        position = INPLACE_MODULE_POSITION.get(qualname)
         positional = [a for a in call.args if a.keyword is None]
-        if position is None or position >= len(positional):
+        if position >= len(positional):
             return False
         flag = positional[position]
-    return qualname in INPLACE_MODULE_POSITION and _is_true(flag)
+    return _is_true(flag)
 
 
 def _module_saves_output(qualname: str, inplace: bool) -> bool:
-    return qualname in SAVED_OUTPUT_MODULES or (inplace and qualname in SAVED_WHEN_INPLACE_MODULES)
+    return (
+        api.LAYERS.get(qualname) in SAVED_KINDS
+        or qualname in api.SAVED_OUTPUT_LAYERS
+        or (inplace and qualname in api.SAVED_WHEN_INPLACE_LAYERS)
+    )
 
 
 def _is_basic_index(node: cst.Subscript) -> bool:

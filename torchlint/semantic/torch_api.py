@@ -130,9 +130,13 @@ VIEW_ONLY_METHODS = frozenset(
 )
 VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
 
-#: Ops whose output autograd saves beyond those in TENSOR_FUNCTIONS (torch 2.13: an in-place
-#: edit of their output makes backward raise "modified by an inplace operation"), and the
-#: in-place forms, which save (and return) their argument.
+#: Ops whose output autograd saves beyond those in TENSOR_FUNCTIONS, and the in-place forms,
+#: which save (and return) their argument. Checked with torch 2.13: `y = op(x); y.add_(1);
+#: y.sum().backward()` raises "modified by an inplace operation" for these and for no
+#: look-alike left out (BatchNorm, LayerNorm, GroupNorm, linear, conv, matmul, pooling,
+#: dropout, GELU, SiLU, ELU, LeakyReLU, Softplus, log, sin, pow(x, 2), clamp, cumsum, cat,
+#: interpolate do not save their output; out-of-place ELU/LeakyReLU/SELU/CELU save their
+#: *input*, their in-place forms their output).
 SAVED_OUTPUT_FUNCTIONS = frozenset(
     {
         "torch.special.expit", "torch.special.exp2", "torch.special.expm1",
