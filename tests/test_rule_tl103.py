@@ -559,3 +559,23 @@ def test_an_inplace_layer_called_as_a_statement_makes_its_argument_its_saved_out
             return h
     """
     assert lines(code) == [12]
+
+
+def test_one_report_per_saved_output_even_through_a_submodule():
+    code = """
+    import torch
+    import torch.nn as nn
+    class Block(nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+        def forward(self, x):
+            h = self.block(x)
+            h += 1
+            h *= 2
+            return h
+    """
+    assert lines(code) == [12]

@@ -923,7 +923,7 @@ class InplaceOnGradTensor(Rule):
         self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training, dotted, layer))
 
     def finish(self) -> None:
-        reported: set[int] = set()  # saved outputs already reported: later writes repeat the fault
+        reported: set[tuple] = set()  # saved outputs already reported: later writes repeat the fault
         for asked in self.asked:
             if any(function in self.called_without_grad for function in asked.functions):
                 continue  # the function is called under no_grad in this file
@@ -940,9 +940,12 @@ class InplaceOnGradTensor(Rule):
                 self.report(asked.node, message)
                 continue
             saved = self.saved_output(asked, values)
-            if saved is None or id(saved) in reported:
+            if saved is None:
                 continue
-            reported.add(id(saved))
+            key = (id(saved.node), saved.path, saved.line, saved.text)
+            if key in reported:
+                continue
+            reported.add(key)
             self.report_saved(asked, saved)
 
     def inplace_layer(self, asked: Asked) -> bool:
