@@ -35,7 +35,7 @@ def module(forward_body: str) -> str:
 def test_saved_output_message_names_the_op_its_line_and_the_fix():
     [(line, message)] = findings(module("y = torch.sigmoid(self.fc(x))\ny += 1\nreturn y"))
     assert line == 12
-    assert "in-place `+=` on the output of `torch.sigmoid` (line 11)" in message
+    assert "in-place `+=` on the output of `torch.sigmoid(...)` (line 11)" in message
     assert "modified by an inplace operation" in message
     assert "write `y = y + ...`" in message
 
@@ -308,3 +308,274 @@ def test_match_statements_in_init_do_not_crash():
     )
     result = check_sources({"m.py": source}, select=["TL103", "TL001"])
     assert [f.code for f in result.findings] == ["TL103"]
+
+
+# -- leaves and multi-output views: the semantic model's answers ----------------------------------
+def test_views_of_a_leaf_through_names_but_not_index_copies():
+    code = """
+    import torch
+    w = torch.nn.Parameter(torch.randn(3, 3))
+    row = w[0]
+    row.add_(1)
+    picked = w[idx]
+    picked.add_(1)
+    col = w.T
+    col.mul_(2)
+    """
+    assert lines(code) == [4, 8]
+
+
+def test_layer_parameters_in_any_method_and_through_containers():
+    code = """
+    import torch
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.act = nn.GELU()
+            self.seq = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+            self.frozen = nn.Linear(4, 4)
+            self.frozen.weight.requires_grad = False
+        def reset(self):
+            self.fc.bias.zero_()
+            self.seq[0].weight.normal_()
+            self.frozen.weight.zero_()
+            self.fc.weight.data.zero_()
+            self.fc.weight.grad.zero_()
+    """
+    assert lines(code) == [12, 13]
+
+
+def test_a_parameter_passed_to_a_helper_is_a_leaf_there_unless_cloned():
+    code = """
+    import torch.nn as nn
+    def scale_(t, s):
+        t.mul_(s)
+    def masked(bias):
+        bias = bias.clone()
+        bias[:2].zero_()
+        return bias
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+        def forward(self, x):
+            scale_(self.fc.weight, 2.0)
+            return self.fc(x) + masked(self.fc.bias)
+    """
+    assert lines(code) == [3]
+
+
+def test_a_leaf_handed_back_by_a_helper_is_not_vouched_for():
+    code = """
+    import torch
+    import torch.nn as nn
+    def fuse(conv, bn):
+        if bn is None:
+            return conv.weight
+        return conv.weight * bn.weight.view(-1, 1, 1, 1)
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 3, 1)
+            self.bn = nn.BatchNorm2d(3)
+        def deploy(self):
+            kernel = fuse(self.conv, self.bn)
+            kernel += 1
+    """
+    assert lines(code) == []
+
+
+def test_update_reading_its_own_grad_is_on_a_leaf_whatever_the_loop():
+    code = """
+    import torch
+    def step(params, lr):
+        for group in params:
+            for p in group:
+                p.sub_(lr * p.grad)
+                p.mul_(0.9)
+    """
+    [(line, message)] = findings(code)
+    assert line == 5
+    assert "(`p`, whose `.grad` it reads)" in message
+
+
+def test_multi_output_views_need_a_base_that_requires_grad():
+    code = """
+    import torch
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+        def forward(self, x, tokens):
+            h = self.fc(x)
+            for piece in h.chunk(2, dim=-1):
+                piece.relu_()
+            with torch.no_grad():
+                a, b = self.fc(x).chunk(2, dim=-1)
+            b.add_(1)
+            c, d = x.chunk(2, dim=-1)
+            d.add_(1)
+            name, _ = tokens.split(":")
+            name += "!"
+            self.fc(x).split(4, dim=-1)[1].zero_()
+            return h
+    """
+    assert lines(code) == [10, 18]
+
+
+def test_multi_output_view_message_names_the_op_and_the_error():
+    code = MODULE_HEADER + "\n    def forward(self, x):\n        a, b = self.fc(x).chunk(2, dim=-1)\n        b += 1\n        return a * b\n"
+    [(line, message)] = findings(code)
+    assert line == 12
+    assert "one of the several views `self.fc(x).chunk(...)` (line 11) returns" in message
+    assert "returns multiple views" in message
+
+
+def test_a_user_class_split_method_keeps_its_meaning_for_other_rules():
+    code = """
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class Splitter:
+        def split(self, x):
+            return F.softmax(x, dim=1), x
+    def step(splitter, x, y):
+        probs, _ = splitter.split(x)
+        return F.cross_entropy(probs, y)
+    step(Splitter(), x, y)
+    """
+    result = check_sources({"m.py": textwrap.dedent(code).lstrip("\n")}, select=["TL101", "TL103"])
+    assert [(f.code, f.location.line) for f in result.findings] == [("TL101", 8)]
+
+
+def test_a_binding_later_in_a_loop_does_not_outlive_a_rebinding_before_the_use():
+    code = """
+    import torch
+    def load(records, requires_grad):
+        out = []
+        for raw in records:
+            tensor = torch.empty(0)
+            tensor.set_(raw)
+            if requires_grad:
+                tensor.requires_grad_(True)
+            out.append(tensor)
+        return out
+    """
+    assert lines(code) == []
+
+
+def test_a_leaf_in_a_tuple_a_helper_returns_is_not_vouched_for():
+    code = """
+    import torch.nn as nn
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 3, 1)
+            self.bn = nn.BatchNorm2d(3)
+        def _fuse(self, conv, bn):
+            if bn is None:
+                return conv.weight, conv.bias
+            return conv.weight * bn.weight.view(-1, 1, 1, 1), bn.bias
+        def deploy(self):
+            kernel, bias = self._fuse(self.conv, self.bn)
+            kernel += 1
+            return kernel, bias
+    """
+    assert lines(code) == []
+
+
+def test_every_arm_rebinding_in_a_loop_body_kills_the_previous_iteration():
+    code = """
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.act = nn.ReLU(inplace=True)
+            self.cells = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+        def forward(self, x):
+            for i, cell in enumerate(self.cells):
+                if i == 0:
+                    x = cell(x)
+                else:
+                    x = cell(x) + x
+                if i == 2:
+                    x = self.act(x)
+            return x
+    """
+    assert lines(code) == []
+
+
+def test_layers_whose_parameters_are_frozen_are_not_leaves_requiring_grad():
+    code = """
+    import torch
+    import torch.nn as nn
+    def fuse(conv, bn):
+        fused = nn.Conv2d(3, 3, 1, bias=True).requires_grad_(False).to(conv.weight.device)
+        fused.weight.copy_(conv.weight * bn.weight.view(-1, 1, 1, 1))
+        head = nn.Linear(3, 3)
+        head.bias.requires_grad = False
+        head.bias.zero_()
+        head.weight.zero_()
+        return fused, head
+    """
+    assert lines(code) == [9]
+
+
+def test_a_piece_made_contiguous_may_be_a_copy():
+    code = """
+    import torch.nn as nn
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(8, 24)
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            q = q.contiguous()
+            q *= 0.5
+            k.contiguous().mul_(2)
+            v[0].add_(1)
+            return q, k, v
+    """
+    assert lines(code) == [11]
+
+
+def test_an_inplace_layer_called_as_a_statement_makes_its_argument_its_saved_output():
+    code = """
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.act = nn.ReLU(inplace=True)
+            self.drop = nn.Dropout(0.1)
+        def forward(self, x):
+            h = self.fc(x)
+            self.act(h)
+            self.drop(h)
+            h += 1
+            print(h)
+            return h
+    """
+    assert lines(code) == [12]
+
+
+def test_one_report_per_saved_output_even_through_a_submodule():
+    code = """
+    import torch
+    import torch.nn as nn
+    class Block(nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+        def forward(self, x):
+            h = self.block(x)
+            h += 1
+            h *= 2
+            return h
+    """
+    assert lines(code) == [12]

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -9,7 +9,8 @@ from torchlint.findings import Severity
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.model import SemanticModel
-from torchlint.semantic.values import SAVED_KINDS, Tensor
+from torchlint.semantic import torch_api as api
+from torchlint.semantic.values import LEAF, MULTI_VIEW, SAVED_KINDS, Origin, Tensor
 from torchlint.static.names import dotted_name
 
 from ._grad_mode import (
@@ -21,72 +22,9 @@ from ._grad_mode import (
     with_grad_effect,
 )
 
-# --- what autograd saves ------------------------------------------------------------------
-# Every entry below was checked with torch 2.13: `y = op(x); y.add_(1); y.sum().backward()`
-# raises "modified by an inplace operation" for these and for no look-alike left out
-# (BatchNorm, LayerNorm, GroupNorm, linear, conv, matmul, pooling, dropout, GELU, SiLU, ELU,
-# LeakyReLU, Softplus, log, sin, pow(x, 2), clamp, cumsum, cat, interpolate do not save
-# their output; out-of-place ELU/LeakyReLU/SELU/CELU save their *input*, their in-place forms
-# their output).
-
-#: Functions whose result autograd saves for their backward.
-SAVED_OUTPUT_FUNCTIONS = frozenset(
-    {
-        "torch.relu", "torch.nn.functional.relu",
-        "torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit",
-        "torch.tanh", "torch.nn.functional.tanh",
-        "torch.exp", "torch.exp2", "torch.special.exp2", "torch.expm1", "torch.special.expm1",
-        "torch.sqrt", "torch.rsqrt", "torch.reciprocal", "torch.tan",
-        "torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax",
-        "torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax",
-        "torch.nn.functional.softmin", "torch.nn.functional.gumbel_softmax",
-        "torch.logsumexp", "torch.special.logsumexp", "torch.logcumsumexp",
-        "torch.amax", "torch.amin", "torch.prod", "torch.cumprod",
-        "torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm",
-        # in-place forms return (and save) their argument
-        "torch.relu_", "torch.nn.functional.relu_", "torch.sigmoid_", "torch.tanh_", "torch.exp_",
-        "torch.exp2_", "torch.expm1_", "torch.sqrt_", "torch.rsqrt_", "torch.reciprocal_", "torch.tan_",
-        "torch.nn.functional.elu_", "torch.nn.functional.leaky_relu_", "torch.nn.functional.selu_",
-        "torch.nn.functional.celu_", "torch.nn.functional.rrelu_", "torch.selu_", "torch.celu_", "torch.rrelu_",
-    }
-)
-#: Tensor methods whose result autograd saves (the in-place ones save the receiver).
-SAVED_OUTPUT_METHODS = frozenset(
-    {
-        "relu", "sigmoid", "tanh", "exp", "exp2", "expm1", "sqrt", "rsqrt", "reciprocal", "tan",
-        "softmax", "log_softmax", "logsumexp", "logcumsumexp", "amax", "amin", "prod", "cumprod", "norm",
-        "relu_", "sigmoid_", "tanh_", "exp_", "exp2_", "expm1_", "sqrt_", "rsqrt_", "reciprocal_", "tan_",
-    }
-)
-#: Functionals that save their output only in their `inplace=True` form.
-SAVED_WHEN_INPLACE_FUNCTIONALS = frozenset(
-    {"torch.nn.functional." + n for n in ("relu", "elu", "leaky_relu", "selu", "celu", "rrelu")}
-)
-#: nn modules whose output autograd saves.
-SAVED_OUTPUT_MODULES = frozenset(
-    {"torch.nn." + n for n in ("ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softmin", "Softmax2d")}
-)
+# What autograd saves, which layers take `inplace` and which ops return several views are the
+# semantic model's tables (torchlint.semantic.torch_api), each entry checked with torch 2.13.
 SEQUENTIAL_CLASSES = frozenset({"torch.nn.Sequential", "torch.nn.modules.Sequential", "torch.nn.modules.container.Sequential"})
-#: nn modules that save their output only when built with `inplace=True`.
-SAVED_WHEN_INPLACE_MODULES = frozenset({"torch.nn." + n for n in ("LeakyReLU", "ELU", "SELU", "CELU", "RReLU")})
-
-#: nn activation/dropout modules taking `inplace`, and its positional index.
-INPLACE_MODULE_POSITION = {
-    **{"torch.nn." + n: 0 for n in ("ReLU", "ReLU6", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "SELU")},
-    **{"torch.nn." + n: 1 for n in ("LeakyReLU", "ELU", "CELU", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")},
-    "torch.nn.Hardtanh": 2, "torch.nn.Threshold": 2, "torch.nn.RReLU": 2,
-}
-
-# --- leaves ---------------------------------------------------------------------------------
-PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-FACTORIES = frozenset(
-    "torch." + n
-    for n in (
-        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
-        "linspace", "logspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
-        "randn_like", "randint_like", "normal",
-    )
-)
 
 # --- what counts as in-place ----------------------------------------------------------------
 #: Keyed by libcst class name: rule modules must not touch libcst at import (torchlint.lazy).
@@ -108,40 +46,30 @@ VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
 
 
 @dataclass
-class Origin:
-    kind: str  # "leaf", "saved", "param_item" or "self_param"
-    what: str  # how the message names where the tensor came from
-    node: cst.CSTNode  # for its line
-    #: a saved output computed from the function's own arguments only (`torch.sigmoid(x)`)
-    from_arguments_only: bool = False
-
-
-@dataclass
-class Candidate:
-    report: object  # the handle `Rule.report` returned
-    functions: tuple[str, ...]  # names of the enclosing functions, outermost first
-
-
-@dataclass
 class Scope:
     function: Optional[cst.FunctionDef]
     owner: Optional[cst.ClassDef]
-    names: dict[str, Origin] = field(default_factory=dict)
-    rebound: set[str] = field(default_factory=set)  # names assigned so far in this function
     grad_switched_off: bool = False  # a `torch.set_grad_enabled(False)` statement ran
     backward_mode: Optional[str] = None  # "forward", "backward" or "" once computed
     sinks: Optional[frozenset[str]] = None  # names whose values reach backward / the return
-    if_frames: dict[int, tuple[dict[str, Origin], list[dict[str, Origin]]]] = field(default_factory=dict)
 
 
 @dataclass
-class ClassFacts:
-    """What `__init__` and friends assign to `self.<attr>`."""
+class Asked:
+    """An in-place write the semantic model decides (see `InplaceOnGradTensor.ask`)."""
 
-    parameters: dict[str, cst.Call] = field(default_factory=dict)
-    modules: dict[str, tuple[str, bool, cst.Call]] = field(default_factory=dict)  # qualname, inplace, call
-    #: some `self.<attr>` holds a Parameter or an instance of a class (`nn.Linear`, `Mlp`, ...)
-    has_layers: bool = False
+    node: cst.CSTNode
+    value: object  # the model's symbolic value of the written tensor
+    op: str
+    fix: str
+    operands: tuple[cst.BaseExpression, ...]
+    functions: tuple[str, ...]  # names of the enclosing functions, outermost first
+    scope: Scope
+    name: Optional[str]  # the written name, when it is a plain name
+    training: bool  # in code that runs in training mode
+    dotted: Optional[str] = None  # `self.embed.weight` for a write on it
+    #: (class, attr) of `self.<attr>(x)`: in place only if the model says it was built so
+    layer: Optional[tuple[str, str]] = None
 
 
 class InplaceOnGradTensor(Rule):
@@ -151,10 +79,13 @@ class InplaceOnGradTensor(Rule):
     `F.relu(x, inplace=True)`, a module built with `inplace=True`) that autograd cannot allow,
     outside `torch.no_grad()` / `torch.inference_mode()`:
 
-    - on a leaf that requires grad: an `nn.Parameter`, a tensor created with
-      `requires_grad=True` or `.requires_grad_()`, a `self.<param>` in `forward`, or a
-      parameter from a `model.parameters()` loop updated with its own `.grad` (manual SGD);
-      views of these (`w[0]`, `w.view(...)`, `w.t()`) count too;
+    - on a leaf that requires grad: an `nn.Parameter` (also as `self.<param>`), a layer's
+      `weight`/`bias` (`self.fc.weight`, `self.layers[i].weight`), a tensor created with
+      `requires_grad=True` or `.requires_grad_()`, one from a list of those, or any tensor
+      whose update reads its own `.grad` (manual SGD: `p -= lr * p.grad`); views of these
+      (`w[0]`, `w.view(...)`, `w.t()`, `w.T`) count too;
+    - on one of the views `chunk`, `split` or `unbind` return (`a, b = self.proj(x).chunk(2)`,
+      `x.split(n)[0]`), when what they split requires grad (a layer's output, a leaf);
     - on the output of an op that saves its output for backward (`relu`, `sigmoid`, `tanh`,
       `exp`, `sqrt`, `softmax`, `log_softmax`, `nn.ReLU`, `nn.Sigmoid`, ...), in an
       `nn.Module.forward` (or a `forward_*` helper) or in a function that calls `.backward()`
@@ -163,7 +94,10 @@ class InplaceOnGradTensor(Rule):
 
     ## Why is this bad?
     In-place on a leaf that requires grad raises at once: "a leaf Variable that requires grad
-    is being used in an in-place operation". In-place on a saved output passes the forward
+    is being used in an in-place operation"; so does in-place on one of several views of a
+    tensor that requires grad: "Output 0 of Split is a view and is being modified inplace.
+    This view is the output of a function that returns multiple views" (`tensor_split`,
+    `hsplit` and `vsplit` build single views and do not raise). In-place on a saved output passes the forward
     pass and fails later, in `backward()`: "one of the variables needed for gradient
     computation has been modified by an inplace operation", far from the line at fault.
 
@@ -201,18 +135,21 @@ class InplaceOnGradTensor(Rule):
     get no fix: rebinding the name would silently stop updating the parameter.
 
     ## Known limitations
-    Names are followed within one function, in source order (the arms of an `if` are merged as
-    possible paths). Beyond the function, the engine's semantic model adds the output of a
-    submodule or helper of this file (`h = self.block(x); h += 1` where `Block.forward` returns
-    `torch.relu(...)`) and a helper's argument (`scale(torch.sigmoid(x))` where `scale` edits
-    it in place), unless the call runs under `no_grad`. A tensor stored in a container or in
-    an attribute (other than a module's own parameters) is not followed, and tuple targets
-    (`w[0], w[1] = ...`) are not read. Custom activation factories (`create_act_layer(...)`)
-    are not resolved. A function called under `torch.no_grad()` from another file is not
-    known to be; in the same file it is. Inside `forward` the input of a saved-output op is
-    assumed to require grad, except when it is a bare argument of a module that owns no
-    layers or parameters (a transform). In-place writes to tensors saved as *inputs* (`y = x *
-    w; w.add_(1)`) are out of scope.
+    What the written tensor may be is the engine's semantic model's answer, within one file:
+    names across branches and loops, tuple unpacking, lists of tensors, `self.<attr>`, module
+    containers, the outputs of submodules and helpers of the file, and a helper's argument as
+    its callers in the file pass it. A leaf or a saved output is only as good as that: a
+    tensor stored in a dict, or returned by a function of another file, is not followed; a
+    leaf handed back by a call is not trusted (fusion helpers return a parameter on one path
+    and a product on another). A layer's output counts as saved only when the layer is the
+    one thing a `self.<attr>` is built as (custom activation factories such as
+    `create_act_layer(...)` are not resolved). `chunk`/`split` views count only when what they
+    split is known to require grad: a layer with parameters' output or a leaf, not a
+    `forward`'s bare argument. A function called under `torch.no_grad()` from another file
+    is not known to be; in the same file it is. Inside `forward` the input of a saved-output
+    op is assumed to require grad, except when it is a bare argument of a module that owns
+    no layers or parameters (a transform). In-place writes to tensors saved as *inputs*
+    (`y = x * w; w.add_(1)`) are out of scope.
     """
 
     analyses = (SemanticModel,)
@@ -220,7 +157,13 @@ class InplaceOnGradTensor(Rule):
     name = "inplace-on-grad-tensor"
     summary = "in-place op on a leaf that requires grad or on an output autograd saves for backward"
     #: The error that proves it when the program runs.
-    proven_by = (("RuntimeError", r"modified by an inplace operation|a leaf Variable that requires grad is being used in an in-place operation"),)
+    proven_by = (
+        (
+            "RuntimeError",
+            r"modified by an inplace operation|a leaf Variable that requires grad is being used in an in-place operation"
+            r"|is a view and is being modified inplace",
+        ),
+    )
     severity = Severity.ERROR
     triggers = ("torch", "parameters(")
     fix_safety = UNSAFE
@@ -348,6 +291,119 @@ class InplaceOnGradTensor(Rule):
                     p.add_(p.grad, alpha=-lr)  # error
             """,
             note="manual SGD over model.parameters()",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class GLU(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, 2 * dim)
+
+                def forward(self, x):
+                    a, gate = self.proj(x).chunk(2, dim=-1)
+                    gate.sigmoid_()  # error
+                    return a * gate
+
+            class Heads(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.qkv = nn.Linear(8, 24)
+
+                def forward(self, x):
+                    q, k, v = torch.split(self.qkv(x), 8, dim=-1)
+                    q *= 0.5  # error
+                    return q @ k.transpose(-2, -1) @ v
+
+            class Rows(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(8, 8)
+
+                def forward(self, x):
+                    first = self.fc(x).unbind(0)[0]
+                    first.add_(1)  # error
+                    return first
+            """,
+            note="in-place on one of the views chunk/split/unbind return, of a layer's output",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.proj = nn.Linear(8, 16)
+
+                def forward(self, x, mask):
+                    a, b = self.proj(x).tensor_split(2, dim=-1)
+                    b.sigmoid_()
+                    c, d = self.proj(x).chunk(2, dim=-1)
+                    d = d.clone()
+                    d.mul_(2)
+                    keep, drop = mask.chunk(2, dim=-1)
+                    drop.fill_(0)
+                    word, rest = "a b".split(" ", 1)
+                    word += "!"
+                    return a * b + c * d
+            """,
+            note="tensor_split builds single views; a clone; data that does not require grad; str.split",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Pruned(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 4)
+                    self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+                def prune(self, masks):
+                    self.fc.weight.mul_(masks[0])  # error
+                    for i in range(len(self.blocks)):
+                        self.blocks[i].weight[masks[i] == 0] = 0.0  # error
+
+            def fit(x, y, lr=0.1):
+                w = torch.zeros(4, 1, requires_grad=True)
+                b = torch.zeros(1, requires_grad=True)
+                params = [w, b]
+                for _ in range(3):
+                    ((x @ w + b - y) ** 2).mean().backward()
+                    for p in params:
+                        p -= lr * p.grad  # error
+                        p.grad = None
+            """,
+            note="a layer's weight (directly and in a ModuleList) and a list of requires_grad tensors",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Pruned(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(4, 4)
+
+                @torch.no_grad()
+                def prune(self, mask):
+                    self.fc.weight.mul_(mask)
+
+                def prune_data(self, mask):
+                    self.fc.weight.data.mul_(mask)
+
+                def masked_bias(self):
+                    bias = self.fc.bias.clone()
+                    bias[:2].zero_()
+                    return bias
+            """,
+            note="no_grad, .data, and a clone of a parameter",
         ),
         Bad(
             """
@@ -656,13 +712,12 @@ class InplaceOnGradTensor(Rule):
         self.scopes: list[Scope] = [Scope(function=None, owner=None)]
         self.grad_modes: list[Optional[bool]] = []  # one per enclosing with/def, None if neutral
         self.file_grad_off = False
-        self.class_facts: dict[int, ClassFacts] = {}
         self.called_without_grad: set[str] = set()
-        self.candidates: list[Candidate] = []
         self.model: SemanticModel = ctx.analysis(SemanticModel)
-        #: In-place writes on names this rule's own dataflow knows nothing about: the semantic
-        #: model decides in finish() (a submodule's output, a helper's argument).
-        self.deferred: list[tuple[cst.CSTNode, object, str, str, tuple[str, ...], Scope, str]] = []
+        #: In-place writes this rule's own saved-output flow knows nothing about: the semantic
+        #: model decides in finish() (leaves, multi-output views, a submodule's output, a
+        #: helper's argument).
+        self.asked: list[Asked] = []
 
     # -- grad mode ----------------------------------------------------------------------------
     def grad_enabled(self) -> bool:
@@ -674,9 +729,6 @@ class InplaceOnGradTensor(Rule):
         return True
 
     def visit_With(self, node: cst.With) -> None:
-        for item in node.items:  # `with ... as name` rebinds name
-            if item.asname is not None:
-                self.forget_targets(item.asname.name)
         self.grad_modes.append(with_grad_effect(node))
 
     def leave_With(self, node: cst.With) -> None:
@@ -694,8 +746,6 @@ class InplaceOnGradTensor(Rule):
     # -- scopes -------------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.scopes.append(Scope(function=None, owner=None))  # class bodies bind class attributes
-        if node.bases and not is_autograd_function_class(node):
-            self.class_facts[id(node)] = collect_class_facts(self, node)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self.scopes.pop()
@@ -718,120 +768,28 @@ class InplaceOnGradTensor(Rule):
         self.scopes.pop()
         self.grad_modes.pop()
 
-    @property
-    def names(self) -> dict[str, Origin]:
-        return self.scopes[-1].names
-
-    # -- branches: each arm of an `if` starts from the state before it ------------------------
-    def visit_If(self, node: cst.If) -> None:
-        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
-        if isinstance(parent, cst.If) and parent.orelse is node:
-            self.enter_else(parent)
-        self.scopes[-1].if_frames[id(node)] = (dict(self.names), [])
-
-    def visit_Else(self, node: cst.Else) -> None:
-        parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
-        if isinstance(parent, cst.If):
-            self.enter_else(parent)
-
-    def enter_else(self, if_node: cst.If) -> None:
-        before, ends = self.scopes[-1].if_frames[id(if_node)]
-        if not ends_abruptly(if_node.body):
-            ends.append(dict(self.names))
-        self.scopes[-1].names = dict(before)
-
-    def leave_If(self, node: cst.If) -> None:
-        before, ends = self.scopes[-1].if_frames.pop(id(node))
-        states = list(ends)
-        if node.orelse is None:
-            if not ends_abruptly(node.body):
-                states.append(self.names)
-            states.append(before)
-        elif isinstance(node.orelse, cst.If) or not ends_abruptly(node.orelse.body):
-            states.append(self.names)
-        merged: dict[str, Origin] = {}
-        for state in states or [before]:
-            for name, origin in state.items():
-                merged.setdefault(name, origin)
-        self.scopes[-1].names = merged
-
-    # -- bindings -----------------------------------------------------------------------------
+    # -- in-place operations ------------------------------------------------------------------
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self.check_index_assignment(node, target.target)
-        origin = self.origin_of_value(node.value)
-        for target in node.targets:
-            if isinstance(target.target, cst.Attribute) and target.target.attr.value == "requires_grad":
-                self.mark_requires_grad(target.target.value, _literal_bool(node.value), node)
-            else:
-                self.bind(target.target, origin)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
             self.check_index_assignment(node, node.target)
-            self.bind(node.target, self.origin_of_value(node.value))
 
-    def bind(self, target: cst.BaseExpression, origin: Optional[Origin]) -> None:
-        if isinstance(target, cst.Name):
-            self.scopes[-1].rebound.add(target.value)
-            if origin is None:
-                self.names.pop(target.value, None)
-            else:
-                self.names[target.value] = origin
-        else:
-            self.forget_targets(target)
-
-    def forget_targets(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            self.scopes[-1].rebound.add(target.value)
-            self.names.pop(target.value, None)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self.forget_targets(element.value)
-        elif isinstance(target, cst.StarredElement):
-            self.forget_targets(target.value)
-
-    def mark_requires_grad(self, receiver: cst.BaseExpression, flag: Optional[bool], node: cst.CSTNode) -> None:
-        """`x.requires_grad_()` / `x.requires_grad = True` as a statement makes x a leaf that
-        requires grad (it raises on anything else); False makes it an ordinary tensor."""
-        if not isinstance(receiver, cst.Name):
-            return
-        if flag is True:
-            self.names[receiver.value] = Origin("leaf", "`.requires_grad_()`", node)
-        else:
-            self.names.pop(receiver.value, None)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self.forget_targets(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self.forget_targets(node.target)
-        item = parameter_loop_item(node)
-        if item is not None:
-            self.names[item] = Origin("param_item", f"`{self.source(node.iter)}`", node)
-
-    # -- in-place operations ------------------------------------------------------------------
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         symbol = AUGMENTED_OPERATORS.get(type(node.operator).__name__)
         if symbol is None:
             return
-        root = self.resolve_target(node.target, index_target=True)
-        if root is not None:
-            self.consider(node, root, f"`{symbol}`", fix=self.rewrite_hint(node.target, symbol), operands=[node.value])
-        else:
-            self.defer(node, node.target, f"`{symbol}`", self.rewrite_hint(node.target, symbol))
+        self.inplace(node, node.target, f"`{symbol}`", self.rewrite_hint(node.target, symbol), [node.value], index_target=True)
 
     def check_index_assignment(self, node: cst.CSTNode, target: cst.BaseExpression) -> None:
         if not isinstance(target, cst.Subscript):
             return
-        root = self.resolve_target(target, index_target=True)
-        if root is not None:
-            base = self.source(target.value)
-            self.consider(
-                node, root, f"index assignment `{base}[...] = ...`",
-                fix=f"build a new tensor instead (`torch.where(...)`, or `{base} = {base}.clone()` first)",
-                operands=[],
-            )
+        base = self.source(target.value)
+        op = f"index assignment `{base}[...] = ...`"
+        fix = f"build a new tensor instead (`torch.where(...)`, or `{base} = {base}.clone()` first)"
+        self.inplace(node, target, op, fix, [], index_target=True)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.grad_enabled():
@@ -842,9 +800,6 @@ class InplaceOnGradTensor(Rule):
             method = func.attr.value
             if method.endswith("_") and not method.startswith("_") and method not in NOT_INPLACE_METHODS:
                 self.check_inplace_method(node, func, method)
-                return
-            if method == "requires_grad_" and isinstance(self.ctx.ancestors[-1], cst.Expr):
-                self.mark_requires_grad(func.value, _requires_grad_flag(node), node)
                 return
         if qualname is not None and qualname.startswith("torch."):
             self.check_torch_call(node, qualname)
@@ -875,225 +830,51 @@ class InplaceOnGradTensor(Rule):
             )
 
     def check_inplace_method(self, node: cst.Call, func: cst.Attribute, method: str) -> None:
-        root = self.resolve_target(func.value, index_target=False)
         fix = f"use the out-of-place `{method[:-1]}(...)` and assign the result"
-        if root is not None:
-            self.consider(node, root, f"`{method}`", fix=fix, operands=[arg.value for arg in node.args])
-        else:
-            self.defer(node, func.value, f"`{method}`", fix)
-        if _is_tensor_method(func, SAVED_OUTPUT_METHODS) and isinstance(func.value, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
-            self.mark_saved(func.value.value, f"`.{method}()`", node)
+        self.inplace(node, func.value, f"`{method}`", fix, [arg.value for arg in node.args], index_target=False)
 
     def check_torch_call(self, node: cst.Call, qualname: str) -> None:
         out = _keyword(node, "out")
         if out is not None:
-            root = self.resolve_target(out.value, index_target=False)
-            if root is not None:
-                self.consider(node, root, "`out=`", fix="drop `out=` and assign the result", operands=[])
+            self.inplace(node, out.value, "`out=`", "drop `out=` and assign the result", [], index_target=False)
         first = _first_argument(node)
         inplace_functional = qualname.startswith("torch.nn.functional.") and _is_true(_keyword(node, "inplace"))
         inplace_function = qualname.endswith("_") and qualname.rpartition(".")[0] in ("torch", "torch.nn.functional")
         if first is None or not (inplace_functional or inplace_function):
             return
         short = self.source(node.func)
-        root = self.resolve_target(first, index_target=False)
-        if root is not None:
-            label = f"`{short}(..., inplace=True)`{_dropout_note(qualname)}" if inplace_functional else f"`{short}`"
-            fix = "drop `inplace=True`" if inplace_functional else f"use `{short[:-1]}` and assign the result"
-            self.consider(node, root, label, fix=fix, operands=[])
-        saves = qualname in SAVED_WHEN_INPLACE_FUNCTIONALS if inplace_functional else qualname in SAVED_OUTPUT_FUNCTIONS
-        if saves and isinstance(first, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
-            self.mark_saved(first.value, f"`{short}`", node)
+        label = f"`{short}(..., inplace=True)`{_dropout_note(qualname)}" if inplace_functional else f"`{short}`"
+        fix = "drop `inplace=True`" if inplace_functional else f"use `{short[:-1]}` and assign the result"
+        self.inplace(node, first, label, fix, [], index_target=False)
 
     def check_inplace_module_call(self, node: cst.Call) -> None:
-        module = self.module_called(node.func)
-        if module is None or not module[1]:
-            return
-        qualname = module[0]
+        """`self.act(x)` where the model says `self.act` is built once, with `inplace=True`
+        (decided in finish()), or an inline `nn.ReLU(inplace=True)(x)`."""
+        func = node.func
         first = _first_argument(node)
         if first is None:
             return
-        label = f"`{self.source(node.func)}` (`{qualname.replace('torch.nn.', 'nn.')}(inplace=True)`{_dropout_note(qualname)})"
-        root = self.resolve_target(first, index_target=False)
-        if root is not None:
-            self.consider(node, root, label, fix="build the module without `inplace=True`", operands=[])
-        if _module_saves_output(qualname, True) and isinstance(first, cst.Name) and isinstance(self.ctx.ancestors[-1], cst.Expr):
-            self.mark_saved(first.value, f"`{self.source(node.func)}`", node)
-
-    # -- where tensors come from --------------------------------------------------------------
-    def resolve_target(self, expr: cst.BaseExpression, *, index_target: bool) -> Optional[tuple[str, Origin]]:
-        """The tracked tensor an in-place write on `expr` modifies: through views (basic
-        indexing, `.view()`, `.t()`, ...), never through `.data`, `.grad` or `.detach()`."""
-        if index_target and isinstance(expr, cst.Subscript):
-            expr = expr.value  # `w[mask] = v` writes into w whatever the index
-        while True:
-            if isinstance(expr, cst.Subscript) and _is_basic_index(expr):
-                expr = expr.value
-            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
-                expr = expr.func.value
-            elif isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRIBUTES:
-                expr = expr.value
-            else:
-                break
-        if isinstance(expr, cst.Name):
-            origin = self.names.get(expr.value)
-            return (expr.value, origin) if origin is not None else None
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            origin = self.self_parameter(expr.attr.value)
-            return (f"self.{expr.attr.value}", origin) if origin is not None else None
-        return None
-
-    def self_parameter(self, attribute: str) -> Optional[Origin]:
-        """`self.<attribute>` when it is an nn.Parameter of this class and we are in its forward."""
-        scope = self.scopes[-1]
-        if scope.function is None or not is_forward_method(scope.function, scope.owner):
-            return None
-        facts = self.class_facts.get(id(scope.owner))
-        call = facts.parameters.get(attribute) if facts else None
-        if call is None:
-            return None
-        return Origin("self_param", f"`self.{attribute}`, an `nn.Parameter`", call)
-
-    def origin_of_value(self, value: cst.BaseExpression) -> Optional[Origin]:
-        """What a name bound to `value` holds, when that is a leaf that requires grad, a view of
-        a tracked tensor, or an output autograd saves."""
-        root = self.resolve_target(value, index_target=False)
-        if root is not None:
-            return root[1]  # a view of a tracked tensor (or the tensor itself)
-        core = value
-        while True:  # a view of a fresh result: `torch.sigmoid(x).view(-1)`, `x.softmax(-1)[0]`
-            if isinstance(core, cst.Subscript) and _is_basic_index(core):
-                core = core.value
-            elif isinstance(core, cst.Call) and isinstance(core.func, cst.Attribute) and core.func.attr.value in VIEW_METHODS:
-                core = core.func.value
-            elif isinstance(core, cst.Attribute) and core.attr.value in VIEW_ATTRIBUTES:
-                core = core.value
-            else:
-                break
-        if not isinstance(core, cst.Call):
-            return None
-        leaf = self.leaf_origin(core)
-        if leaf is not None:
-            return leaf if core is value else None  # views of a new leaf are not leaves
-        return self.saved_origin(core)
-
-    def leaf_origin(self, call: cst.Call) -> Optional[Origin]:
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_":
-            return Origin("leaf", "`.requires_grad_()`", call) if _requires_grad_flag(call) else None
-        qualname = self.ctx.qualname(func)
-        if qualname in PARAMETER_CLASSES:
-            flag = _keyword(call, "requires_grad")
-            positional = [a for a in call.args if a.keyword is None]
-            if flag is None and len(positional) >= 2:
-                flag = positional[1]
-            if flag is not None and not _is_true(flag):
-                return None
-            return Origin("leaf", "`nn.Parameter`", call)
-        if qualname in FACTORIES and _is_true(_keyword(call, "requires_grad")):
-            return Origin("leaf", f"`{self.source(func)}(..., requires_grad=True)`", call)
-        return None
-
-    def saved_origin(self, call: cst.Call) -> Optional[Origin]:
-        if not self.grad_enabled():
-            return None  # made without recording: nothing saved
-        func = call.func
-        what = None
-        inputs: list[cst.BaseExpression] = [a.value for a in call.args if a.keyword is None][:1]
-        qualname = self.ctx.qualname(func)
-        if qualname in SAVED_OUTPUT_FUNCTIONS:
-            what = f"`{self.source(func)}`"
-        elif qualname in SAVED_WHEN_INPLACE_FUNCTIONALS and _is_true(_keyword(call, "inplace")):
-            what = f"`{self.source(func)}(..., inplace=True)`"
-        elif qualname is None and _is_tensor_method(func, SAVED_OUTPUT_METHODS):
-            what = f"`.{func.attr.value}()`"
-            inputs = [func.value]
-        else:
-            module = self.module_called(func)
-            if module is not None and _module_saves_output(module[0], module[1]):
-                what = f"`{self.source(func)}` (`{module[0].replace('torch.nn.', 'nn.')}`)"
-        if what is None or any(_untracked(expr) for expr in inputs):
-            return None
-        return Origin("saved", what, call, from_arguments_only=self.uses_arguments_only(call))
-
-    def uses_arguments_only(self, call: cst.Call) -> bool:
-        """Whether `call` reads nothing but the enclosing function's untouched arguments."""
-        scope = self.scopes[-1]
-        if scope.function is None:
-            return False
-        names: set[str] = set()
-        for arg in call.args:
-            names |= _names_in(arg.value)
-        if isinstance(call.func, cst.Attribute) and self.ctx.qualname(call.func) is None:
-            names |= _names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
-        arguments = _parameter_names(scope.function)
-        return bool(names) and names <= arguments - scope.rebound
-
-    def mark_saved(self, name: str, what: str, node: cst.CSTNode) -> None:
-        """`x.sigmoid_()` or `F.relu(x, inplace=True)` as a statement: x is now a saved output."""
-        current = self.names.get(name)
-        if self.grad_enabled() and name != "self" and (current is None or current.kind == "saved"):
-            self.names[name] = Origin("saved", what, node)  # a leaf stays a leaf
-
-    def module_called(self, func: cst.BaseExpression) -> Optional[tuple[str, bool, cst.Call]]:
-        """(nn class, built with inplace=True, its construction) for `self.act`, or an inline
-        `nn.ReLU(inplace=True)`."""
+        fix = "build the module without `inplace=True`"
         if isinstance(func, cst.Call):
             qualname = self.ctx.qualname(func.func)
-            if qualname is not None and qualname.startswith("torch.nn."):
-                return qualname, _built_inplace(func, qualname), func
-            return None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            owner = self.scopes[-1].owner
-            facts = self.class_facts.get(id(owner)) if owner is not None else None
-            if facts is not None:
-                return facts.modules.get(func.attr.value)
-        return None
+            if qualname is not None and qualname.startswith("torch.nn.") and _built_inplace(func, qualname):
+                label = f"`{self.source(func)}` (`{qualname.replace('torch.nn.', 'nn.')}(inplace=True)`{_dropout_note(qualname)})"
+                self.inplace(node, first, label, fix, [], index_target=False)
+            return
+        owner = self.scopes[-1].owner
+        if owner is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return
+        if is_autograd_function_class(owner):
+            return
+        self.ask(node, first, f"`{self.source(func)}`", fix, [], index_target=False, layer=(owner.name.value, func.attr.value))
 
     # -- deciding -----------------------------------------------------------------------------
-    def consider(self, node: cst.CSTNode, root: tuple[str, Origin], op: str, *, fix: str, operands: list[cst.BaseExpression]) -> None:
-        name, origin = root
-        if not self.grad_enabled():
-            return
-        if origin.kind == "saved":
-            message = self.saved_message(name, origin, op, fix)
-        elif origin.kind == "param_item":
-            if not any(_mentions_grad_of(expr, name) for expr in operands):
-                return  # EMA-style: params may not require grad, callers often hold no_grad
-            message = (
-                f"in-place {op} on a parameter from {origin.what} (line {self.line(origin.node)}) using its "
-                f"`.grad`, outside torch.no_grad(): raises 'a leaf Variable that requires grad is being used "
-                f"in an in-place operation'; wrap the update in `with torch.no_grad():`"
-            )
-        else:
-            where = " in `forward`" if origin.kind == "self_param" else ""
-            message = (
-                f"in-place {op} on a leaf that requires grad ({origin.what} at line {self.line(origin.node)}){where} "
-                f"outside torch.no_grad(): raises at once; wrap the update in `with torch.no_grad():`"
-            )
-        if message is None:
-            return
-        if origin.kind == "saved":
-            self.names.pop(name, None)  # one report per saved output: later writes repeat the fault
-        functions = tuple(s.function.name.value for s in self.scopes if s.function is not None)
-        fix_node = _out_of_place(node) if origin.kind == "saved" else None
-        handle = self.report(
-            node,
-            message,
-            fix=None if fix_node is None else NodeFix("Rewrite as an out-of-place assignment", UNSAFE, ((node, fix_node),)),
-        )
-        self.candidates.append(Candidate(handle, functions))
-
-    def saved_message(self, name: str, origin: Origin, op: str, fix: str) -> Optional[str]:
-        scope = self.scopes[-1]
-        if not self.backward_can_reach(scope, name):
-            return None
-        if origin.from_arguments_only and scope.backward_mode == "forward" and not self.owns_layers(scope.owner):
-            return None  # a layer-less module (a transform) may well get inputs without grad
-        return (
-            f"in-place {op} on the output of {origin.what} (line {self.line(origin.node)}), which autograd "
-            f"saves for backward; backward will fail with 'modified by an inplace operation'; {fix}"
-        )
+    def inplace(
+        self, node: cst.CSTNode, target: cst.BaseExpression, op: str, fix: str, operands: list[cst.BaseExpression], *, index_target: bool
+    ) -> None:
+        """An in-place write on `target`, judged in finish() by what the semantic model says
+        the written tensor may be."""
+        self.ask(node, target, op, fix, operands, index_target=index_target)
 
     def backward_can_reach(self, scope: Scope, name: str) -> bool:
         """Only where a backward can run through this code: an nn.Module's forward (the value
@@ -1105,8 +886,7 @@ class InplaceOnGradTensor(Rule):
         return name.partition(".")[0] in scope.sinks
 
     def owns_layers(self, owner: Optional[cst.ClassDef]) -> bool:
-        facts = self.class_facts.get(id(owner)) if owner is not None else None
-        return facts is not None and facts.has_layers
+        return owner is not None and self.model.owns_layers(owner.name.value)
 
     def note_called_without_grad(self, node: cst.Call) -> None:
         """Functions called (or passed along, as to `model.apply(fn)`) under no_grad."""
@@ -1115,59 +895,176 @@ class InplaceOnGradTensor(Rule):
             if name is not None:
                 self.called_without_grad.add(name.rpartition(".")[2])
 
-    def defer(self, node: cst.CSTNode, target: cst.BaseExpression, op: str, fix: str) -> None:
-        """An in-place write on a name whose value only the semantic model can tell: the output
-        of a submodule or helper (`h = self.block(x); h += 1`), or a helper's argument."""
-        if not self.grad_enabled() or not self.model.in_training_path():
+    def ask(
+        self,
+        node: cst.CSTNode,
+        target: cst.BaseExpression,
+        op: str,
+        fix: str,
+        operands: list[cst.BaseExpression],
+        *,
+        index_target: bool,
+        layer: Optional[tuple[str, str]] = None,
+    ) -> None:
+        """An in-place write whose target only the semantic model can tell: a leaf that requires
+        grad (a Parameter, a layer's `weight`, `requires_grad=True`), one of several views
+        `chunk`/`split` returned, or the output of a submodule or helper that autograd saved.
+        Decided in finish(), once the model has read the whole file."""
+        if not self.grad_enabled():
             return
-        if isinstance(target, cst.Subscript):
-            target = target.value
-        while isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute) and target.func.attr.value in VIEW_METHODS:
-            target = target.func.value
-        if not isinstance(target, cst.Name):
+        root = _view_root(target, index_target=index_target)
+        if root is None:
             return
         scope = self.scopes[-1]
-        if scope.function is None:
-            return
         functions = tuple(s.function.name.value for s in self.scopes if s.function is not None)
-        self.deferred.append((node, self.model.value(target), op, fix, functions, scope, target.value))
+        name = root.value if isinstance(root, cst.Name) else None
+        training = self.model.in_training_path()
+        dotted = dotted_name(root) if isinstance(root, cst.Attribute) else None
+        self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training, dotted, layer))
 
     def finish(self) -> None:
-        # Reported while visiting (positions and fix layout need that context); withdrawn here
-        # when the enclosing function turns out to be called under no_grad in this file.
-        for candidate in self.candidates:
-            if any(function in self.called_without_grad for function in candidate.functions):
-                self.withdraw(candidate.report)
-        for node, value, op, fix, functions, scope, name in self.deferred:
-            if any(function in self.called_without_grad for function in functions):
+        reported: set[tuple] = set()  # saved outputs already reported: later writes repeat the fault
+        for asked in self.asked:
+            if any(function in self.called_without_grad for function in asked.functions):
+                continue  # the function is called under no_grad in this file
+            if asked.layer is not None and not self.inplace_layer(asked):
                 continue
-            # Only outputs of ops called as functions or tensor methods: a layer object's class
-            # may hang on constructor arguments the model does not evaluate (timm's
-            # `nn.ReLU() if relu else nn.Identity()`, built with relu=False where it matters).
-            values = {v for v in self.model.resolve(value) if type(v) is Tensor and not v.from_layer}
-            if not any(v.kind in SAVED_KINDS and v.recorded for v in values):
+            values = {v for v in self.model.resolve(asked.value) if type(v) is Tensor}
+            if not values:
+                message = self.leaf_message(asked, values)
+                if message is not None:
+                    self.report(asked.node, message)
                 continue
-            if name not in _parameter_names(scope.function) and not self.backward_can_reach(scope, name):
-                continue  # neither on the way to backward here, nor an argument a caller passes
-            function = scope.function
-            # Outputs made in this function were judged by the rule's own dataflow while
-            # visiting; the model adds what came from elsewhere (a submodule, a caller).
-            first, last = self.ctx.position(function)[0], self.ctx.position(function)[2]
-            saved = [
-                v for v in values
-                if v.kind in SAVED_KINDS and v.recorded
-                and not (v.origin.node is not None and first <= self.line(v.origin.node) <= last)
-            ]
-            if not saved:
+            message = self.leaf_message(asked, values) or self.view_message(asked, values)
+            if message is not None:
+                self.report(asked.node, message)
                 continue
-            origin = min(saved, key=lambda v: (v.origin.line or self.line(v.origin.node), v.origin.text)).origin
-            line = self.line(origin.node) if origin.node is not None else origin.line
-            via = f", returned by `{origin.via}.forward`" if origin.via else ""
-            self.report(
-                node,
-                f"in-place {op} on the output of {origin.text} (line {line}{via}), which autograd saves for "
-                f"backward; backward will fail with 'modified by an inplace operation'; {fix}",
-            )
+            saved = self.saved_output(asked, values)
+            if saved is None:
+                continue
+            key = (id(saved.node), saved.path, saved.line, saved.text)
+            if key in reported:
+                continue
+            reported.add(key)
+            self.report_saved(asked, saved)
+
+    def inplace_layer(self, asked: Asked) -> bool:
+        """`self.<attr>(x)` writes x in place: the model says `self.<attr>` is built once, with
+        `inplace=True`. Names the layer in the message."""
+        layer = self.model.sole_layer(*asked.layer)
+        if layer is None or not layer.inplace:
+            return False
+        built = layer.origin.text.strip("`")
+        built = built[: -len("(...)")] if built.endswith("(...)") else built
+        built = built.replace("torch.nn.", "nn.")
+        asked.op = f"{asked.op} (`{built}(inplace=True)`{_dropout_note(built)})"
+        return True
+
+    def leaf_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
+        """A leaf that requires grad: the model says so, or the update reads its `.grad`
+        (`p -= lr * p.grad`: only a leaf that requires grad has one)."""
+        # A leaf copied (`.clone()`, `.detach()`) or handed back by a call is not vouched for.
+        leaves = [v for v in values if v.kind == LEAF and v.recorded]
+        if leaves and asked.dotted is not None:
+            scope = asked.scope.function or self.ctx.module
+            if self.model.frozen_path(scope, asked.dotted):
+                return None  # `conv.weight.requires_grad = False` in this function
+            owner = asked.scope.owner
+            if owner is not None and asked.dotted.startswith("self.") and self.model.frozen(owner.name.value, asked.dotted[5:]):
+                return None  # `self.embed.weight.requires_grad = False` somewhere in the class
+        if leaves:
+            origin = min(leaves, key=lambda v: (self.origin_line(v), v.origin.text)).origin
+            what = f"{origin.text} at line {self.origin_line_of(origin)}"
+        elif asked.name is not None and any(_mentions_grad_of(expr, asked.name) for expr in asked.operands):
+            what = f"`{asked.name}`, whose `.grad` it reads"
+        else:
+            return None
+        return (
+            f"in-place {asked.op} on a leaf that requires grad ({what}) outside torch.no_grad(): raises 'a leaf "
+            f"Variable that requires grad is being used in an in-place operation'; wrap the update in "
+            f"`with torch.no_grad():`"
+        )
+
+    def view_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
+        views = [v for v in values if v.kind == MULTI_VIEW and v.recorded]
+        if not views:
+            return None
+        origin = min(views, key=lambda v: (self.origin_line(v), v.origin.text)).origin
+        return (
+            f"in-place {asked.op} on one of the several views {origin.text} (line {self.origin_line_of(origin)}) "
+            f"returns, of a tensor that requires grad: raises 'is a view and is being modified inplace ... a "
+            f"function that returns multiple views'; {asked.fix}, or `.clone()` the piece first"
+        )
+
+    def saved_output(self, asked: Asked, values: set[Tensor]) -> Optional[Origin]:
+        """The output autograd saved that the write modifies, where a backward can run through
+        it: in an nn.Module's forward (the value reaches the return) or in code that calls
+        backward (it reaches the loss); or an argument a caller passes (a helper's)."""
+        scope, name = asked.scope, asked.name
+        if name is None or not asked.training:
+            return None
+        saved = [v for v in values if v.kind in SAVED_KINDS and v.recorded and (not v.from_layer or self.built_here(v.origin))]
+        if not saved:
+            return None
+        function = scope.function
+
+        def made_here(value: Tensor) -> bool:
+            if function is None:
+                return True
+            if value.origin.node is None or value.origin.path:
+                return False
+            first, _, last, _ = self.ctx.position(function)
+            return first <= self.line(value.origin.node) <= last
+
+        if self.backward_can_reach(scope, name):
+            # A layer-less module (a transform) may well get inputs without grad: outputs it
+            # computes from its bare arguments are not taken to require grad.
+            candidates = [v for v in saved if not (made_here(v) and self.from_arguments_only(scope, v.origin))]
+        elif function is not None and name in _parameter_names(function):
+            candidates = [v for v in saved if not made_here(v)]  # a helper's argument: what callers pass
+        else:
+            return None  # neither on the way to backward here, nor an argument a caller passes
+        if not candidates:
+            return None
+        return min(candidates, key=lambda v: (self.origin_line(v), v.origin.text)).origin
+
+    def report_saved(self, asked: Asked, origin: Origin) -> None:
+        via = f", returned by `{origin.via}.forward`" if origin.via else ""
+        fix_node = _out_of_place(asked.node)
+        self.report(
+            asked.node,
+            f"in-place {asked.op} on the output of {origin.text} (line {self.origin_line_of(origin)}{via}), which "
+            f"autograd saves for backward; backward will fail with 'modified by an inplace operation'; {asked.fix}",
+            fix=None if fix_node is None else NodeFix("Rewrite as an out-of-place assignment", UNSAFE, ((asked.node, fix_node),)),
+        )
+
+    def built_here(self, origin: Origin) -> bool:
+        """A layer's output is trusted when the layer is the one thing some `self.<attr>` of a
+        class here is built as: timm's `nn.ReLU() if relu else nn.Identity()` hangs on
+        arguments the model does not evaluate."""
+        return origin.node is not None and id(origin.node) in self.model.sole_layers()
+
+    def from_arguments_only(self, scope: Scope, origin: Origin) -> bool:
+        """In a forward of a module that owns no layers, an op reading nothing but the
+        function's never-reassigned arguments (`img.exp()` in a transform)."""
+        if scope.backward_mode != "forward" or self.owns_layers(scope.owner) or scope.function is None:
+            return False
+        call = origin.node
+        if not isinstance(call, cst.Call):
+            return False
+        names: set[str] = set()
+        for arg in call.args:
+            names |= _names_in(arg.value)
+        if isinstance(call.func, cst.Attribute) and self.ctx.qualname(call.func) is None:
+            names |= _names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
+        arguments = _parameter_names(scope.function)
+        return bool(names) and names <= arguments and not any(self.model.bound_in(scope.function, n) for n in names)
+
+    def origin_line(self, value: Tensor) -> int:
+        return self.origin_line_of(value.origin)
+
+    def origin_line_of(self, origin) -> int:
+        return origin.line or (self.line(origin.node) if origin.node is not None else 0)
 
     # -- small helpers ------------------------------------------------------------------------
     def source(self, node: cst.CSTNode) -> str:
@@ -1191,18 +1088,6 @@ def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg
     return None
-
-
-def _is_tensor_method(func: cst.BaseExpression, methods: frozenset[str]) -> bool:
-    """`x.sigmoid()`, not `self.norm(x)` or `self.encoder.norm(x)` (submodules)."""
-    if not (isinstance(func, cst.Attribute) and func.attr.value in methods):
-        return False
-    root = func.value
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    if isinstance(func.value, cst.Name) and func.value.value == "self":
-        return False
-    return not (func.attr.value == "norm" and isinstance(root, cst.Name) and root.value == "self")
 
 
 def _dropout_note(qualname: str) -> str:
@@ -1230,31 +1115,26 @@ def _is_true(arg: Optional[cst.Arg | cst.BaseExpression]) -> bool:
     return isinstance(value, cst.Name) and value.value == "True"
 
 
-def _literal_bool(value: Optional[cst.BaseExpression]) -> Optional[bool]:
-    if isinstance(value, cst.Name) and value.value in ("True", "False"):
-        return value.value == "True"
-    return None
-
-
-def _requires_grad_flag(call: cst.Call) -> bool:
-    """`.requires_grad_()` and `.requires_grad_(True)`; not False or an expression."""
-    args = [a for a in call.args if not a.star]
-    return not args or _is_true(args[0])
-
-
 def _built_inplace(call: cst.Call, qualname: str) -> bool:
+    """`nn.ReLU(inplace=True)`, `nn.Dropout(0.1, True)`: a layer taking `inplace`, built so."""
+    position = api.INPLACE_POSITION.get("torch.nn." + qualname.rpartition(".")[2])
+    if position is None:
+        return False
     flag = _keyword(call, "inplace")
     if flag is None:
-        position = INPLACE_MODULE_POSITION.get(qualname)
         positional = [a for a in call.args if a.keyword is None]
-        if position is None or position >= len(positional):
+        if position >= len(positional):
             return False
         flag = positional[position]
-    return qualname in INPLACE_MODULE_POSITION and _is_true(flag)
+    return _is_true(flag)
 
 
 def _module_saves_output(qualname: str, inplace: bool) -> bool:
-    return qualname in SAVED_OUTPUT_MODULES or (inplace and qualname in SAVED_WHEN_INPLACE_MODULES)
+    return (
+        api.LAYERS.get(qualname) in SAVED_KINDS
+        or qualname in api.SAVED_OUTPUT_LAYERS
+        or (inplace and qualname in api.SAVED_WHEN_INPLACE_LAYERS)
+    )
 
 
 def _is_basic_index(node: cst.Subscript) -> bool:
@@ -1272,21 +1152,34 @@ def _is_basic_index(node: cst.Subscript) -> bool:
     return True
 
 
-def _untracked(expr: cst.BaseExpression) -> bool:
-    """Input to an op that autograd does not record through (`x.detach()`, `x.data`)."""
+def _view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.BaseExpression]:
+    """The tensor an in-place write on `expr` modifies, through views (basic indexing,
+    `.view()`, `.t()`, `.T`): a name, an attribute (`self.fc.weight`), or a call returning
+    several views (`x.chunk(2)[0]`). None through anything that copies (`x[mask]`,
+    `x.clone()`) or leaves autograd (`.data`, `.grad`, `.detach()`)."""
+    if index_target and isinstance(expr, cst.Subscript):
+        expr = expr.value  # `w[mask] = v` writes into w whatever the index
     while True:
-        if isinstance(expr, cst.Attribute):
-            if expr.attr.value == "data":
-                return True
+        if isinstance(expr, cst.Subscript) and _is_basic_index(expr):
             expr = expr.value
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-            if expr.func.attr.value in ("detach", "numpy"):
-                return True
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
+            if expr.func.attr.value in api.MAY_COPY_METHODS:
+                return expr  # a view or a copy: the model tells what that means
             expr = expr.func.value
-        elif isinstance(expr, cst.Subscript):
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRIBUTES:
             expr = expr.value
         else:
-            return isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Tuple))
+            break
+    if isinstance(expr, cst.Name):
+        return expr
+    if isinstance(expr, cst.Attribute):
+        return None if expr.attr.value in ("data", "grad") else expr
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if method in api.MULTI_OUTPUT_VIEW_METHODS or (dotted_name(func) or "").rpartition(".")[2] in api.MULTI_OUTPUT_VIEW_METHODS:
+            return expr
+    return None
 
 
 def _mentions_grad_of(expr: cst.CSTNode, name: str) -> bool:
@@ -1302,142 +1195,6 @@ def _mentions_grad_of(expr: cst.CSTNode, name: str) -> bool:
             return True
         stack.extend(children(node))
     return False
-
-
-def ends_abruptly(block: cst.BaseSuite) -> bool:
-    """The block's last statement returns, raises, breaks or continues."""
-    if isinstance(block, cst.SimpleStatementSuite):
-        statements = block.body
-    else:
-        if not block.body:
-            return False
-        last = block.body[-1]
-        if not isinstance(last, cst.SimpleStatementLine):
-            return False
-        statements = last.body
-    return bool(statements) and isinstance(statements[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue))
-
-
-def parameter_loop_item(node: cst.For) -> Optional[str]:
-    """`p` in `for p in model.parameters()` or `for name, p in model.named_parameters()`
-    (also through `list(...)`)."""
-    iterable = node.iter
-    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "list" and iterable.args:
-        iterable = iterable.args[0].value
-    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute)):
-        return None
-    method = iterable.func.attr.value
-    target = node.target
-    if method == "parameters" and isinstance(target, cst.Name):
-        return target.value
-    if method == "named_parameters" and isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
-        item = target.elements[1].value
-        return item.value if isinstance(item, cst.Name) else None
-    return None
-
-
-def collect_class_facts(rule: InplaceOnGradTensor, node: cst.ClassDef) -> ClassFacts:
-    """`self.<attr> = nn.Parameter(...)` and `self.<attr> = nn.ReLU(...)` in the class's
-    methods. An attribute assigned more than once, registered by name, or switched off with
-    `requires_grad = False` is left out."""
-    collector = _SelfAssignments()
-    for method in node.body.body:
-        if isinstance(method, cst.FunctionDef):
-            for statement in _small_statements(method.body):
-                collector.read(statement)
-    facts = ClassFacts()
-    facts.has_layers = any(
-        isinstance(value, cst.Call) and _class_like(value.func) for values in collector.assigned.values() for value in values
-    )
-    for attribute, values in collector.assigned.items():
-        if attribute in collector.frozen or len(values) != 1 or not isinstance(values[0], cst.Call):
-            continue
-        call = values[0]
-        qualname = rule.ctx.qualname(call.func)
-        if qualname in PARAMETER_CLASSES:
-            flag = _keyword(call, "requires_grad")
-            if flag is None or _is_true(flag):
-                facts.parameters[attribute] = call
-        elif qualname is not None and qualname.startswith("torch.nn.") and qualname[9:10].isupper():
-            facts.modules[attribute] = (qualname, _built_inplace(call, qualname), call)
-    return facts
-
-
-def _small_statements(block: cst.BaseSuite) -> Iterator[cst.BaseSmallStatement]:
-    """The simple statements of a block and its nested if/for/with/try blocks, not of nested
-    functions or classes (their `self` may be anything). Statements only: cheap."""
-    stack: list[cst.CSTNode] = [block]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            yield from node.body
-        elif isinstance(node, (cst.IndentedBlock, cst.Module)):
-            stack.extend(reversed(node.body))
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        elif isinstance(node, cst.Match):
-            stack.extend(case.body for case in node.cases)  # a match has cases, not a body
-        elif isinstance(node, cst.BaseCompoundStatement):
-            stack.append(node.body)
-            for attribute in ("orelse", "finalbody"):
-                extra = getattr(node, attribute, None)
-                if extra is not None:
-                    stack.append(extra.body if isinstance(extra, (cst.Else, cst.Finally)) else extra)
-            if isinstance(node, cst.Try):
-                stack.extend(handler.body for handler in node.handlers)
-        elif isinstance(node, (cst.Else, cst.Finally, cst.ExceptHandler)):
-            stack.append(node.body)
-
-
-class _SelfAssignments:
-    """Values assigned to `self.<attr>`; attributes frozen with `requires_grad = False` or
-    registered by name."""
-
-    def __init__(self) -> None:
-        self.assigned: dict[str, list[cst.BaseExpression]] = {}
-        self.frozen: set[str] = set()
-
-    def read(self, statement: cst.BaseSmallStatement) -> None:
-        if isinstance(statement, cst.Assign):
-            for target in statement.targets:
-                self._assign(target.target, statement.value)
-        elif isinstance(statement, cst.AnnAssign) and statement.value is not None:
-            self._assign(statement.target, statement.value)
-        elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
-            self._call(statement.value)
-
-    def _assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Attribute) and target.attr.value == "requires_grad":
-            attribute = _self_attribute(target.value)
-            if attribute is not None and _literal_bool(value) is not True:
-                self.frozen.add(attribute)
-            return
-        attribute = _self_attribute(target)
-        if attribute is not None:
-            self.assigned.setdefault(attribute, []).append(value)
-
-    def _call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "requires_grad_" and not _requires_grad_flag(node):
-            attribute = _self_attribute(func.value)
-            if attribute is not None:
-                self.frozen.add(attribute)
-        name = dotted_name(func)
-        if name in ("self.register_parameter", "self.register_buffer", "self.register_module", "self.add_module", "setattr"):
-            for arg in node.args[:2]:  # registered by name: never tracked
-                if isinstance(arg.value, cst.SimpleString) and isinstance(arg.value.evaluated_value, str):
-                    self.frozen.add(arg.value.evaluated_value)
-
-
-def _class_like(func: cst.BaseExpression) -> bool:
-    name = dotted_name(func)
-    return name is not None and name.rpartition(".")[2][:1].isupper()
-
-
-def _self_attribute(target: cst.BaseExpression) -> Optional[str]:
-    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-        return target.attr.value
-    return None
 
 
 def backward_mode_and_sinks(scope: Scope, module: cst.Module) -> tuple[str, Optional[frozenset[str]]]:

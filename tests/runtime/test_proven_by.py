@@ -50,6 +50,9 @@ CASES = [
     ("TL103", "RuntimeError", "one of the variables needed for gradient computation has been modified by an inplace operation: "
                               "[torch.FloatTensor [4]] is at version 1; expected version 0 instead."),
     ("TL103", "RuntimeError", "a leaf Variable that requires grad is being used in an in-place operation."),
+    ("TL103", "RuntimeError", "Output 1 of Split is a view and is being modified inplace. This view is the output "
+                              "of a function that returns multiple views. Such functions do not allow the output views to be "
+                              "modified inplace. You should replace the inplace operation by an out-of-place one."),
 ]
 
 

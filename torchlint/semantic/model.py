@@ -24,6 +24,7 @@ The one join policy:
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -35,7 +36,10 @@ from torchlint.analysis import Analysis
 from torchlint.semantic import torch_api as api
 from torchlint.semantic.values import (
     EXP,
+    GRAD,
     IDENTITY,
+    LEAF,
+    MULTI_VIEW,
     PROB,
     Applied,
     Attr,
@@ -51,18 +55,28 @@ from torchlint.semantic.values import (
     Layer,
     Local,
     LossModule,
+    NNModule,
     Origin,
     Param,
     Quotient,
     SelfAttr,
     Sequence,
+    Split,
     Tensor,
+    View,
+    COPYING_INDEX,
+    SAVED,
+    SAVED_KINDS,
+    InPlace,
+    MayCopy,
+    Returned,
     Union_,
     Value,
 )
 from torchlint.static.names import dotted_name
 
 _SCOPES = ("FunctionDef", "ClassDef", "Module")
+_BUILTINS = frozenset(dir(builtins))
 _BRANCHING = {"If": "if", "For": "loop", "While": "loop", "Try": "try", "TryStar": "try", "Match": "if"}
 _END_OF_MODULE = 1 << 62
 _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
@@ -139,6 +153,10 @@ class SemanticModel(Analysis):
         #: `if` statements seen on binding paths, by id (to tell when every arm rebinds a name).
         self._branch_nodes: dict[int, cst.If] = {}
         self._in_progress: set[Value] = set()
+        #: class -> `self.<attr>` names whose `requires_grad` some method turns off.
+        self._frozen: dict[str, set[str]] = {}
+        #: (scope id, dotted path) frozen the same way outside `self`.
+        self._frozen_paths: set[tuple[int, str]] = set()
 
     # -- where we are -----------------------------------------------------------------------
     def _scope_index(self) -> int:
@@ -282,6 +300,7 @@ class SemanticModel(Analysis):
         value = self.value(node.value)
         for target in node.targets:
             self.bind_target(target.target, value)
+            self._requires_grad_assignment(target.target, node.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -486,6 +505,8 @@ class SemanticModel(Analysis):
                 index = int(inner.value, 0)
             elif isinstance(inner, cst.SimpleString):
                 index = inner.evaluated_value if isinstance(inner.evaluated_value, str) else None
+        if index is None and not _basic_index(expr):
+            index = COPYING_INDEX
         return Item(self.value(expr.value), index)
 
     def _quotient(self, expr: cst.BinaryOperation) -> Value:
@@ -512,6 +533,9 @@ class SemanticModel(Analysis):
     def _call(self, call: cst.Call) -> Value:
         func = call.func
         qualname = self.qualname(func)
+        autograd = self._autograd_call(call, func, qualname)
+        if autograd is not None:
+            return autograd
         if qualname is not None and (qualname.split(".")[0] == "torch" or not isinstance(func, cst.Attribute)):
             return self._qualified_call(call, qualname)
         # `classifier.to(device)` on an imported object: its methods, not a module's function.
@@ -541,7 +565,7 @@ class SemanticModel(Analysis):
         return Applied(self.value(func))
 
     def _tensor(self, kind: str, origin: Origin) -> Tensor:
-        return Tensor(kind, origin, recorded=not self._grad_disabled())
+        return Tensor(kind, origin, recorded=not self._grad_disabled() and not self._untracked_input(origin.node))
 
     def _grad_disabled(self) -> bool:
         """Under `with torch.no_grad():` / `inference_mode()`, or in a function decorated so."""
@@ -579,7 +603,7 @@ class SemanticModel(Analysis):
         if qualname in api.TENSOR_FUNCTIONS:
             return self._tensor(api.TENSOR_FUNCTIONS[qualname], self.origin(call, call.func))
         if qualname in api.LAYERS:
-            return Layer(api.LAYERS[qualname], self.origin(call, call.func))
+            return Layer(api.LAYERS[qualname], self.origin(call, call.func), _built_inplace(call, qualname))
         if qualname in api.LOSS_MODULES:
             return LossModule(api.LOSS_MODULES[qualname])
         if qualname in api.PASSTHROUGH_FUNCTIONS:
@@ -589,14 +613,14 @@ class SemanticModel(Analysis):
             return Sequence("sequential", tuple(self.value(a.value) for a in call.args if a.keyword is None and not a.star))
         if qualname in api.MODULE_LIST:
             first = _argument(call, "modules", 0)
-            return Sequence("modulelist", (Item(self.value(first.value), None),)) if first is not None else None
+            return Sequence("modulelist", (self._listed(first.value),)) if first is not None else None
         if qualname in api.MODULE_DICT:
             first = _argument(call, "modules", 0)
             if first is not None and isinstance(first.value, cst.Dict):
                 return Sequence("moduledict", tuple(self.value(e.value) for e in first.value.elements if isinstance(e, cst.DictElement)))
             return None
         if qualname in api.IDENTITY_LAYERS:
-            return Layer(IDENTITY, self.origin(call, call.func))
+            return Layer(IDENTITY, self.origin(call, call.func), _built_inplace(call, qualname))
         if qualname in api.MODULE_WRAPPERS:
             first = _argument(call, "module", 0) or _argument(call, "model", 0)
             return self.value(first.value) if first is not None else None
@@ -605,7 +629,7 @@ class SemanticModel(Analysis):
             return Instance(imported)
         if qualname.split(".")[0] != "torch":
             return Applied(External(("global", ClassRef(qualname=qualname))))
-        return None
+        return self._torch_module(call, qualname)
 
     def _imported_class(self, func: cst.BaseExpression) -> ClassRef | None:
         qualname = self.qualname(func)
@@ -708,7 +732,7 @@ class SemanticModel(Analysis):
             found: set = set()
             for callee in self.resolve(value.callee, depth):
                 found |= self.apply(callee, depth)
-            return found
+            return _returned(found) if found else found
         if kind is Item:
             return self._resolve_item(value, depth)
         if kind is Attr:
@@ -718,7 +742,21 @@ class SemanticModel(Analysis):
                     found |= self._resolve_attr(owner.ref.name, value.name, depth)
                 elif type(owner) is External:
                     found.add(External(("attr", owner.ref, value.name)))
+                elif type(owner) is NNModule:
+                    found |= self._layer_parameter(owner, value.name)
+                elif type(owner) is Tensor and value.name in api.VIEW_ATTRIBUTES and owner.kind in (LEAF, MULTI_VIEW):
+                    found.add(owner)
             return found
+        if kind is Split:
+            return self._resolve_split(value, depth)
+        if kind is View:
+            return self._resolve_view(value, depth)
+        if kind is InPlace:
+            return self._resolve_inplace(value, depth)
+        if kind is Returned:
+            return _returned(set(self.resolve(value.value, depth)))
+        if kind is MayCopy:
+            return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor and v.kind == MULTI_VIEW else v for v in self.resolve(value.value, depth)}
         if kind is Copied:
             return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor else v for v in self.resolve(value.value, depth)}
         if kind is Union_:
@@ -737,10 +775,11 @@ class SemanticModel(Analysis):
         found: set = set()
         definite = False
         maybe: list[tuple] = []
+        carried: list[tuple[int, Binding]] = []  # (depth of the loop carrying it, binding)
         for binding in reversed(bindings):
             if binding.order > use.order:
                 if _loop_carried(binding.path, use.path) and not binding.dead:
-                    found |= self.resolve(binding.value, depth)
+                    carried.append((_carrying_loop(binding.path, use.path), binding))
                 continue
             if binding.dead:
                 continue
@@ -750,7 +789,13 @@ class SemanticModel(Analysis):
             found |= self.resolve(binding.value, depth)
             if reach == "surely" or self._every_arm_binds(maybe := [*maybe, binding.path], use.path):
                 definite = True
+                # Rebound in the loop body before the use (directly, or in every arm of an `if`
+                # there): the previous iteration's value is gone.
+                common = _common_prefix(binding.path, use.path)
+                carried = [(loop, b) for loop, b in carried if common <= loop]
                 break
+        for _, binding in carried:
+            found |= self.resolve(binding.value, depth)
         if definite:
             return found
         return found | self._entry_value(use, depth)
@@ -854,6 +899,8 @@ class SemanticModel(Analysis):
                 found: set = set()
                 for value in info.attrs[attr]:
                     found |= self.resolve(value, depth)
+                if self._frozen and any(attr in self._frozen.get(c.node.name.value, ()) for c in self._class_chain(cls)):
+                    found = {v for v in found if not (type(v) is Tensor and v.kind == LEAF)}
                 return found
             if attr in info.methods:
                 return {BoundMethod(info.node.name.value, attr)}
@@ -916,7 +963,10 @@ class SemanticModel(Analysis):
                 elif -len(container.items) <= item.index < len(container.items):
                     found |= self.resolve(container.items[item.index], depth)
             elif kind is Tensor:
-                found.add(container)  # indexing a tensor keeps its values' meaning
+                if item.index != COPYING_INDEX:
+                    found.add(container)  # indexing a tensor keeps its values' meaning
+                else:  # ... in a copy: no leaf, no view, nothing autograd saved
+                    found.add(Tensor(container.kind, container.origin, False, container.from_layer))
             elif kind is External:
                 found.add(External(("item", container.ref, item.index)))
         return found
@@ -953,6 +1003,8 @@ class SemanticModel(Analysis):
             return set()
         if kind is External:
             return {External(("call", callee.ref))}
+        if kind is NNModule:
+            return {Tensor(GRAD, callee.origin, from_layer=True)} if callee.parametric else set()
         return set()
 
     def _returns(self, info: FunctionInfo | None, depth: int) -> set:
@@ -986,6 +1038,284 @@ class SemanticModel(Analysis):
         return ClassRef(name=base, star=tuple(self.star_imports))
 
 
+    # -- autograd: leaves that require grad, multi-output views, layers with parameters ----------
+    # What TL103 asks: may an in-place op's target be a leaf that requires grad, or one of the
+    # views `chunk`/`split`/`unbind` return of a tensor that requires grad?
+    def _autograd_call(self, call: cst.Call, func: cst.BaseExpression, qualname: str | None) -> Value:
+        """The value of a call that makes a leaf or multi-output views; None for any other."""
+        if qualname is not None:
+            if qualname in api.PARAMETER_CLASSES:
+                flag = _argument(call, "requires_grad", 1)
+                if flag is not None and _literal(flag.value) is not True:
+                    return None
+                return self._tensor_leaf(call, func)
+            if qualname in api.LEAF_FACTORIES:
+                flag = _argument(call, "requires_grad", 99)
+                return self._tensor_leaf(call, func) if flag is not None and _literal(flag.value) is True else None
+            if qualname in api.SAVED_OUTPUT_FUNCTIONS:
+                return self._tensor(SAVED, self.origin(call, func))
+            if qualname in api.SAVED_WHEN_INPLACE_FUNCTIONALS and qualname not in api.TENSOR_FUNCTIONS:
+                flag = _argument(call, "inplace", 99)
+                return self._tensor(SAVED, self.origin(call, func)) if flag is not None and _literal(flag.value) is True else None
+            if qualname in api.MULTI_OUTPUT_VIEW_FUNCTIONS:
+                first = _argument(call, "input", 0) or _argument(call, "tensor", 0)
+                if first is None:
+                    return None
+                return Split(self.value(first.value), self.origin(call, func), not self._grad_disabled())
+            return None
+        if type(func) is not cst.Attribute:
+            return None
+        method = func.attr.value
+        if method == "requires_grad_":
+            args = [a for a in call.args if not a.star]
+            receiver = self.value(func.value)
+            if args and _literal(args[0].value) is not True:
+                # `nn.Conv2d(...).requires_grad_(False)`: its parameters are no grad leaves.
+                if type(receiver) is NNModule:
+                    return NNModule(receiver.qualname, receiver.origin, False)
+                return None if type(receiver) is Tensor and receiver.kind == LEAF else receiver
+            return Union_((receiver, self._tensor_leaf(call, func)))
+        if method in api.SAVED_OUTPUT_METHODS and self._saving_method(func):
+            return self._tensor(SAVED, self.origin(call, func))
+        if method in api.MAY_COPY_METHODS:
+            return MayCopy(self.value(func.value))
+        if method in api.VIEW_ONLY_METHODS:
+            return View(self.value(func.value), Applied(self.value(func)))
+        if method in api.MULTI_OUTPUT_VIEW_METHODS:
+            receiver = func.value
+            if type(receiver) is cst.Name:
+                own = self._method()
+                if own is not None and receiver.value == own[1]:
+                    return None  # the module's own `split` method
+            # Resolved as a view only when the receiver turns out to be a tensor that requires
+            # grad; otherwise as the call it would have been (`text.split(",")`, a user class's
+            # own `split` method).
+            return Split(self.value(receiver), self.origin(call, func), not self._grad_disabled(), Applied(self.value(func)))
+        return None
+
+    def _tensor_leaf(self, call: cst.Call, func: cst.BaseExpression) -> Tensor:
+        text = self.ctx.module.code_for_node(func)
+        if len(text) > 40 or "\n" in text:
+            text = "." + text.rpartition(".")[2] if "." in text else text[:40]
+        if text.endswith("requires_grad_"):
+            return Tensor(LEAF, Origin("`.requires_grad_()`", call))
+        suffix = "" if text.endswith("Parameter") else ", requires_grad=True"
+        return Tensor(LEAF, Origin(f"`{text}(...{suffix})`", call))
+
+    def _torch_module(self, call: cst.Call, qualname: str) -> Value:
+        """A torch.nn layer no table above knows (`nn.Linear`, `nn.GELU`): an `NNModule`."""
+        head, _, last = qualname.rpartition(".")
+        if not head.startswith("torch.nn") or head.startswith("torch.nn.functional") or not last[:1].isupper():
+            return None
+        if qualname in api.SAVED_OUTPUT_LAYERS:
+            return Layer(SAVED, self.origin(call, call.func), _built_inplace(call, qualname))
+        inplace = _built_inplace(call, qualname)
+        if inplace and qualname in api.SAVED_WHEN_INPLACE_LAYERS:
+            return Layer(SAVED, self.origin(call, call.func), True)
+        if inplace:
+            return Layer(IDENTITY if "Dropout" in last else "inplace", self.origin(call, call.func), True)
+        return NNModule(qualname, self.origin(call, call.func), qualname in api.PARAMETRIC_LAYERS)
+
+    def _listed(self, expr: cst.BaseExpression) -> Value:
+        """Any element of `expr`: a list, or the element of a comprehension (`nn.ModuleList(
+        nn.Linear(a, b) for a, b in ...)`)."""
+        if type(expr) in (cst.GeneratorExp, cst.ListComp):
+            return self.value(expr.elt)
+        return Item(self.value(expr), None)
+
+    def _layer_parameter(self, layer: NNModule, name: str) -> set:
+        if not layer.parametric or name not in api.LAYER_PARAMETERS:
+            return set()
+        short = layer.origin.text.strip("`").rpartition("(")[0].rpartition(".")[2] or "layer"
+        return {Tensor(LEAF, Origin(f"`{name}` of an `nn.{short}`", layer.origin.node, layer.origin.path, layer.origin.line))}
+
+    def _resolve_split(self, value: Split, depth: int) -> set:
+        bases = self.resolve(value.base, depth)
+        if any(type(b) is Tensor and (b.kind == LEAF or (b.kind in (GRAD, MULTI_VIEW) and b.recorded)) for b in bases):
+            return {Tensor(MULTI_VIEW, value.origin, value.recorded)}
+        return set(self.resolve(value.fallback, depth)) if value.fallback is not None else set()
+
+    def _resolve_view(self, value: View, depth: int) -> set:
+        kept = {b for b in self.resolve(value.base, depth) if type(b) is Tensor and b.kind in (LEAF, MULTI_VIEW)}
+        return kept or (set(self.resolve(value.fallback, depth)) if value.fallback is not None else set())
+
+    def _requires_grad_assignment(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """`x.requires_grad = True` makes x a leaf that requires grad (on anything else it
+        raises); `self.w.requires_grad = False` freezes a parameter of the class."""
+        if type(target) is not cst.Attribute or target.attr.value != "requires_grad":
+            return
+        self._requires_grad_statement(target.value, _literal(value) is True, target)
+
+    def leave_Expr(self, node: cst.Expr) -> None:
+        # On leaving: readers visiting the statement's call still see the value before it.
+        call = node.value
+        if type(call) is not cst.Call:
+            return
+        func = call.func
+        if type(func) is cst.Attribute and func.attr.value == "requires_grad_":
+            args = [a for a in call.args if not a.star]
+            self._requires_grad_statement(func.value, not args or _literal(args[0].value) is True, call)
+            return
+        self._inplace_statement(call, func)
+
+    def _inplace_statement(self, call: cst.Call, func: cst.BaseExpression) -> None:
+        """`x.sigmoid_()`, `torch.relu_(x)`, `F.elu(x, inplace=True)`, `self.act(x)`: x now
+        holds what the op outputs (when it saves that, autograd saved x)."""
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.attr.value.endswith("_"):
+            if func.attr.value in api.SAVED_OUTPUT_METHODS and self._saving_method(func) and self.qualname(func) is None:
+                name = func.value.value
+                self._bind(name, InPlace(self._name(name), self._tensor(SAVED, self.origin(call, func))))
+            return
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if not positional or type(positional[0].value) is not cst.Name:
+            return
+        name = positional[0].value.value
+        qualname = self.qualname(func)
+        if qualname is not None:
+            if qualname.split(".")[0] != "torch":
+                return
+            op = self._autograd_call(call, func, qualname) if qualname.endswith("_") or qualname in api.SAVED_WHEN_INPLACE_FUNCTIONALS else None
+            if qualname in api.SAVED_WHEN_INPLACE_FUNCTIONALS:
+                flag = _argument(call, "inplace", 99)
+                if flag is None or _literal(flag.value) is not True:
+                    return
+                if op is None:
+                    op = self._tensor(api.TENSOR_FUNCTIONS.get(qualname, SAVED), self.origin(call, func))
+            if type(op) is Tensor:
+                self._bind(name, InPlace(self._name(name), op))
+            return
+        if len(positional) == 1 and (
+            (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self")
+            or (type(func) is cst.Name and func.value not in _BUILTINS)
+        ):
+            # A layer called for its side effect: in place only if it was built so (resolved later).
+            self._bind(name, InPlace(self._name(name), self.value(func)))
+
+    def _saving_method(self, func: cst.Attribute) -> bool:
+        """`x.amax(...)` on a tensor: not `self.norm(x)`, `self.encoder.norm(x)`, or a method
+        of an imported module."""
+        root = func.value
+        while type(root) is cst.Attribute:
+            root = root.value
+        if type(root) is cst.Name:
+            own = self._method()
+            if own is not None and root.value == own[1] and (func.value is root or func.attr.value == "norm"):
+                return False
+            if root.value in self._imported or root.value in self.ctx.aliases.relative_imports:
+                return False
+        return True
+
+    def _untracked_input(self, call: Any) -> bool:
+        """The op's input is outside autograd (`x.detach()`, `x.data`, `.numpy()`, a literal):
+        its output requires no grad, and nothing is saved."""
+        if type(call) is not cst.Call:
+            return False
+        func = call.func
+        if type(func) is cst.Attribute and self.qualname(func) is None:
+            expr = func.value
+        else:
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            if not positional:
+                return False
+            expr = positional[0].value
+        while True:
+            kind = type(expr)
+            if kind is cst.Attribute:
+                if expr.attr.value == "data":
+                    return True
+                expr = expr.value
+            elif kind is cst.Call and type(expr.func) is cst.Attribute:
+                if expr.func.attr.value in ("detach", "numpy"):
+                    return True
+                expr = expr.func.value
+            elif kind is cst.Subscript:
+                expr = expr.value
+            else:
+                return kind in (cst.Integer, cst.Float, cst.SimpleString, cst.List, cst.Tuple)
+
+    def _resolve_inplace(self, value: InPlace, depth: int) -> set:
+        found = set(self.resolve(value.before, depth))
+        if type(value.op) is Tensor:
+            found.add(value.op)
+            return found
+        for layer in self.resolve(value.op, depth):
+            if type(layer) is Layer and layer.inplace and layer.kind in SAVED_KINDS:
+                found.add(Tensor(layer.kind, layer.origin, from_layer=True))
+        return found
+
+    def sole_layer(self, cls: str, attr: str) -> Layer | None:
+        """The layer `self.<attr>` of `cls` is, when the class (or a base here) assigns it
+        once and that resolves to one layer: `nn.ReLU() if relu else nn.Identity()` is not one."""
+        for info in self._class_chain(cls):
+            if attr in info.attrs:
+                values = info.attrs[attr]
+                if len(values) != 1:
+                    return None
+                resolved = self.resolve(values[0])
+                if len(resolved) != 1:
+                    return None
+                (layer,) = resolved
+                return layer if type(layer) is Layer else None
+        return None
+
+    def sole_layers(self) -> frozenset[int]:
+        """Construction calls (by id) of every layer that is some class's `sole_layer`."""
+        found = self.memo.get("sole layers")
+        if found is None:
+            ids = set()
+            for name, info in self.classes.items():
+                for attr in info.attrs:
+                    layer = self.sole_layer(name, attr)
+                    if layer is not None and layer.origin.node is not None:
+                        ids.add(id(layer.origin.node))
+            found = self.memo["sole layers"] = frozenset(ids)
+        return found
+
+    def owns_layers(self, cls: str) -> bool:
+        """Whether `cls` (or a base here) holds a layer, a parameter, a container of layers or
+        an instance of a class in some `self.<attr>`: a module with weights, not a transform."""
+        for info in self._class_chain(cls):
+            for values in info.attrs.values():
+                for value in values:
+                    for resolved in self.resolve(value):
+                        kind = type(resolved)
+                        if kind in (NNModule, Layer, Instance) or (kind is Tensor and resolved.kind == LEAF):
+                            return True
+                        if kind is Sequence and resolved.kind in ("sequential", "modulelist", "moduledict"):
+                            return True
+        return False
+
+    def bound_in(self, function: cst.FunctionDef, name: str) -> bool:
+        """Whether `name` is assigned anywhere in `function` (a parameter never reassigned is not)."""
+        return (id(function), name) in self._bindings
+
+    def _requires_grad_statement(self, receiver: cst.BaseExpression, flag: bool, node: cst.CSTNode) -> None:
+        if type(receiver) is cst.Name:
+            self._bind(receiver.value, Tensor(LEAF, Origin("`.requires_grad_()`", node)) if flag else None)
+        elif not flag and type(receiver) is cst.Attribute:
+            method = self._method()
+            dotted = dotted_name(receiver)
+            if dotted is None:
+                return
+            if method is not None and dotted.startswith(method[1] + "."):
+                # `self.w` or a deeper path (`self.embed.weight`), as written after `self.`
+                self._frozen.setdefault(method[0], set()).add(dotted.partition(".")[2])
+            else:
+                # `conv.weight.requires_grad = False` in a function: that path, in that scope.
+                scope = self.ctx.ancestors[self._scope_index()]
+                self._frozen_paths.add((id(scope), dotted))
+
+    def frozen_path(self, scope: cst.CSTNode, dotted: str) -> bool:
+        """Whether `<dotted>.requires_grad = False` (or `requires_grad_(False)`) is written in
+        `scope` (a function, or the module), for a path not on `self`."""
+        return (id(scope), dotted) in self._frozen_paths
+
+    def frozen(self, cls: str, path: str) -> bool:
+        """Whether some method of `cls` (or of a base in this file) turns off `requires_grad`
+        of `self.<path>` (`path`: `w`, `embed.weight`)."""
+        return bool(self._frozen) and any(path in self._frozen.get(c.node.name.value, ()) for c in self._class_chain(cls))
+
+
 # -- helpers ----------------------------------------------------------------------------------
 def _through(value: Value, cls: str) -> Value:
     if type(value) is Tensor and not value.origin.via:
@@ -1007,6 +1337,24 @@ def _reach(binding: tuple, use: tuple) -> str:
     if common < len(use) and use[common][0] == binding[common][0] and binding[common][2] == "if":
         return "never"
     return "maybe"
+
+
+def _common_prefix(one: tuple, other: tuple) -> int:
+    common = 0
+    for mine, theirs in zip(one, other):
+        if mine != theirs:
+            break
+        common += 1
+    return common
+
+
+def _carrying_loop(binding: tuple, use: tuple) -> int:
+    """The depth, in both paths, of the loop through whose next iteration a later binding
+    reaches a use (see `_loop_carried`)."""
+    for depth, (mine, theirs) in enumerate(zip(binding, use)):
+        if mine[2] == "loop" and mine[1] == theirs[1]:
+            return depth
+    return len(use)
 
 
 def _loop_carried(binding: tuple, use: tuple) -> bool:
@@ -1100,3 +1448,54 @@ def _looks_like_dim(call: cst.Call) -> bool:
 def _is_torch_base(base: str, ctx) -> bool:
     qualname = ctx.aliases.resolve(base) if base else None
     return base in ("", "object") or (qualname is not None and qualname.split(".")[0] == "torch")
+
+
+def _literal(expr: cst.BaseExpression) -> bool | None:
+    """True or False for the literal names, None for anything else."""
+    if type(expr) is cst.Name and expr.value in ("True", "False"):
+        return expr.value == "True"
+    return None
+
+
+def _basic_index(node: cst.Subscript) -> bool:
+    """Integer, slice, None and `...` indexing returns a view; a name, a tensor or a mask may
+    copy."""
+    for element in node.slice:
+        index = element.slice
+        if type(index) is cst.Slice:
+            continue
+        value = index.value
+        if type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus:
+            value = value.expression
+        if type(value) in (cst.Integer, cst.Ellipsis) or (type(value) is cst.Name and value.value == "None"):
+            continue
+        return False
+    return True
+
+
+def _returned(values: set) -> set:
+    """What a call returns. A leaf that comes back from a call is no longer vouched for (marked
+    not `recorded`), nor is one in a returned tuple: functions returning a parameter on one
+    path return a computed tensor on another (`return kernel * t, b` after BatchNorm,
+    `return conv.weight, b` without), and the model joins every return."""
+    out = set()
+    for v in values:
+        kind = type(v)
+        if kind is Tensor and v.kind == LEAF:
+            out.add(Tensor(v.kind, v.origin, False, v.from_layer))
+        elif kind is Sequence and v.kind in ("tuple", "list"):
+            out.add(Sequence(v.kind, tuple(Returned(item) for item in v.items)))
+        else:
+            out.add(v)
+    return out
+
+
+def _built_inplace(call: cst.Call, qualname: str) -> bool:
+    """`nn.ReLU(inplace=True)`, `nn.Dropout(0.1, True)`."""
+    flag = _argument(call, "inplace", 99)
+    if flag is None:
+        position = api.INPLACE_POSITION.get("torch.nn." + qualname.rpartition(".")[2])
+        if position is None:
+            return False
+        flag = _argument(call, "inplace", position)
+    return flag is not None and _literal(flag.value) is True

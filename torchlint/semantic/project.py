@@ -33,6 +33,7 @@ from torchlint.semantic.values import (
     Instance,
     Layer,
     LossModule,
+    NNModule,
     Origin,
     Sequence,
     Tensor,
@@ -48,6 +49,8 @@ CROSS_FILE_KINDS = frozenset({PROB, LOGPROB, SIGMOID})
 #: Kinds of values worth telling other files about (anything else is "unknown" there anyway).
 _INTERESTING = ("t", "layer", "loss", "class", "instance", "function", "ext", "seq")
 _MAX_DEPTH = 30
+#: Concrete values the encoder never writes (see Encoder.value).
+_STAY_HOME = (NNModule,)
 
 
 # -- encoding one file's values ------------------------------------------------------------------
@@ -57,7 +60,11 @@ class Encoder:
         self.path = path
 
     def values(self, values: frozenset | set, depth: int = 0) -> list[dict[str, Any]]:
-        encoded = [e for value in sorted(values, key=repr) if (e := self.value(value, depth)) is not None]
+        # Values that never cross files are dropped before sorting: `repr` of a value prints
+        # its origin's syntax tree, and most tensors in a forward (layer outputs, saved ops)
+        # stay home.
+        kept = [v for v in values if not (type(v) in _STAY_HOME or (type(v) in (Tensor, Layer) and v.kind not in CROSS_FILE_KINDS))]
+        encoded = [e for value in sorted(kept, key=repr) if (e := self.value(value, depth)) is not None]
         return encoded
 
     def value(self, value: Any, depth: int = 0) -> dict[str, Any] | None:

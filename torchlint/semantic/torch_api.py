@@ -93,3 +93,84 @@ PASSTHROUGH_FUNCTIONS = frozenset(
 )
 #: `x.sum(...)` / `torch.sum(x, ...)`: the denominator of a hand-written softmax.
 SUM_FUNCTIONS = frozenset({"torch.sum", "torch.Tensor.sum"})
+
+
+# -- autograd: leaves, views and layers with parameters (TL103) -----------------------------------
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+#: Factories that make a leaf when called with `requires_grad=True`.
+LEAF_FACTORIES = frozenset(
+    "torch." + n
+    for n in (
+        "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange",
+        "linspace", "logspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
+        "randn_like", "randint_like", "normal",
+    )
+)
+#: Ops returning several views of their input, whose outputs autograd forbids modifying in
+#: place (checked with torch 2.13: "Output 0 of Split is a view and is being modified
+#: inplace..."). `tensor_split`, `hsplit` and `vsplit` are built from single views and do not
+#: raise; they are not listed.
+MULTI_OUTPUT_VIEW_METHODS = frozenset({"chunk", "split", "split_with_sizes", "unbind"})
+MULTI_OUTPUT_VIEW_FUNCTIONS = frozenset({"torch.chunk", "torch.split", "torch.split_with_sizes", "torch.unbind"})
+#: Layers that own parameters by default: their output requires grad, their `weight`/`bias`
+#: are leaves that require grad.
+PARAMETRIC_LAYERS = _nn(
+    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "Embedding", "EmbeddingBag", "LSTM", "GRU",
+    "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention", "LayerNorm", "GroupNorm", "RMSNorm",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "PReLU",
+    modules=("linear", "conv", "sparse", "rnn", "activation", "normalization", "batchnorm"),
+)
+#: Attributes of such a layer that are its parameters.
+LAYER_PARAMETERS = frozenset({"weight", "bias"})
+#: Tensor methods and attributes returning a view of their receiver that the passthrough lists
+#: above do not already follow.
+VIEW_ONLY_METHODS = frozenset(
+    {"t", "narrow", "select", "diagonal", "movedim", "moveaxis", "swapaxes", "swapdims", "unfold", "as_strided", "unflatten"}
+)
+VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
+
+#: Ops whose output autograd saves beyond those in TENSOR_FUNCTIONS, and the in-place forms,
+#: which save (and return) their argument. Checked with torch 2.13: `y = op(x); y.add_(1);
+#: y.sum().backward()` raises "modified by an inplace operation" for these and for no
+#: look-alike left out (BatchNorm, LayerNorm, GroupNorm, linear, conv, matmul, pooling,
+#: dropout, GELU, SiLU, ELU, LeakyReLU, Softplus, log, sin, pow(x, 2), clamp, cumsum, cat,
+#: interpolate do not save their output; out-of-place ELU/LeakyReLU/SELU/CELU save their
+#: *input*, their in-place forms their output).
+SAVED_OUTPUT_FUNCTIONS = frozenset(
+    {
+        "torch.special.expit", "torch.special.exp2", "torch.special.expm1",
+        "torch.nn.functional.softmin", "torch.nn.functional.gumbel_softmax",
+        "torch.logsumexp", "torch.special.logsumexp", "torch.logcumsumexp",
+        "torch.amax", "torch.amin", "torch.prod", "torch.cumprod",
+        "torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm",
+        "torch.relu_", "torch.nn.functional.relu_", "torch.sigmoid_", "torch.tanh_", "torch.exp_",
+        "torch.exp2_", "torch.expm1_", "torch.sqrt_", "torch.rsqrt_", "torch.reciprocal_", "torch.tan_",
+        "torch.nn.functional.elu_", "torch.nn.functional.leaky_relu_", "torch.nn.functional.selu_",
+        "torch.nn.functional.celu_", "torch.nn.functional.rrelu_", "torch.selu_", "torch.celu_", "torch.rrelu_",
+    }
+)
+#: Tensor methods, beyond TENSOR_METHODS, whose output autograd saves; they take arguments
+#: (`x.amax(-1)`, `x.norm(dim=1)`), and the in-place forms save their receiver.
+SAVED_OUTPUT_METHODS = frozenset(
+    {
+        "logsumexp", "logcumsumexp", "amax", "amin", "prod", "cumprod", "norm",
+        "relu_", "sigmoid_", "tanh_", "exp_", "exp2_", "expm1_", "sqrt_", "rsqrt_", "reciprocal_", "tan_",
+    }
+)
+#: Functionals that save their output only in their `inplace=True` form (plain F.relu saves
+#: it either way).
+SAVED_WHEN_INPLACE_FUNCTIONALS = frozenset({"torch.nn.functional." + n for n in ("relu", "elu", "leaky_relu", "selu", "celu", "rrelu")})
+#: Layers that save their output only when built with `inplace=True`, and layers saving it
+#: that LAYERS does not list.
+SAVED_WHEN_INPLACE_LAYERS = _nn("LeakyReLU", "ELU", "SELU", "CELU", "RReLU", modules=("activation",))
+SAVED_OUTPUT_LAYERS = _nn("Softmin", modules=("activation",))
+#: Layers taking `inplace`, and its position.
+INPLACE_POSITION = {
+    **{"torch.nn." + n: 0 for n in ("ReLU", "ReLU6", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "SELU")},
+    **{"torch.nn." + n: 1 for n in ("LeakyReLU", "ELU", "CELU", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout")},
+    "torch.nn.Hardtanh": 2, "torch.nn.Threshold": 2, "torch.nn.RReLU": 2,
+}
+#: Methods returning a view when they can and a copy otherwise (a `chunk(2, -1)` piece is not
+#: contiguous: `.contiguous()` copies it).
+MAY_COPY_METHODS = frozenset({"contiguous", "reshape", "reshape_as", "flatten"})

@@ -71,6 +71,8 @@ class Layer:
 
     kind: str
     origin: Origin
+    #: Built with `inplace=True`: calling it also turns its argument into its output.
+    inplace: bool = False
 
 
 @dataclass(frozen=True)
@@ -217,3 +219,79 @@ class Union_:
 
 Value = Any  # any of the classes above
 CONCRETE = (Tensor, Layer, LossModule, ClassObj, Instance, FunctionObj, BoundMethod, Sequence, External)
+
+
+# -- autograd: leaves, views and layers with parameters -------------------------------------------
+#: A leaf that requires grad: an `nn.Parameter`, `torch.zeros(..., requires_grad=True)`,
+#: `x.requires_grad_()`, or the parameter of a layer (`self.fc.weight`). An in-place op on it
+#: outside `no_grad` raises at once.
+LEAF = "leaf"
+#: One output of an op that returns several views of its input (`chunk`, `split`, `unbind`).
+#: An in-place op on it raises at once when its base requires grad.
+MULTI_VIEW = "multi_view"
+#: The output of a layer that has parameters (`nn.Linear`, a convolution...): it requires grad
+#: whenever the layer ran with grad enabled and its parameters were not frozen.
+GRAD = "grad"
+
+
+@dataclass(frozen=True)
+class NNModule:
+    """An instance of a torch.nn layer the model tracks no output property of (`nn.Linear`,
+    `nn.Conv2d`, `nn.GELU`...). `parametric`: it owns parameters (`weight`, `bias`)."""
+
+    qualname: str
+    origin: Origin
+    parametric: bool
+
+
+@dataclass(frozen=True)
+class Split:
+    """`base.chunk(...)`, `torch.split(base, ...)`: views of `base`, several at once. Resolves
+    to a `Tensor(MULTI_VIEW)` when `base` may require grad."""
+
+    base: "Value"
+    origin: Origin
+    recorded: bool = True
+    #: What the call means when `base` is no such tensor (`text.split(",")`, an object's own
+    #: `split` method).
+    fallback: "Value" = None
+
+
+@dataclass(frozen=True)
+class View:
+    """`base.t()`, `base.narrow(...)`, `base.T`: a view of `base`, which keeps being a leaf that
+    requires grad, or a multi-output view, for in-place purposes. Anything else: `fallback`."""
+
+    base: "Value"
+    fallback: "Value" = None
+
+
+#: `Item.index` of an index that may copy (a tensor, a mask, a name): not a view of a leaf.
+COPYING_INDEX = "\0copying"
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """`x` after a statement that applies an op to it in place (`x.sigmoid_()`,
+    `F.relu(x, inplace=True)`, `self.act(x)` with an in-place layer): what `x` was (`before`),
+    and, when the op saves its output, that output (`op`: a Tensor, or a layer called)."""
+
+    before: "Value"
+    op: "Value"
+
+
+@dataclass(frozen=True)
+class Returned:
+    """An element of a tuple a call returned: the same values, with leaves no longer vouched
+    for (see `model._returned`)."""
+
+    value: "Value"
+
+
+@dataclass(frozen=True)
+class MayCopy:
+    """`x.contiguous()`, `x.reshape(...)`, `x.flatten()`: the same values, maybe in a copy. A
+    copy of one of several views is an ordinary tensor (the view's kind is kept, not
+    `recorded`)."""
+
+    value: "Value"
