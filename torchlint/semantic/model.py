@@ -44,6 +44,7 @@ from torchlint.semantic.values import (
     Applied,
     Attr,
     Copied,
+    Deferred,
     BoundMethod,
     ClassObj,
     ClassRef,
@@ -78,6 +79,9 @@ from torchlint.static.names import dotted_name
 _SCOPES = ("FunctionDef", "ClassDef", "Module")
 _BUILTINS = frozenset(dir(builtins))
 _BRANCHING = {"If": "if", "For": "loop", "While": "loop", "Try": "try", "TryStar": "try", "Match": "if"}
+#: Expressions whose value is worth computing only when asked (a name costs less to read now
+#: than to remember; a call needs its qualified name, its receiver, its arguments...).
+_DEFERRABLE = frozenset({cst.Call, cst.Subscript, cst.Attribute, cst.Tuple, cst.List, cst.IfExp, cst.BinaryOperation, cst.BooleanOperation})
 _END_OF_MODULE = 1 << 62
 _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
 #: Beyond this depth resolution gives up (recursive helpers, long alias chains).
@@ -124,6 +128,11 @@ class SemanticModel(Analysis):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._order = itertools.count()
+        #: expressions whose value waits until someone resolves it: (expression, ancestors
+        #: then, order then), and the values already computed
+        self._deferred: list[tuple[cst.BaseExpression, tuple, int]] = []
+        self._forced: dict[int, Value] = {}
+        self._fixed_order: int | None = None
         self._bindings: dict[tuple[int, str], list[Binding]] = {}
         self._scope_kinds: dict[int, cst.CSTNode] = {}
         self._scope_parent: dict[int, int] = {}
@@ -297,14 +306,14 @@ class SemanticModel(Analysis):
             self.bind_target(target.value, None)
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        value = self.value(node.value)
+        value = self.later(node.value)
         for target in node.targets:
             self.bind_target(target.target, value)
             self._requires_grad_assignment(target.target, node.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
-            self.bind_target(node.target, self.value(node.value))
+            self.bind_target(node.target, self.later(node.value))
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         self.bind_target(node.target, None)
@@ -398,7 +407,7 @@ class SemanticModel(Analysis):
         info = self._current_function()
         if info is None or self._dead_in_training(scope_index):
             return
-        info.returns.append(self.value(node.value) if node.value is not None else None)
+        info.returns.append(self.later(node.value) if node.value is not None else None)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = _called_name(node.func)
@@ -418,9 +427,9 @@ class SemanticModel(Analysis):
         if not has_star:
             for arg in node.args:
                 if arg.keyword is None:
-                    site.positional.append(self.value(arg.value))
+                    site.positional.append(self.later(arg.value))
                 else:
-                    site.keywords[arg.keyword.value] = self.value(arg.value)
+                    site.keywords[arg.keyword.value] = self.later(arg.value)
         self._calls_by_name.setdefault(name, []).append(site)
 
     def _defined_names(self) -> frozenset[str]:
@@ -456,6 +465,30 @@ class SemanticModel(Analysis):
         self._two_argument_calls.append((node, callee, self.value(args[0].value)))
 
     # -- symbolic evaluation (while visiting) -------------------------------------------------
+    def later(self, expr: cst.BaseExpression) -> Value:
+        """`value(expr)` as of now, computed only if something resolves it. Names and
+        literals cost nothing to read now; calls, subscripts and the like are deferred."""
+        if type(expr) not in _DEFERRABLE:
+            return self.value(expr)
+        self._deferred.append((expr, tuple(self.ctx.ancestors), next(self._order)))
+        return Deferred(len(self._deferred) - 1)
+
+    def _force(self, deferred: Deferred) -> Value:
+        key = deferred.key
+        if key in self._forced:
+            return self._forced[key]
+        expr, ancestors, order = self._deferred[key]
+        saved = self.ctx.ancestors
+        caches = (self._scope_key, self._scope_cached, self._path_key, self._path_cached)
+        self.ctx.ancestors, self._fixed_order = list(ancestors), order
+        try:
+            result = self.value(expr)
+        finally:
+            self.ctx.ancestors, self._fixed_order = saved, None
+            self._scope_key, self._scope_cached, self._path_key, self._path_cached = caches
+        self._forced[key] = result
+        return result
+
     def value(self, expr: cst.BaseExpression | None) -> Value:
         """The symbolic value of `expr` at this point of the traversal (None: unknown)."""
         if expr is None:
@@ -495,7 +528,8 @@ class SemanticModel(Analysis):
     def _name(self, name: str) -> Value:
         scope_index = self._scope_index()
         scope = self.ctx.ancestors[scope_index]
-        return Local(id(scope), name, self._path(scope_index), next(self._order))
+        order = self._fixed_order if self._fixed_order is not None else next(self._order)
+        return Local(id(scope), name, self._path(scope_index), order)
 
     def _subscript(self, expr: cst.Subscript) -> Value:
         index: Any = None
@@ -759,6 +793,8 @@ class SemanticModel(Analysis):
             return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor and v.kind == MULTI_VIEW else v for v in self.resolve(value.value, depth)}
         if kind is Copied:
             return {Tensor(v.kind, v.origin, False, v.from_layer) if type(v) is Tensor else v for v in self.resolve(value.value, depth)}
+        if kind is Deferred:
+            return self.resolve(self._force(value), depth)
         if kind is Union_:
             found = set()
             for option in value.options:
