@@ -72,11 +72,22 @@ class CheckResult:
         return 1 if self.findings else 0
 
 
-def _rule_wants_file(rule: type[Rule], text: str) -> bool:
-    """The prefilter: one of the rule's trigger tokens, and one of the packages it needs."""
-    if rule.triggers and not any(token in text for token in rule.triggers):
+def _rule_wants_file(rule: type[Rule], text: str, seen: dict[str, bool] | None = None) -> bool:
+    """The prefilter: one of the rule's trigger tokens, and one of the packages it needs.
+    `seen` remembers, for one text, which tokens it holds: rules share tokens ("torch",
+    "loss", "softmax"), and each search scans the whole file."""
+    if seen is None:
+        seen = {}
+
+    def holds(token: str) -> bool:
+        found = seen.get(token)
+        if found is None:
+            found = seen[token] = token in text
+        return found
+
+    if rule.triggers and not any(holds(token) for token in rule.triggers):
         return False
-    return not rule.imports or any(package in text for package in rule.imports)
+    return not rule.imports or any(holds(package) for package in rule.imports)
 
 
 def _lines(text: str) -> list[str]:
@@ -213,11 +224,13 @@ class StaticEngine:
         """Whether `check_bytes(data)` will probably parse (some rule's prefilter passes). Only
         for planning work: the bytes are read as UTF-8, which a coding cookie can defeat."""
         text = data.decode("utf-8", "replace")
-        return any(_rule_wants_file(rule, text) for rule in self.active_rules)
+        seen: dict[str, bool] = {}
+        return any(_rule_wants_file(rule, text, seen) for rule in self.active_rules)
 
     def check_text(self, path: str, text: str) -> FileResult:
         result = FileResult(path)
-        candidates = [rule for rule in self.active_rules if _rule_wants_file(rule, text)]
+        seen: dict[str, bool] = {}
+        candidates = [rule for rule in self.active_rules if _rule_wants_file(rule, text, seen)]
         # CPython parses first, for every file: syntax errors are reported whatever rules are
         # enabled, and code nested deeper than libcst survives never reaches libcst.
         tree, problem = _parse_with_python(text)

@@ -75,6 +75,18 @@ def _is_leaf(cls: type) -> bool:
 
 Handler = Callable[[Any], object]  # not cst.CSTNode: module import must not load libcst
 
+_DEFINES: dict[tuple[type, str], bool] = {}
+
+
+def _defines(cls: type, name: str) -> bool:
+    """Whether a rule or analysis class has a `visit_X`/`leave_X` handler (asked per file for
+    every class of node it meets; the answer is the class's, so it is kept)."""
+    key = (cls, name)
+    found = _DEFINES.get(key)
+    if found is None:
+        found = _DEFINES[key] = hasattr(cls, name)
+    return found
+
 
 class Dispatcher:
     """Routes ``visit_<Type>`` / ``leave_<Type>`` of many rules; keeps the ancestor stack."""
@@ -98,7 +110,7 @@ class Dispatcher:
         handlers = table.get(cls)
         if handlers is None:
             name = prefix + cls.__name__
-            handlers = [(t, getattr(t, name)) for t in self._targets if hasattr(t, name)]
+            handlers = [(t, getattr(t, name)) for t in self._targets if _defines(type(t), name)]
             table[cls] = handlers
         return handlers
 
