@@ -81,7 +81,8 @@ _BUILTINS = frozenset(dir(builtins))
 _BRANCHING = {"If": "if", "For": "loop", "While": "loop", "Try": "try", "TryStar": "try", "Match": "if"}
 #: Expressions whose value is worth computing only when asked (a name costs less to read now
 #: than to remember; a call needs its qualified name, its receiver, its arguments...).
-_DEFERRABLE = frozenset({cst.Call, cst.Subscript, cst.Attribute, cst.Tuple, cst.List, cst.IfExp, cst.BinaryOperation, cst.BooleanOperation})
+#: (Names, not classes: touching libcst at import time would load it for a warm run.)
+_DEFERRABLE = frozenset({"Call", "Subscript", "Attribute", "Tuple", "List", "IfExp", "BinaryOperation", "BooleanOperation"})
 _END_OF_MODULE = 1 << 62
 _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
 #: Beyond this depth resolution gives up (recursive helpers, long alias chains).
@@ -468,7 +469,7 @@ class SemanticModel(Analysis):
     def later(self, expr: cst.BaseExpression) -> Value:
         """`value(expr)` as of now, computed only if something resolves it. Names and
         literals cost nothing to read now; calls, subscripts and the like are deferred."""
-        if type(expr) not in _DEFERRABLE:
+        if type(expr).__name__ not in _DEFERRABLE:
             return self.value(expr)
         self._deferred.append((expr, tuple(self.ctx.ancestors), next(self._order)))
         return Deferred(len(self._deferred) - 1)
