@@ -141,3 +141,15 @@ def test_a_crashing_rule_is_reported_and_the_others_still_run(tmp_path):
     result = check_sources({"a.py": BUGGY.decode()}, select=["TL301", "XX100", "TL001"], extra_plugins=[Pack()])
     assert [(f.code, f.location.line) for f in result.findings] == [("TL001", 1), ("TL301", 2)]
     assert "ValueError: boom" in result.findings[0].message
+
+
+@pytest.mark.parametrize("select", ["TL3", "TL301", "TL1,TL2"])
+def test_unreadable_and_unparsable_files_are_reported_whatever_the_selection(tmp_path, monkeypatch, select):
+    (tmp_path / "broken.py").write_text("import torch\ndef f(:\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--select", select, "--output-format", "json", "broken.py", "missing.py"])
+    found = {(d["filename"], d["code"]): d["message"] for d in json.loads(result.output)}
+    assert set(found) == {("broken.py", "TL000"), ("missing.py", "TL000")}
+    assert "syntax error" in found[("broken.py", "TL000")]
+    assert "no such file" in found[("missing.py", "TL000")]
+    assert result.exit_code == 1

@@ -351,7 +351,9 @@ class StaticEngine:
         return self._finish(items, results, dict(sources), tokens)
 
     def _finish(self, items: list[Discovered], results: list[FileResult], texts: dict[str, str], tokens: TokenIndex) -> CheckResult:
-        findings = [f for result in results for f in result.findings if f.code in self.enabled]
+        # A file that could not be read or parsed, a rule that crashed, a fix that could not be
+        # written: reported whatever the selection, or `--select TL3 broken.py` would pass.
+        findings = [f for result in results for f in result.findings if f.code in self.enabled or f.code in ENGINE_RULES]
         self.project = self._project(items, results, tokens)
         findings = self.keep_in_project(findings)
         findings.extend(self._project_findings())
