@@ -92,7 +92,7 @@ def test_explicit_config_file(tmp_path, monkeypatch):
     "pyproject,expected",
     [
         ('[tool.torchlint]\nselct = ["TL3"]\n', "unknown key 'selct'"),
-        ('[tool.torchlint]\nselect = "TL301"\nignore = 3\n', "ignore must be a list of strings"),
+        ('[tool.torchlint]\nselect = ["TL301"]\nignore = 3\n', "ignore must be a list of strings"),
         ('[tool.torchlint]\nselect = ["TL999"]\n', "unknown rule selector 'TL999'"),
         ('[tool.torchlint]\nper-file-ignores = { "a.py" = ["nonsense"] }\n', "unknown rule selector 'nonsense'"),
         ("[tool.torchlint\n", "invalid TOML"),
@@ -113,3 +113,44 @@ def test_a_folder_named_on_purpose_is_walked_even_inside_an_excluded_name(tmp_pa
     (target / "a.py").write_text(BUGGY)
     (target / "build" / "b.py").write_text(BUGGY)  # excluded below the named folder
     assert findings(tmp_path, monkeypatch, str(target)) == [(f"{target.relative_to(tmp_path).as_posix()}/a.py", "TL301")]
+
+
+def _check(tmp_path, *args):
+    from click.testing import CliRunner
+
+    from torchlint.cli import main
+
+    (tmp_path / "model.py").write_text("import torch  # on cuda\nstate = torch.load('ckpt.pt')\n")
+    return CliRunner().invoke(main, ["check", "--output-format", "concise", *args, str(tmp_path / "model.py")])
+
+
+def test_a_config_file_given_with_config_may_hold_a_tool_torchlint_table(tmp_path):
+    (tmp_path / "other.toml").write_text('[tool.torchlint]\nselect = ["TL302"]\n')
+    result = _check(tmp_path, "--config", str(tmp_path / "other.toml"))
+    codes = {line.split()[1] for line in result.output.splitlines() if ": TL" in line}
+    assert codes == {"TL302"}, result.output  # not silently read as a plugin table named "tool"
+
+
+@pytest.mark.parametrize("name", ["torchlint.toml", ".torchlint.toml"])
+def test_a_standalone_config_file_is_discovered_before_pyproject(tmp_path, name):
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL301"]\n')
+    (tmp_path / name).write_text('select = ["TL302"]\n')
+    result = _check(tmp_path)
+    codes = {line.split()[1] for line in result.output.splitlines() if ": TL" in line}
+    assert codes == {"TL302"}, result.output
+
+
+@pytest.mark.parametrize(
+    "table,message",
+    [
+        ('target-torch = "banana"', "target-torch must be a version string"),
+        ('select = "TL1"', "must be a list of strings, like ['TL1']"),
+        ('[tool.torchlint.no_such_plugin]\noption = 1', "[tool.torchlint.no_such_plugin] names no plugin"),
+    ],
+)
+def test_invalid_config_values_are_errors(tmp_path, table, message):
+    body = table if table.startswith("[") else f"[tool.torchlint]\n{table}"
+    (tmp_path / "pyproject.toml").write_text(body + "\n")
+    result = _check(tmp_path)
+    assert result.exit_code == 2
+    assert message in result.output

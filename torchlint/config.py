@@ -1,8 +1,10 @@
-"""`[tool.torchlint]` in pyproject.toml plus command-line flags -> one frozen Config."""
+"""`[tool.torchlint]` in pyproject.toml (or a `torchlint.toml`) plus command-line flags -> one
+frozen Config."""
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -52,8 +54,15 @@ class Config:
         return self.exclude + self.extend_exclude
 
 
+#: Standalone files, found before pyproject.toml in the same folder (as ruff finds
+#: `.ruff.toml`, then `ruff.toml`, then `pyproject.toml`). Their keys sit at the top level.
+STANDALONE_NAMES = (".torchlint.toml", "torchlint.toml")
+_VERSION = re.compile(r"\d+(\.\d+){0,2}")
+
+
 def find_config_file(start: Path) -> Path | None:
-    """The nearest pyproject.toml with a [tool.torchlint] table, looking up from `start`."""
+    """The nearest `.torchlint.toml`, `torchlint.toml`, or pyproject.toml with a
+    [tool.torchlint] table, looking up from `start`."""
     try:
         start = start.resolve()
     except (OSError, RuntimeError):
@@ -62,6 +71,9 @@ def find_config_file(start: Path) -> Path | None:
         start = Path(os.path.abspath(start))
     directory = start if start.is_dir() else start.parent
     for candidate_dir in (directory, *directory.parents):
+        for name in STANDALONE_NAMES:
+            if (candidate_dir / name).is_file():
+                return candidate_dir / name
         candidate = candidate_dir / "pyproject.toml"
         if candidate.is_file():
             try:
@@ -91,9 +103,15 @@ def _read_table(config_file: Path) -> dict[str, Any]:
         raise ConfigError(f"{config_file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{config_file}: invalid TOML: {exc}") from exc
+    tool = data.get("tool")
     if config_file.name == "pyproject.toml":
-        tool = data.get("tool", {})
         table = tool.get("torchlint", {}) if isinstance(tool, dict) else {}
+    elif isinstance(tool, dict) and "torchlint" in tool:
+        # `--config other.toml` holding `[tool.torchlint]`, as a pyproject.toml would
+        others = sorted(key for key in data if key != "tool")
+        if others:
+            raise ConfigError(f"{config_file}: holds both [tool.torchlint] and top-level keys ({', '.join(others)}); use one")
+        table = tool["torchlint"]
     else:
         table = data
     if not isinstance(table, dict):
@@ -126,7 +144,7 @@ def _config_from_table(table: dict[str, Any], config_file: Path) -> Config:
                 raise ConfigError(f"{where} respect-gitignore must be true or false, not {value!r}")
             values["respect_gitignore"] = value
         elif key == "target-torch":
-            if not isinstance(value, str):
+            if not isinstance(value, str) or not _VERSION.fullmatch(value):
                 raise ConfigError(f"{where} target-torch must be a version string like \"2.4\", not {value!r}")
             values["target_torch"] = value
     if "exclude" in values:
@@ -136,7 +154,7 @@ def _config_from_table(table: dict[str, Any], config_file: Path) -> Config:
 
 def _string_list(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
-        value = [value]
+        raise ConfigError(f"{where} must be a list of strings, like [{value!r}], not the string {value!r}")
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{where} must be a list of strings, not {value!r}")
     return tuple(value)

@@ -55,6 +55,18 @@ class Session:
         return names
 
 
+def _check_plugin_tables(config, pm) -> None:
+    """`[tool.torchlint.<name>]` must name a loaded plugin: a misspelt table would be ignored."""
+    names = {name for name, _ in pm.list_name_plugin() if name}
+    # a module plugin `pkg.rules` may name its table after the package or the module
+    accepted = names | {name.split(".")[0] for name in names} | {name.rsplit(".", 1)[-1] for name in names}
+    unknown = sorted(set(config.plugin_tables) - accepted)
+    if unknown:
+        tables = ", ".join(f"[tool.torchlint.{name}]" for name in unknown)
+        known = ", ".join(sorted(n for n in names if not n.startswith("_") and "." not in n)) or "none"
+        raise ConfigError(f"{config.config_file}: {tables} names no plugin (loaded plugins: {known})")
+
+
 def open_session(config_path: Path | None, start: Path, cwd: Path, **cli) -> Session:
     from torchlint.config import with_cli
 
@@ -63,5 +75,6 @@ def open_session(config_path: Path | None, start: Path, cwd: Path, **cli) -> Ses
     config = load_config(config_path or find_config_file(start), cwd=cwd)
     config = with_cli(config, **cli)
     pm = make_plugin_manager(config.plugins, config.root)
+    _check_plugin_tables(config, pm)
     pm.hook.torchlint_configure(config=config)
     return Session(config, pm, rule_registry(pm))
