@@ -100,7 +100,7 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
             sys.stdout.write("".join(f.diff for f in outcome.files))
             changed = sum(1 for f in outcome.files if f.diff)
             if not quiet:
-                click.echo(f"Would fix {outcome.fixed} findings in {changed} files.", err=True)
+                click.echo(f"Would fix {_count(outcome.fixed, 'finding')} in {_count(changed, 'file')}.", err=True)
             sys.exit(EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN)
         if show_fixes:
             for file_fix in outcome.files:
@@ -172,19 +172,26 @@ def _print_summary(result, out) -> None:
     if result.baseline_suppressed:
         notes.append(f"{result.baseline_suppressed} suppressed by baseline")
     tail = f" ({', '.join(notes)})" if notes else ""
+    checked = _count(result.files_checked, "file")
     if result.findings:
-        noun = "finding" if len(result.findings) == 1 else "findings"
-        out.write(f"Found {len(result.findings)} {noun} in {files} file{'s' if files != 1 else ''}; "
-                  f"{result.files_checked} files checked{tail}.\n")
+        out.write(f"Found {_count(len(result.findings), 'finding')} in {_count(files, 'file')}; {checked} checked{tail}.\n")
     else:
-        out.write(f"All checks passed! {result.files_checked} files checked{tail}.\n")
+        out.write(f"All checks passed! {checked} checked{tail}.\n")
     fixable = sum(1 for f in result.findings if f.fix is not None)
     if fixable:
         safe = sum(1 for f in result.findings if f.fix is not None and f.fix.applicability == "safe")
-        hint = f"[*] {safe} fixable with --fix" if safe else ""
-        if fixable > safe:
-            hint += f"{'; ' if hint else ''}{fixable - safe} more with --fix --unsafe-fixes"
+        if safe:
+            hint = f"[*] {safe} fixable with --fix"
+            if fixable > safe:
+                hint += f"; {fixable - safe} more with --fix --unsafe-fixes"
+        else:
+            hint = f"{fixable} fixable with --fix --unsafe-fixes"  # "more" than no safe fix reads wrong
         out.write(hint + ".\n")
+
+
+def _count(number: int, noun: str) -> str:
+    """`1 file`, `2 files`."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 @main.command()

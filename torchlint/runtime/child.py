@@ -189,7 +189,8 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     watchdog.phase = "after-run"
     _report_imports(events, ctx)
     events.emit("outcome", **outcome)
-    progress(f"{outcome['status']} after {counter.optimizer_steps} optimizer steps, {counter.forward_calls} forward calls")
+    steps, forwards = counter.optimizer_steps, counter.forward_calls
+    progress(f"{outcome['status']} after {steps} optimizer step{'s' * (steps != 1)}, {forwards} forward call{'s' * (forwards != 1)}")
     _after_run(installed, ctx)
     watchdog.phase = "exiting"
     for stream in (sys.stdout, sys.stderr):

@@ -22,7 +22,9 @@ def counts(findings: list[Finding]) -> dict[str, int]:
 
 
 def write_text(findings: list[Finding], outcome: Outcome, header: str, stream: TextIO) -> None:
-    stream.write(f"{header}: {outcome.summary} ({outcome.seconds:g} s)\n\n")
+    stream.write(f"{header}: {outcome.summary} ({outcome.seconds:g} s)\n")
+    if findings:
+        stream.write("\n")  # one blank line before the findings, and one before the tally
     for finding in findings:
         loc = finding.location
         status = status_of(finding)
