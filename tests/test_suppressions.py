@@ -90,3 +90,32 @@ def test_suppressions_are_read_from_the_checked_content_not_a_second_read(tmp_pa
     result = engine.check_paths([tmp_path / "a.py"], cwd=tmp_path)
     assert result.findings == [] and result.suppressed == 1
     assert reads == ["a.py"]
+
+
+UNUSED = """\
+import torch  # on cuda
+a = torch.load("x.pt", map_location="cpu", weights_only=True)  # noqa: TL301
+b = torch.load("y.pt", weights_only=True)  # noqa: TL301
+c = 1  # noqa: TL999
+d = 2  # noqa: E501, F401
+e = 3  # noqa
+f = 4  # noqa: TL101
+g = torch.load("z.pt", weights_only=True)  # torchlint: disable=load-without-map-location
+"""
+
+
+def test_suppressions_that_silence_nothing_are_reported():
+    result = check_sources({"a.py": UNUSED}, select=["TL301", "TL003"])
+    found = sorted((f.code, f.location.line, f.location.column, f.message) for f in result.findings)
+    assert found == [
+        ("TL003", 2, 64, "suppression of `TL301` silences nothing here; remove it"),
+        ("TL003", 4, 8, "`TL999` in a suppression comment names no torchlint rule; it silences nothing"),
+    ]
+    # line 3 and 8 silence a TL301 finding; another linter's codes and a bare noqa are not
+    # judged; TL101 did not run in this check, so its noqa is not judged either
+    assert result.suppressed == 2
+
+
+def test_unused_suppressions_are_not_reported_when_the_rule_is_not_selected():
+    result = check_sources({"a.py": UNUSED}, select=["TL301"])
+    assert [f.code for f in result.findings] == []

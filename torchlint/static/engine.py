@@ -16,7 +16,7 @@ from torchlint.config import Config
 from torchlint.findings import Finding
 from torchlint.selection import codes_for
 from torchlint.static.discover import Discovered, discover
-from torchlint.static.engine_rules import ENGINE_RULES, FileNotChecked, engine_finding
+from torchlint.static.engine_rules import ALWAYS_REPORTED, ENGINE_RULES, FileNotChecked, UnusedSuppression, engine_finding
 from torchlint.static.cache import Cache, content_hash
 from torchlint.static.parallel import run_checks
 from torchlint.static.source import decode_source, read_bytes, read_source
@@ -70,6 +70,13 @@ class CheckResult:
     @property
     def exit_code(self) -> int:
         return 1 if self.findings else 0
+
+
+_TORCHLINT_SELECTOR = re.compile(r"TL[0-9]*")
+
+
+def _has_directive(data: bytes) -> bool:
+    return b"noqa" in data or b"NOQA" in data or b"torchlint:" in data
 
 
 def _rule_wants_file(rule: type[Rule], text: str, seen: dict[str, bool] | None = None) -> bool:
@@ -334,7 +341,12 @@ class StaticEngine:
         done = [r for r in results if r is not None]
         # Suppressions are read from the bytes that were checked (no second read from disk,
         # and a file edited meanwhile cannot be judged against other text).
-        texts = {r.path: decode_source(contents[r.path]).text or "" for r in done if r.findings and r.path in contents}
+        # (and from every file with a suppression comment, to tell the ones that silence nothing)
+        texts = {
+            r.path: decode_source(contents[r.path]).text or ""
+            for r in done
+            if r.path in contents and (r.findings or _has_directive(contents[r.path]))
+        }
         tokens = TokenIndex(contents, self._project_tokens, self._assumed)
         check = self._finish(items, done, texts, tokens)
         check.cache_hits = hits
@@ -353,7 +365,7 @@ class StaticEngine:
     def _finish(self, items: list[Discovered], results: list[FileResult], texts: dict[str, str], tokens: TokenIndex) -> CheckResult:
         # A file that could not be read or parsed, a rule that crashed, a fix that could not be
         # written: reported whatever the selection, or `--select TL3 broken.py` would pass.
-        findings = [f for result in results for f in result.findings if f.code in self.enabled or f.code in ENGINE_RULES]
+        findings = [f for result in results for f in result.findings if f.code in self.enabled or f.code in ALWAYS_REPORTED]
         self.project = self._project(items, results, tokens)
         findings = self.keep_in_project(findings)
         findings.extend(self._project_findings())
@@ -435,7 +447,36 @@ class StaticEngine:
                     suppressed += 1
                     continue
             kept.append(finding)
+        if UnusedSuppression.code in self.enabled:
+            for path, text in texts.items():
+                if path not in suppressions and ("noqa" in text.lower() or "torchlint:" in text):
+                    suppressions[path] = parse_suppressions(text)
+            for path, table in sorted(suppressions.items()):
+                kept.extend(self._unused_suppressions(path, table))
         return kept, suppressed
+
+    def _unused_suppressions(self, path: str, table) -> list[Finding]:
+        """TL003 for each torchlint selector of the file that silenced nothing: a code or name
+        of an enabled rule, a prefix of some, or a TL code no rule has."""
+        found = []
+        names = {rule.name: code for code, rule in self.rules.items()}
+        for line, column, selector in table.unused():
+            if selector in names:
+                selector_codes = {names[selector]}
+            elif _TORCHLINT_SELECTOR.fullmatch(selector):
+                selector_codes = {code for code in self.rules if code.startswith(selector)}
+            else:
+                continue  # a bare noqa, or another linter's code
+            if UnusedSuppression.code in selector_codes:
+                continue
+            if not selector_codes:
+                message = f"`{selector}` in a suppression comment names no torchlint rule; it silences nothing"
+            elif selector_codes & self.enabled:
+                message = f"suppression of `{selector}` silences nothing here; remove it"
+            else:
+                continue  # its rules did not run: nothing to say
+            found.append(engine_finding(UnusedSuppression, path, message, line, column))
+        return found
 
     def _ignored_for_file(self, finding: Finding) -> bool:
         if not self._per_file_ignores:

@@ -68,7 +68,42 @@ class FixNotApplied(Rule):
     severity = Severity.ERROR
 
 
-ENGINE_RULES = {rule.code: rule for rule in (FileNotChecked, RuleCrashed, FixNotApplied)}
+class UnusedSuppression(Rule):
+    """
+    ## What it does
+    Reports a suppression comment that names a torchlint code or rule and silences nothing:
+    `# noqa: TL301` on a line with no TL301 finding, `# torchlint: disable=TL2` whose rules
+    found nothing there, a `disable-file` code that never fired in the file, and codes that
+    name no torchlint rule at all (`# noqa: TL999`). Like ruff's RUF100.
+
+    Only torchlint's own selectors are judged: a bare `# noqa` and other linters' codes
+    (`# noqa: E501`) may be for another tool. A code whose rule is not enabled in this run
+    is not judged either (the rule did not run).
+
+    ## Why is this bad?
+    A stale suppression hides the next real finding on its line, and an unknown code
+    (a typo such as `TL31`) silences nothing while looking as if it did.
+
+    ## Example
+    ```python
+    state = torch.load(path, map_location="cpu", weights_only=True)  # noqa: TL301
+    ```
+
+    ## Use instead
+    ```python
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    ```
+    """
+
+    code = "TL003"
+    name = "unused-suppression"
+    summary = "A suppression comment names a torchlint code that silences nothing, or no rule at all"
+    severity = Severity.WARNING
+
+
+ENGINE_RULES = {rule.code: rule for rule in (FileNotChecked, RuleCrashed, FixNotApplied, UnusedSuppression)}
+#: Reported whatever the selection: the engine could not check, a rule crashed, a fix failed.
+ALWAYS_REPORTED = frozenset({FileNotChecked.code, RuleCrashed.code, FixNotApplied.code})
 
 
 def _location(line: int = 1, column: int = 1) -> Location:

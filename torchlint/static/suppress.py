@@ -24,23 +24,44 @@ ALL = "*"
 class Suppressions:
     by_line: dict[int, set[str]] = field(default_factory=dict)
     whole_file: set[str] = field(default_factory=set)
+    #: every selector as written: (line, column of its comment, selector); the line is
+    #: negative for a `disable-file` comment
+    directives: list[tuple[int, int, str]] = field(default_factory=list)
+    #: the (line, selector) pairs that silenced a finding (line 0: a disable-file selector)
+    used: set[tuple[int, str]] = field(default_factory=set)
 
     def silences(self, code: str, name: str, lines: tuple[int, ...]) -> bool:
-        if _matches(self.whole_file, code, name):
+        selector = _matching(self.whole_file, code, name)
+        if selector is not None:
+            self.used.add((0, selector))
             return True
-        return any(_matches(self.by_line.get(line, ()), code, name) for line in lines)
+        for line in lines:
+            selector = _matching(self.by_line.get(line, ()), code, name)
+            if selector is not None:
+                self.used.add((line, selector))
+                return True
+        return False
+
+    def unused(self) -> list[tuple[int, int, str]]:
+        """Directives whose selector silenced nothing, in the order written."""
+        found = []
+        for line, column, selector in self.directives:
+            key = (0, selector) if line < 0 else (line, selector)  # negative: a disable-file line
+            if key not in self.used:
+                found.append((abs(line), column, selector))
+        return found
 
 
 _PREFIX = re.compile(r"[A-Z]+[0-9]*")
 
 
-def _matches(selectors, code: str, name: str) -> bool:
-    for selector in selectors:
+def _matching(selectors, code: str, name: str) -> str | None:
+    for selector in sorted(selectors):  # sorted: the same selector is credited every run
         if selector in (ALL, code, name):
-            return True
+            return selector
         if _PREFIX.fullmatch(selector) and code.startswith(selector):
-            return True  # a prefix such as TL3 names a family
-    return False
+            return selector  # a prefix such as TL3 names a family
+    return None
 
 
 def _split(codes: str | None) -> set[str]:
@@ -58,10 +79,13 @@ def parse_suppressions(text: str) -> Suppressions:
             continue
         file_match = _DISABLE_FILE.match(line)
         if file_match:
-            result.whole_file |= _split(file_match.group("codes"))
+            selectors = _split(file_match.group("codes"))
+            result.whole_file |= selectors
+            column = line.index("#") + 1
+            result.directives.extend((-number, column, selector) for selector in sorted(selectors))
             continue
-        for match in _NOQA.finditer(line):
-            result.by_line.setdefault(number, set()).update(_split(match.group("codes")))
-        for match in _DISABLE.finditer(line):
-            result.by_line.setdefault(number, set()).update(_split(match.group("codes")))
+        for match in (*_NOQA.finditer(line), *_DISABLE.finditer(line)):
+            selectors = _split(match.group("codes"))
+            result.by_line.setdefault(number, set()).update(selectors)
+            result.directives.extend((number, match.start() + 1, selector) for selector in sorted(selectors))
     return result
