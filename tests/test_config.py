@@ -154,3 +154,38 @@ def test_invalid_config_values_are_errors(tmp_path, table, message):
     result = _check(tmp_path)
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_isolated_reads_no_config_and_imports_none_of_its_plugins(tmp_path):
+    # a config's `plugins = [...]` imports code from the checked tree: --isolated must not
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nplugins = ["evil"]\nselect = ["TL302"]\n')
+    (tmp_path / "evil.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').write('x')\n")
+    result = _check(tmp_path, "--isolated")
+    assert not (tmp_path / "ran").exists()
+    codes = {line.split()[1] for line in result.output.splitlines() if ": TL" in line}
+    assert "TL301" in codes  # the defaults apply, not the file's select
+    from click.testing import CliRunner
+
+    from torchlint.cli import main
+
+    both = CliRunner().invoke(main, ["check", "--isolated", "--config", str(tmp_path / "pyproject.toml"), str(tmp_path)])
+    assert both.exit_code == 2 and "--isolated reads no configuration file" in both.output
+
+
+def test_show_settings_and_show_files_say_what_applies(tmp_path):
+    from click.testing import CliRunner
+
+    from torchlint.cli import main
+
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL3"]\nextend-exclude = ["skipped"]\n')
+    (tmp_path / "skipped").mkdir()
+    (tmp_path / "skipped" / "old.py").write_text("x = 1\n")
+    (tmp_path / "train.py").write_text("x = 1\n")
+    settings = CliRunner().invoke(main, ["check", "--show-settings", str(tmp_path)])
+    assert settings.exit_code == 0
+    assert f"configuration file  {tmp_path / 'pyproject.toml'}" in settings.output
+    assert "enabled rules       TL301, TL302" in settings.output
+    files = CliRunner().invoke(main, ["check", "--show-files", str(tmp_path)])
+    assert files.exit_code == 0
+    listed = [line.rsplit("/", 1)[-1] for line in files.output.splitlines()]
+    assert listed == ["train.py"]

@@ -60,12 +60,16 @@ def main() -> None:
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if there is a diff.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
-def check(paths, select, extend_select, ignore, extend_exclude, output_format, output_file, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, unsafe_fixes, diff, show_fixes, jobs):
+@click.option("--isolated", is_flag=True, help="Read no configuration file. A config's `plugins = [...]` imports code from the checked tree: use this to lint untrusted code (a pull request).")
+@click.option("--show-settings", is_flag=True, help="Print the configuration file used and the resolved settings, then exit.")
+@click.option("--show-files", is_flag=True, help="Print the files that would be checked, then exit.")
+def check(paths, select, extend_select, ignore, extend_exclude, output_format, output_file, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, unsafe_fixes, diff, show_fixes, jobs, isolated, show_settings, show_files):
     """Check PATHS (files or folders; default: the current folder) with the static rules."""
     paths = list(paths) or [Path(".")]
     session = _session(
         config_path,
         paths[0],
+        isolated=isolated,
         select=split_selectors(select),
         extend_select=split_selectors(extend_select),
         ignore=split_selectors(ignore),
@@ -79,6 +83,15 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
         enabled = session.enabled()
     except ConfigError as exc:
         _fail(str(exc))
+    if show_settings:
+        _print_settings(session.config, enabled, isolated)
+        return
+    if show_files:
+        from torchlint.static.discover import discover
+
+        for item in discover(paths, session.config, cwd=Path.cwd()):
+            click.echo(item.display)
+        return
 
     from torchlint.static.engine import StaticEngine
 
@@ -187,6 +200,28 @@ def _print_summary(result, out) -> None:
         else:
             hint = f"{fixable} fixable with --fix --unsafe-fixes"  # "more" than no safe fix reads wrong
         out.write(hint + ".\n")
+
+
+def _print_settings(config, enabled, isolated: bool) -> None:
+    """What applies, as `--show-settings` prints it: where it came from, then each setting."""
+    source = "none (--isolated)" if isolated else str(config.config_file) if config.config_file else "none found (defaults)"
+    rows = [
+        ("configuration file", source),
+        ("project root", str(config.root)),
+        ("enabled rules", ", ".join(sorted(enabled))),
+        ("select", ", ".join(config.select) if config.select is not None else "default (every default-on rule)"),
+        ("extend-select", ", ".join(config.extend_select) or "-"),
+        ("ignore", ", ".join(config.ignore) or "-"),
+        ("exclude", ", ".join(config.excludes)),
+        ("per-file-ignores", "; ".join(f"{glob} = {', '.join(codes)}" for glob, codes in config.per_file_ignores) or "-"),
+        ("respect-gitignore", str(config.respect_gitignore).lower()),
+        ("target-torch", config.target_torch or "installed or latest"),
+        ("plugins", ", ".join(config.plugins) or "-"),
+        ("plugin options", ", ".join(f"[tool.torchlint.{name}]" for name in sorted(config.plugin_tables)) or "-"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        click.echo(f"{name:<{width}}  {value}")
 
 
 def _count(number: int, noun: str) -> str:

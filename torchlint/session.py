@@ -67,12 +67,16 @@ def _check_plugin_tables(config, pm) -> None:
         raise ConfigError(f"{config.config_file}: {tables} names no plugin (loaded plugins: {known})")
 
 
-def open_session(config_path: Path | None, start: Path, cwd: Path, **cli) -> Session:
+def open_session(config_path: Path | None, start: Path, cwd: Path, isolated: bool = False, **cli) -> Session:
+    """`isolated`: read no configuration file at all (a config's `plugins = [...]` imports
+    code from the checked tree, so an untrusted tree must be checked this way)."""
     from torchlint.config import with_cli
 
+    if isolated and config_path is not None:
+        raise ConfigError("--isolated reads no configuration file: drop --config")
     if config_path is not None and not config_path.is_file():
         raise ConfigError(f"{config_path}: no such configuration file")
-    config = load_config(config_path or find_config_file(start), cwd=cwd)
+    config = load_config(None if isolated else config_path or find_config_file(start), cwd=cwd)
     config = with_cli(config, **cli)
     pm = make_plugin_manager(config.plugins, config.root)
     _check_plugin_tables(config, pm)
