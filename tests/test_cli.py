@@ -104,6 +104,14 @@ def test_statistics_counts_per_rule(run, tmp_path):
     assert result.output.split() == ["2", "TL301", "load-without-map-location"]
 
 
+def test_statistics_honours_the_json_output_format(run, tmp_path):
+    import json
+
+    write(tmp_path / "a.py", BUGGY + "other = torch.load('x.pt', weights_only=True)\n")
+    result = run("check", "--statistics", "--output-format", "json", "a.py")
+    assert json.loads(result.output) == [{"code": "TL301", "name": "load-without-map-location", "count": 2, "fixable": 2}]
+
+
 def test_quiet_prints_findings_only(run, tmp_path):
     write(tmp_path / "clean.py", CLEAN)
     assert run("check", "clean.py").output.startswith("All checks passed!")

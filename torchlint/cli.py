@@ -153,7 +153,7 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
 
     with atomic_text_stream(Path(output_file)) if output_file else contextlib.nullcontext(sys.stdout) as out:
         if statistics:
-            _print_statistics(result, session.rules, out)
+            _print_statistics(result, session.rules, out, as_json=output_format in ("json", "json-lines"))
         else:
             session.pm.hook.torchlint_report(
                 findings=result.findings, format=output_format, stream=out, config=session.config, rules=used
@@ -168,9 +168,20 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
     sys.exit(EXIT_CLEAN if exit_zero else exit_code)
 
 
-def _print_statistics(result, rules, out) -> None:
+def _print_statistics(result, rules, out, as_json: bool = False) -> None:
     counts = Counter(f.code for f in result.findings)
-    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+    fixable = Counter(f.code for f in result.findings if f.fix is not None)
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if as_json:
+        import json
+
+        document = [
+            {"code": code, "name": rules[code].name if code in rules else None, "count": count, "fixable": fixable[code]}
+            for code, count in rows
+        ]
+        out.write(json.dumps(document, indent=2) + "\n")
+        return
+    for code, count in rows:
         rule = rules.get(code)
         out.write(f"{count:>5}  {code:<6} {rule.name if rule else ''}\n")
 
