@@ -56,6 +56,8 @@ def main() -> None:
 @click.option("--write-baseline", "write_baseline_path", type=click.Path(dir_okay=False), help="Record the current findings as the baseline and exit 0.")
 @click.option("--fail-on-stale-baseline", is_flag=True, help="Exit 1 when baseline entries no longer match any finding.")
 @click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
+@click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else; exit 0 unless a fix could not be written (or --exit-non-zero-on-fix).")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if no finding remains (CI that must not change files).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour (with --fix or --diff).")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if there is a diff.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
@@ -63,9 +65,10 @@ def main() -> None:
 @click.option("--isolated", is_flag=True, help="Read no configuration file. A config's `plugins = [...]` imports code from the checked tree: use this to lint untrusted code (a pull request).")
 @click.option("--show-settings", is_flag=True, help="Print the configuration file used and the resolved settings, then exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, then exit.")
-def check(paths, select, extend_select, ignore, extend_exclude, output_format, output_file, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, unsafe_fixes, diff, show_fixes, jobs, isolated, show_settings, show_files):
+def check(paths, select, extend_select, ignore, extend_exclude, output_format, output_file, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, fix_only, exit_non_zero_on_fix, unsafe_fixes, diff, show_fixes, jobs, isolated, show_settings, show_files):
     """Check PATHS (files or folders; default: the current folder) with the static rules."""
     paths = list(paths) or [Path(".")]
+    fix = fix or fix_only
     session = _session(
         config_path,
         paths[0],
@@ -119,6 +122,14 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
             for file_fix in outcome.files:
                 for applied in file_fix.applied:
                     click.echo(f"{file_fix.path}: fixed: {applied.message}")
+        if fix_only:
+            # Fixes and nothing else; a fix that could not be written is still said (TL002).
+            for rejected in outcome.rejections():
+                click.echo(f"{rejected.path}:{rejected.location.line}:{rejected.location.column}: {rejected.code} {rejected.message}", err=True)
+            if not quiet:
+                click.echo(f"Fixed {_count(outcome.fixed, 'finding')}.", err=True)
+            failed = bool(outcome.rejections()) or (exit_non_zero_on_fix and outcome.fixed > 0)
+            sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
         if outcome.fixed:
             result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
             result.fixed = outcome.fixed
@@ -165,6 +176,8 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
         for entry in stale[:20]:
             click.echo(f"  {entry['path']}: {entry['code']} x{entry['count']}", err=True)
     exit_code = result.exit_code or (EXIT_FINDINGS if stale and fail_on_stale_baseline else EXIT_CLEAN)
+    if exit_non_zero_on_fix and result.fixed:
+        exit_code = EXIT_FINDINGS
     sys.exit(EXIT_CLEAN if exit_zero else exit_code)
 
 
