@@ -37,6 +37,8 @@ from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
+from torchlint.static.names import dotted_name
+
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
@@ -628,7 +630,7 @@ class Flow:
             return
         other = root_of(other_node) if other_node is not None else None
         if other is None and isinstance(other_node, cst.Call):
-            called = dotted_name_of(other_node.func)
+            called = dotted_name(other_node.func)
             other = f"{called}(...)" if called else None
         self.meetings[id(cpu.origin)] = Meeting(cpu, other or device.root or "a device tensor", device.root, node, self.setup.body)
 
@@ -1009,7 +1011,7 @@ def _names_a_device(node: cst.BaseExpression) -> bool:
         args = node.args
         return (
             bool(args)
-            and (dotted_name_of(node.func) or "").endswith("device")
+            and (dotted_name(node.func) or "").endswith("device")
             and _names_a_device(args[0].value)
         )
     if isinstance(node, cst.Name):
@@ -1019,17 +1021,6 @@ def _names_a_device(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Integer):
         return True  # `.to(0)`, `.cuda(1)`: a CUDA ordinal
     return False
-
-
-def dotted_name_of(node: cst.BaseExpression) -> Optional[str]:
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return None
-    parts.append(node.value)
-    return ".".join(reversed(parts))
 
 
 def _flatten(values) -> Iterator[Value]:

@@ -33,14 +33,17 @@ def dotted_name(node: cst.BaseExpression | cst.ImportFrom) -> str | None:
     return None
 
 
-def _iter_statements(body) -> Iterator[cst.CSTNode]:
-    """Every statement, recursing into compound statements (including def and class)."""
+def _iter_statements(body, into_scopes: bool = True) -> Iterator[cst.CSTNode]:
+    """Every statement, recursing into compound statements (def and class too, unless
+    `into_scopes` is False: then a nested def or class is yielded but not entered)."""
     stack = list(reversed(body))
     while stack:
         statement = stack.pop()
         yield statement
         if isinstance(statement, cst.SimpleStatementLine):
             stack.extend(reversed(statement.body))
+            continue
+        if not into_scopes and type(statement) in (cst.FunctionDef, cst.ClassDef):
             continue
         children = []
         inner = getattr(statement, "body", None)
@@ -50,7 +53,7 @@ def _iter_statements(body) -> Iterator[cst.CSTNode]:
             extra = getattr(statement, attribute, None)
             if extra is not None:
                 children.append(extra)
-        if isinstance(statement, cst.Try):
+        if isinstance(statement, (cst.Try, cst.TryStar)):
             children.extend(statement.handlers)
         if isinstance(statement, cst.Match):
             for case in statement.cases:
@@ -191,42 +194,24 @@ def _statement_bindings(body: cst.BaseSuite) -> set[str] | None:
     statements and never expressions; None when a `match` statement needs the full walk."""
     names: set[str] = set()
     globals_: set[str] = set()
-    stack: list = list(body.body) if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else []
-    while stack:
-        statement = stack.pop()
+    for statement in _iter_statements(body.body, into_scopes=False):
         kind = type(statement)
-        if kind is cst.SimpleStatementLine or kind is cst.SimpleStatementSuite:
-            stack.extend(statement.body)
-        elif kind is cst.Assign:
+        if kind is cst.Assign:
             for target in statement.targets:
                 names.update(_target_names(target.target))
-        elif kind is cst.AnnAssign or kind is cst.AugAssign:
+        elif kind is cst.AnnAssign or kind is cst.AugAssign or kind is cst.For:
             names.update(_target_names(statement.target))
         elif kind is cst.Global:
             globals_.update(item.name.value for item in statement.names)
         elif kind is cst.FunctionDef or kind is cst.ClassDef:
             names.add(statement.name.value)
+        elif kind is cst.With:
+            for item in statement.items:
+                if item.asname is not None:
+                    names.update(_target_names(item.asname.name))
+        elif kind is cst.ExceptHandler or kind is cst.ExceptStarHandler:
+            if statement.name is not None:
+                names.update(_target_names(statement.name.name))
         elif kind is cst.Match:
             return None
-        else:
-            if kind is cst.For:
-                names.update(_target_names(statement.target))
-            elif kind is cst.With:
-                for item in statement.items:
-                    if item.asname is not None:
-                        names.update(_target_names(item.asname.name))
-            elif kind is cst.Try or kind is cst.TryStar:
-                for handler in statement.handlers:
-                    if handler.name is not None:
-                        names.update(_target_names(handler.name.name))
-                    stack.extend(handler.body.body)
-            inner = getattr(statement, "body", None)
-            if isinstance(inner, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-                stack.extend(inner.body)
-            for attribute in ("orelse", "finalbody"):
-                extra = getattr(statement, attribute, None)
-                if extra is not None:
-                    stack.append(extra)
-            if kind is cst.Else or kind is cst.Finally or kind is cst.If:
-                pass  # their bodies and orelse were pushed above
     return names - globals_
