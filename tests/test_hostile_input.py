@@ -93,6 +93,48 @@ def test_nesting_depth_bound_counts_what_libcst_nests():
     assert nesting_depth(ast.parse("x = " + "-" * 600 + "1")) >= 600
 
 
+# The cheap bound that lets libcst parse without `ast` first: whatever could crash or stall
+# libcst is "not proven" (and goes through `ast`), whatever the disguise.
+UNPROVEN = {
+    **{name: body for name, body in DEEP.items()},
+    "string_ors": "x = " + 'or'.join(['"t"'] * 10_000) + "\n",
+    "number_ors": "x = " + "1or ".join(["1"] * 10_000) + "\n",
+    "adjacent_strings": "x = (" + " ".join(["b'a'"] * 10_000) + ")\n",
+    "ors_over_lines": "x = (\n" + " or\n".join(["t"] * 10_000) + "\n)\n",
+    "continued_ors": "x = t" + " or \\\n t" * 10_000 + "\n",
+    "attribute_chain": "x = t" + ".x" * 2_000 + "\n",
+    "elifs": "if x:\n  pass\n" + "elif x:\n  pass\n" * 600,
+    "f_string_field": 'x = f"{' + "a+" * 5_000 + 'a}"\n',
+    "f_string_nested_quotes": 'x = f"{d["k"]}"\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNPROVEN))
+def test_cheap_nesting_bound_never_vouches_for_what_libcst_cannot_survive(name):
+    from torchlint.static.nesting import within_libcst_bounds
+
+    assert not within_libcst_bounds("import torch\n" + UNPROVEN[name])
+
+
+def test_cheap_nesting_bound_vouches_for_ordinary_code():
+    """Every source file of torchlint itself (strings, f-strings, long tables included)."""
+    from torchlint.static.nesting import within_libcst_bounds
+
+    root = Path(__file__).resolve().parents[1]
+    sources = [*root.joinpath("torchlint").rglob("*.py"), *root.joinpath("plugins").rglob("*.py")]
+    assert len(sources) > 50
+    unproven = [str(path) for path in sources if not within_libcst_bounds(path.read_text(encoding="utf-8"))]
+    assert unproven == []
+
+
+def test_syntax_errors_found_by_libcst_alone_carry_pythons_message(tmp_path, monkeypatch):
+    """A file libcst parses without `ast` first still reports CPython's wording and place."""
+    (tmp_path / "t.py").write_text("import torch  # on cuda\nx = torch.load(p)\ndef f(:\n    pass\n")
+    _, found = check_json(tmp_path, monkeypatch, ".")
+    assert found[("t.py", "TL000")]["message"].startswith("syntax error: invalid syntax")
+    assert found[("t.py", "TL000")]["location"]["row"] == 3
+
+
 def test_worker_killed_by_a_signal_costs_only_its_file(tmp_path):
     """A rule that kills its process (as a native crash would) on one file: that file is one
     TL000, every other file is still checked, and the run ends (a plain Pool would hang)."""

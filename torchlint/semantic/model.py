@@ -61,6 +61,7 @@ from torchlint.semantic.values import (
     Param,
     Quotient,
     SelfAttr,
+    SourceLabel,
     Sequence,
     Split,
     Tensor,
@@ -559,10 +560,7 @@ class SemanticModel(Analysis):
 
     def origin(self, node: cst.CSTNode, func: cst.BaseExpression | None = None, text: str | None = None) -> Origin:
         if text is None:
-            text = self.ctx.module.code_for_node(func if func is not None else node)
-            if len(text) > 40 or "\n" in text:
-                text = "." + text.rpartition(".")[2] if "." in text else text[:40]
-            text = f"`{text}(...)`"
+            return Origin(SourceLabel(self.ctx.module, func if func is not None else node), node)
         return Origin(text, node)
 
     def _call(self, call: cst.Call) -> Value:

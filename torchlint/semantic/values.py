@@ -16,7 +16,7 @@ empty set means "nothing known", never "nothing": rules report only what is in t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple, Union
 
 
@@ -27,16 +27,37 @@ class Origin:
 
     `text` is how messages name it (`F.softmax(...)`); `node` locates it in this file;
     `path`/`line` locate it in another file (values that crossed files); `via` names the
-    model class whose `forward` returned it."""
+    model class whose `forward` returned it. `label` is that text, or a `SourceLabel` that
+    renders it from the source when a message asks (most origins never reach a message)."""
 
-    text: str
+    label: Any
     node: Any = None
     path: str = ""
     line: int = 0
     via: str = ""
 
+    @property
+    def text(self) -> str:
+        label = self.label
+        return label if type(label) is str else label.render()
+
     def through(self, via: str) -> Origin:
-        return Origin(self.text, self.node, self.path, self.line, via or self.via)
+        return Origin(self.label, self.node, self.path, self.line, via or self.via)
+
+
+@dataclass(frozen=True)
+class SourceLabel:
+    """A call named by its callee's source, shortened: `F.softmax(...)`, `.softmax(...)`."""
+
+    # Out of repr: values are sorted by repr, and a module's repr prints its whole tree.
+    module: Any = field(repr=False)
+    node: Any = field(repr=False)
+
+    def render(self) -> str:
+        text = self.module.code_for_node(self.node)
+        if len(text) > 40 or "\n" in text:
+            text = "." + text.rpartition(".")[2] if "." in text else text[:40]
+        return f"`{text}(...)`"
 
 
 # -- concrete values ------------------------------------------------------------------------

@@ -24,6 +24,15 @@ if TYPE_CHECKING:
 #: After a name: it is assigned, a parameter, a loop or comprehension variable (`x = `, `x,`, `x)`, `x:`, `x in`).
 _BINDING_AFTER = re.compile(r"\s*(?:[,)\]:]|=(?!=)|\s(?:in|for)\b)")
 #: Before a name: `as x`, `def x`, `class x`, `for x`, `global x`, `nonlocal x`, `*x`.
+_IMPORT_LINE = re.compile(r"[ \t]*(?:import|from)\s")
+
+
+def _in_import_line(text: str, position: int) -> bool:
+    """Whether `position` is on a line that starts an import. A function-local import of the
+    same module binds nothing that `bindings_of` counts, so it never re-binds a name either."""
+    return _IMPORT_LINE.match(text, text.rfind("\n", 0, position) + 1) is not None
+
+
 _BINDING_BEFORE = re.compile(r"(?:\b(?:as|def|class|for|global|nonlocal)\s+|[*])\Z")
 
 
@@ -125,6 +134,8 @@ class FileContext:
             # instead of trying every alternative at every position of the file.
             occurrence = re.compile(rf"{re.escape(name)}(?<![.\w]{re.escape(name)})\b")
             for match in occurrence.finditer(text):
+                if _in_import_line(text, match.start()):
+                    continue  # `import torch.nn as nn` is the binding being resolved
                 if _BINDING_AFTER.match(text, match.end()) or _BINDING_BEFORE.search(text, max(0, match.start() - 40), match.start()):
                     found.add(name)
                     break

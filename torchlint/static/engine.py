@@ -238,7 +238,13 @@ class StaticEngine:
         result = FileResult(path)
         seen: dict[str, bool] = {}
         candidates = [rule for rule in self.active_rules if _rule_wants_file(rule, text, seen)]
-        # CPython parses first, for every file: syntax errors are reported whatever rules are
+        from torchlint.static.nesting import within_libcst_bounds
+
+        if candidates and within_libcst_bounds(text):
+            # The text proves libcst survives it, so libcst alone parses it (and reports its
+            # syntax errors through CPython's message): `ast` would cost a fifth more.
+            return self._check_with_libcst(result, path, text, candidates)
+        # Otherwise CPython parses first: syntax errors are reported whatever rules are
         # enabled, and code nested deeper than libcst survives never reaches libcst.
         tree, problem = _parse_with_python(text)
         if problem is not None and candidates and tree is None and problem[0].startswith("syntax error"):
@@ -276,7 +282,9 @@ class StaticEngine:
             module = cst.parse_module(text)
         except cst.ParserSyntaxError as exc:
             line, column = _position(text, exc.raw_line, exc.raw_column + 1)
-            problem = python_problem or (f"syntax error: {exc.message}", line, column)
+            # CPython's message, where it refuses the text too, reads better and places
+            # tokenizer errors (an unclosed string) where they are.
+            problem = python_problem or _parse_with_python(text)[1] or (f"syntax error: {exc.message}", line, column)
             result.findings.append(engine_finding(FileNotChecked, path, *problem))
             return result
         except (RecursionError, MemoryError) as exc:

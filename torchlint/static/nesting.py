@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from itertools import accumulate, compress
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
@@ -163,3 +164,103 @@ def shallow_by_tokens(text: str) -> bool:
     except (tokenize.TokenError, SyntaxError):
         return False
     return True
+
+
+# -- the cheap proof: a bound from the text alone ---------------------------------------------
+#: Strings, comments and backslash continuations, the way the tokenizer splits them (strings
+#: need no prefix here: a prefix is letters, which the counts below treat as names). Every
+#: alternative starts with `'`, `"`, `#` or `\\`, so `re` skips other text at C speed.
+_LEXEMES = re.compile(
+    r"'''(?:[^'\\]++|\\.|'(?!''))*+'''"
+    r'|"""(?:[^"\\]++|\\.|"(?!""))*+"""'
+    r"|'(?:[^'\\\n]++|\\.)*+'"
+    r'|"(?:[^"\\\n]++|\\.)*+"'
+    r"|#[^\r\n]*+|\\\r?\n",
+    re.DOTALL,
+)
+#: Every token that can add a level to libcst's tree: brackets, operators (unary and binary),
+#: attribute dots, the keywords that nest (`a or b or c` is one BooleanOperation per `or`),
+#: and adjacent strings (one ConcatenatedString per pair). Names and numbers glued to a
+#: keyword (`1or 2`) still count it; over-counting only costs a fall back to `ast`.
+_NESTING_TOKEN = re.compile(r"[-+*/%@&|^~<>.(\[{]|(?<![A-Za-z_])(?:and|or|not|lambda|if|await|for|yield)|\$(?=\s*[rRbBuUfF]{0,2}\$)")
+_NOT_BRACKET = re.compile(r"[^()\[\]{}\n]+")
+_BRACKET_DEPTH_CHANGE = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1, "\n": 0}
+#: A statement may hold this many nesting tokens (the bound `ast` checked was MAX_NESTING
+#: levels; a level needs a token). Real code peaks far below: timm's largest config dicts.
+_MAX_STATEMENT_TOKENS = MAX_NESTING
+#: CPython refuses more than 200 nested brackets; libcst crashes at 1,500.
+_MAX_BRACKET_DEPTH = 200
+#: Each `elif` nests the next `if` in libcst (10,000 crash it); 3,000 parse in 0.25 s.
+_MAX_ELIFS = 500
+
+
+class _Unsure(Exception):
+    pass
+
+
+def within_libcst_bounds(text: str) -> bool:
+    """True when the text alone proves libcst parses it safely and promptly, at a tenth of
+    what `ast.parse` costs; False means "not proven" (ask `ast`). libcst's own tokenizer
+    refuses more than 100 indentation levels, as CPython's does, so statements cannot nest
+    deeper than that; what is left to bound is how deep one statement goes, which is at most
+    the number of its nesting tokens. Sound for Python 3.11 syntax; an f-string that might
+    use 3.12's nested quotes is "not proven"."""
+    try:
+        masked = _LEXEMES.sub(_placeholder_for(text), text)
+    except _Unsure:
+        return False
+    if len(masked) <= _MAX_STATEMENT_TOKENS:
+        return True
+    if masked.count("elif") > _MAX_ELIFS:
+        return False
+    skeleton = _NOT_BRACKET.sub("", masked)
+    depths = list(accumulate(map(_BRACKET_DEPTH_CHANGE.__getitem__, skeleton)))
+    if depths and max(depths) > _MAX_BRACKET_DEPTH:
+        return False
+    # A statement ends at a newline outside brackets (continuations were masked to spaces).
+    line_end_depths = compress(depths, map("\n".__eq__, skeleton))
+    lines = masked.split("\n")
+    start = length = 0
+    for index, (line, depth) in enumerate(zip(lines, line_end_depths)):
+        length += len(line) + 1
+        if depth == 0:
+            if length > _MAX_STATEMENT_TOKENS and _too_many_tokens(lines[start : index + 1]):
+                return False
+            start, length = index + 1, 0
+    rest = lines[start:]
+    return sum(map(len, rest)) <= _MAX_STATEMENT_TOKENS or not _too_many_tokens(rest)
+
+
+def _too_many_tokens(lines: list[str]) -> bool:
+    return len(_NESTING_TOKEN.findall("\n".join(lines))) > _MAX_STATEMENT_TOKENS
+
+
+def _placeholder_for(text: str):
+    """What each lexeme of `text` becomes: comments vanish, continuations become a space,
+    strings a `$` (not a name character, so `"a"or"b"` still shows its `or`)."""
+
+    def placeholder(match: re.Match[str]) -> str:
+        lexeme = match.group()
+        first = lexeme[0]
+        if first == "#":
+            return ""
+        if first == "\\":
+            return " "
+        start = match.start()
+        prefix = text[max(0, start - 2) : start]
+        if prefix[-1:] in ("f", "F") or (prefix[:1] in ("f", "F") and prefix[-1:] in ("r", "R")):
+            _check_f_string(lexeme)
+        return "$"
+
+    return placeholder
+
+
+def _check_f_string(lexeme: str) -> None:
+    """An f-string's fields are code libcst nests: bound them too. Unbalanced braces mean the
+    string may go on past this quote (3.12 lets a field reuse the quote): not proven. Literal
+    braces come in pairs (`{{`, `}}`) and each field opens and closes once, so a quote inside
+    an open field always leaves the counts unequal."""
+    if lexeme.count("{") != lexeme.count("}"):
+        raise _Unsure
+    if len(lexeme) > 200 and len(_NESTING_TOKEN.findall(lexeme)) > 200:
+        raise _Unsure
