@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from torchlint.rule import Bad, Good, Rule
+from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.values import Value
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
@@ -17,7 +21,10 @@ class LossAccumulatedWithGraph(Rule):
     Flags a running total or list that collects a loss tensor across iterations of a training
     loop: `total_loss += loss` or `losses.append(loss)` where the same loop calls
     `loss.backward()` (so `loss` certainly carries an autograd graph) and the total lives
-    across iterations (it is not re-assigned unconditionally in the loop).
+    across iterations (it is not re-assigned unconditionally in the loop). The backward pass
+    may also run in a helper of this file that returns the loss as it is
+    (`loss = train_step(batch)`, `loss, n = self.step(batch)`): the semantic model resolves
+    the call to the function or method it runs.
 
     Left alone: `total += loss.item()` / `loss.detach()` / `float(loss)`; summing loss terms
     inside one step (`loss = ce(...)`, then `loss += aux_loss`, then `loss.backward()`); a
@@ -50,6 +57,10 @@ class LossAccumulatedWithGraph(Rule):
         optimizer.step()
         total_loss += loss.item()
     ```
+
+    ## Known limitations
+    A step helper defined in another file, or passed in as an argument, is not followed: the
+    loop then shows no backward pass and is left alone.
     """
 
     code = "TL601"
@@ -122,6 +133,70 @@ class LossAccumulatedWithGraph(Rule):
             """,
             note="accumulation under no_grad carries no graph",
         ),
+        Bad(
+            """
+            def train_step(model, batch, criterion, optimizer):
+                optimizer.zero_grad()
+                loss = criterion(model(batch[0]), batch[1])
+                loss.backward()
+                optimizer.step()
+                return loss
+
+            def train(model, loader, criterion, optimizer):
+                running = 0
+                for batch in loader:
+                    loss = train_step(model, batch, criterion, optimizer)
+                    running += loss  # error
+                return running
+            """,
+            note="the backward pass runs in a helper that returns the loss",
+        ),
+        Bad(
+            """
+            class Trainer:
+                def step(self, batch):
+                    loss = self.criterion(self.model(batch[0]), batch[1])
+                    loss.backward()
+                    self.optimizer.step()
+                    return loss, batch[0].shape[0]
+
+                def fit(self, loader):
+                    losses = []
+                    for batch in loader:
+                        loss, n = self.step(batch)
+                        losses.append(loss)  # error
+            """,
+            note="a method returning (loss, count)",
+        ),
+        Good(
+            """
+            def train_step(model, batch, criterion, optimizer):
+                loss = criterion(model(batch[0]), batch[1])
+                loss.backward()
+                optimizer.step()
+                return loss.item()
+
+            def train(model, loader, criterion, optimizer):
+                running = 0
+                for batch in loader:
+                    loss = train_step(model, batch, criterion, optimizer)
+                    running += loss
+            """,
+            note="the helper returns a number",
+        ),
+        Good(
+            """
+            def evaluate(model, batch, criterion):
+                return criterion(model(batch[0]), batch[1])
+
+            def validate(model, loader, criterion):
+                total = 0
+                for batch in loader:
+                    loss = evaluate(model, batch, criterion)
+                    total += loss
+            """,
+            note="no backward pass anywhere: this rule cannot tell it carries a graph (TL601 wants proof)",
+        ),
         Good(
             """
             def train_chunked(model, chunks, ce, optimizer):
@@ -135,6 +210,15 @@ class LossAccumulatedWithGraph(Rule):
             note="a total that is back-propagated itself is accumulated on purpose",
         ),
     ]
+
+    analyses = (SemanticModel,)
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.model: SemanticModel = ctx.analysis(SemanticModel)
+        #: Totals fed by a call whose callee may run the backward pass itself; the callee is
+        #: known once the whole file is read (finish).
+        self.fed_by_calls: list[_FedByCall] = []
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if not isinstance(node.operator, cst.AddAssign):
@@ -154,19 +238,53 @@ class LossAccumulatedWithGraph(Rule):
         if not loops:
             return
         loop = loops[0]
-        losses = added & differentiated_names(loop)
-        if not losses or total in differentiated_names(loop):
+        differentiated = differentiated_names(loop)
+        if total in differentiated:
+            return
+        losses = added & differentiated
+        fed = [] if losses else self._fed_by_calls(loop, added)
+        if not losses and not fed:
             return
         if assigned_unconditionally(loop, total) or self._backpropagated_in_function(total):
             return
-        loss = sorted(losses)[0]
-        if self._detached_in_loop(loop, loss):
+        if losses:
+            loss = sorted(losses)[0]
+            if not self._detached_in_loop(loop, loss):
+                self._report(node, total, loss, "")
             return
+        for name, call, index in fed:
+            if not self._detached_in_loop(loop, name):
+                self.fed_by_calls.append(_FedByCall(node, total, name, self.model.value(call.func), index))
+
+    def finish(self) -> None:
+        for fed in self.fed_by_calls:
+            for info in self.model.functions_called(fed.callee):
+                if _returns_after_backward(info.node, fed.index):
+                    self._report(fed.node, fed.total, fed.name, f" (`{info.node.name.value}` calls `.backward()` on it and returns it)")
+                    break
+
+    def _report(self, node: cst.CSTNode, total: str, loss: str, why: str) -> None:
         self.report(
             node,
-            f"`{total}` collects `{loss}` across iterations with its autograd graph: every step's graph stays "
+            f"`{total}` collects `{loss}` across iterations with its autograd graph{why}: every step's graph stays "
             f"alive and memory grows; use `{loss}.item()` (or `{loss}.detach()`)",
         )
+
+    def _fed_by_calls(self, loop: cst.CSTNode, added: set[str]) -> list[tuple[str, cst.Call, int | None]]:
+        """Added names the loop assigns from a call (`loss = train_step(batch)`, `loss, acc =
+        step()`): the step may run the backward pass inside the helper."""
+        found = []
+        for node in loop_nodes(loop):
+            if type(node) is not cst.Assign or type(node.value) is not cst.Call or len(node.targets) != 1:
+                continue
+            target = node.targets[0].target
+            if type(target) is cst.Name and target.value in added:
+                found.append((target.value, node.value, None))
+            elif type(target) in (cst.Tuple, cst.List):
+                for index, element in enumerate(target.elements):
+                    if type(element.value) is cst.Name and element.value.value in added:
+                        found.append((element.value.value, node.value, index))
+        return found
 
     def _backpropagated_in_function(self, total: str) -> bool:
         function = self.ctx.enclosing_function()
@@ -186,6 +304,34 @@ class LossAccumulatedWithGraph(Rule):
                         return True
     
         return False
+
+
+@dataclass
+class _FedByCall:
+    node: cst.CSTNode
+    total: str
+    name: str
+    callee: Value
+    index: int | None  # the element of a returned tuple, or None for the whole result
+
+
+def _returns_after_backward(function: cst.FunctionDef, index: int | None) -> bool:
+    """Whether `function` returns (as element `index` of a tuple) a name it calls backward on,
+    as it is: `loss.backward(); return loss`, not `return loss.item()`."""
+    differentiated = differentiated_names(function)
+    if not differentiated:
+        return False
+    for node in loop_nodes(function):
+        if type(node) is not cst.Return or node.value is None:
+            continue
+        value = node.value
+        if index is not None:
+            if type(value) not in (cst.Tuple, cst.List) or index >= len(value.elements):
+                continue
+            value = value.elements[index].value
+        if type(value) is cst.Name and value.value in differentiated:
+            return True
+    return False
 
 
 def _leaf_names(expr: cst.BaseExpression) -> set[str]:

@@ -708,6 +708,21 @@ class SemanticModel(Analysis):
                 return info.methods[name]
         return None
 
+    def functions_called(self, callee: Value) -> list[FunctionInfo]:
+        """The functions and methods of this file that calling `callee` (a symbolic value,
+        taken with `value()` where the call is) may run: the call graph's edges."""
+        found: list[FunctionInfo] = []
+        for target in self.resolve(callee):
+            kind = type(target)
+            info = None
+            if kind is FunctionObj:
+                info = self.functions.get((target.owner, target.name))
+            elif kind is BoundMethod:
+                info = self.method(target.cls, target.name)
+            if info is not None and all(info is not known for known in found):
+                found.append(info)
+        return found
+
     def is_module(self, value: Value) -> bool:
         """Whether a concrete value is an nn.Module: a layer, a container, or an instance of a
         class of this file that derives from one of torch.nn's (or Lightning's) modules."""
