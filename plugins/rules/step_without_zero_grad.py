@@ -5,6 +5,8 @@ import re
 import libcst as cst
 
 from torchlint.rule import Bad, Good, Rule
+from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.values import Value
 from torchlint.static.names import dotted_name
 
 from ._loops import enclosing_loops, has_backward, loop_nodes
@@ -20,7 +22,9 @@ class StepWithoutZeroGrad(Rule):
     Flags `optimizer.step()` (and `scaler.step(optimizer)`) inside a training loop — the
     innermost loop around it that calls `backward()` — when nothing in that loop clears the
     gradients: no `zero_grad()` on any object (optimizer or model), no `p.grad = None`, no
-    `p.grad.zero_()`, including inside closures defined in the loop.
+    `p.grad.zero_()`, including inside closures defined in the loop, and inside the helpers
+    of this file the loop calls (functions and methods the semantic model resolves, and the
+    methods of the helper's own class that it calls).
 
     Gradient accumulation that zeroes every k steps (`if (i + 1) % k == 0: opt.step();
     opt.zero_grad()`) is fine: the clearing is in the loop. `optimizer.step(closure)` is left
@@ -51,9 +55,9 @@ class StepWithoutZeroGrad(Rule):
     ```
 
     ## Known limitations
-    A loop that clears gradients through a helper of another name (`self.reset()`) is
-    reported; a loop whose clearing happens only in an outer loop is reported too, which is
-    right unless the accumulation is intended.
+    A helper defined in another file that clears gradients under a name that does not say so
+    is not seen, and the loop is reported; a loop whose clearing happens only in an outer
+    loop is reported too, which is right unless the accumulation is intended.
     """
 
     code = "TL602"
@@ -125,6 +129,39 @@ class StepWithoutZeroGrad(Rule):
         ),
         Good(
             """
+            class Trainer:
+                def prepare(self):
+                    self.model.train()
+                    self.optimizer.zero_grad(set_to_none=True)
+
+                def begin_step(self):
+                    self.prepare()
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        self.begin_step()
+                        self.criterion(self.model(x), y).backward()
+                        self.optimizer.step()
+            """,
+            note="the gradients are cleared in a method the loop calls, through another method",
+        ),
+        Bad(
+            """
+            class Trainer:
+                def log(self, loss):
+                    print(loss.item())
+
+                def fit(self, loader):
+                    for x, y in loader:
+                        loss = self.criterion(self.model(x), y)
+                        loss.backward()
+                        self.log(loss)
+                        self.optimizer.step()  # error
+            """,
+            note="the helpers the loop calls clear nothing",
+        ),
+        Good(
+            """
             def train(model, loader, optimizer):
                 for x in loader:
                     loss = compute_loss(model, x)
@@ -134,6 +171,15 @@ class StepWithoutZeroGrad(Rule):
         ),
     ]
 
+    analyses = (SemanticModel,)
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.model: SemanticModel = ctx.analysis(SemanticModel)
+        #: (step call, optimizer, what each other call of the loop runs): a helper of this
+        #: file may clear the gradients, which is known once the whole file is read.
+        self.pending: list[tuple[cst.Call, str, list[Value]]] = []
+
     def visit_Call(self, node: cst.Call) -> None:
         optimizer = _stepped_optimizer(node)
         if optimizer is None:
@@ -141,11 +187,32 @@ class StepWithoutZeroGrad(Rule):
         loop = next((loop for loop in enclosing_loops(self.ctx.ancestors) if has_backward(loop)), None)
         if loop is None or _clears_gradients(loop) or _made_in_loop(loop, optimizer):
             return
-        self.report(
-            node,
-            f"`{optimizer}` steps in a loop that never clears gradients: `backward()` adds into `.grad`, so each "
-            f"step applies the sum of all previous gradients; call `{optimizer}.zero_grad()` each iteration",
-        )
+        callees = [self.model.value(call.func) for call in loop_nodes(loop) if type(call) is cst.Call and call is not node]
+        self.pending.append((node, optimizer, callees))
+
+    def finish(self) -> None:
+        for node, optimizer, callees in self.pending:
+            if any(self._runs_clearing(callee) for callee in callees):
+                continue
+            self.report(
+                node,
+                f"`{optimizer}` steps in a loop that never clears gradients: `backward()` adds into `.grad`, so each "
+                f"step applies the sum of all previous gradients; call `{optimizer}.zero_grad()` each iteration",
+            )
+
+    def _runs_clearing(self, callee: Value) -> bool:
+        """Whether a call of the loop runs a function or method of this file that clears the
+        gradients, itself or through a method of its own class (`self.prepare()`)."""
+        for info in self.model.functions_called(callee):
+            if _clears_gradients(info.node):
+                return True
+            for node in loop_nodes(info.node):
+                func = node.func if type(node) is cst.Call else None
+                if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self" and info.owner:
+                    inner = self.model.method(info.owner, func.attr.value)
+                    if inner is not None and inner is not info and _clears_gradients(inner.node):
+                        return True
+        return False
 
 
 def _stepped_optimizer(call: cst.Call) -> str | None:
