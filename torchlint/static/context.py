@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -25,6 +26,14 @@ if TYPE_CHECKING:
 _BINDING_AFTER = re.compile(r"\s*(?:[,)\]:]|=(?!=)|\s(?:in|for)\b)")
 #: Before a name: `as x`, `def x`, `class x`, `for x`, `global x`, `nonlocal x`, `*x`.
 _IMPORT_LINE = re.compile(r"[ \t]*(?:import|from)\s")
+
+
+@functools.lru_cache(maxsize=256)
+def _occurrence(name: str) -> re.Pattern[str]:
+    """`name` as a whole word, not an attribute. The pattern starts with the name itself so
+    `re` scans for that literal in C, instead of trying every alternative at every position.
+    Kept per name: the same few (`torch`, `nn`, `F`) are asked in every file."""
+    return re.compile(rf"{re.escape(name)}(?<![.\w]{re.escape(name)})\b")
 
 
 def _in_import_line(text: str, position: int) -> bool:
@@ -130,10 +139,7 @@ class FileContext:
         for name in heads:
             if name not in text:
                 continue
-            # The pattern starts with the name itself so `re` scans for that literal in C,
-            # instead of trying every alternative at every position of the file.
-            occurrence = re.compile(rf"{re.escape(name)}(?<![.\w]{re.escape(name)})\b")
-            for match in occurrence.finditer(text):
+            for match in _occurrence(name).finditer(text):
                 if _in_import_line(text, match.start()):
                     continue  # `import torch.nn as nn` is the binding being resolved
                 if _BINDING_AFTER.match(text, match.end()) or _BINDING_BEFORE.search(text, max(0, match.start() - 40), match.start()):
