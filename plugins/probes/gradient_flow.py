@@ -1,0 +1,213 @@
+"""Gradient-flow probe: the training bugs that never raise, read at the first optimizer steps.
+
+* TL730 a trainable parameter the optimizer holds that gets no gradient at any of the first
+  steps (``.grad`` stays None, or is all zeros): a layer built but never used in ``forward``,
+  a path cut by ``.detach()``/``.item()``/``torch.tensor(x)``, or ``zero_grad()`` called
+  between ``backward()`` and ``step()``. Named by its path in the model (``Net.head.weight``).
+* TL731 parameters that have a gradient but do not change when the optimizer steps (a
+  learning rate of 0, a param group frozen by hand).
+* TL732 a loss whose value is exactly the same at every one of the first steps: nothing the
+  optimizer does reaches it.
+
+The probe watches the first ``STEPS`` optimizer steps only (torch's global optimizer step
+hooks; nothing is hooked per op), so its cost does not grow with the run. Parameters are
+named through the models in reach of the line that steps (locals of the user's frames and the
+attributes of ``self``), the way the errors probe names them.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import Any
+
+import torch
+from torch import nn
+from torch.optim import optimizer as optimizer_hooks
+
+from torchlint.runtime.frames import USER
+from torchlint.runtime.probing import Probe
+
+#: Steps read before judging. Three: one step can legitimately skip a parameter (a branch
+#: taken at random, a warm-up), three in a row rarely do.
+STEPS = 3
+#: Names listed in a message before "and N more".
+SHOWN = 6
+
+
+class GradientFlowProbe(Probe):
+    name = "gradient-flow"
+    runtime_code = "TL730"
+    summary = "parameters without gradients, parameters the optimizer does not change, a loss that never moves"
+
+    def install(self) -> None:
+        self.steps: dict[int, int] = {}  # id(optimizer) -> steps seen
+        self.without_grad: dict[int, int] = {}  # id(param) -> steps it had no (or a zero) gradient
+        self.zero_only: dict[int, bool] = {}  # id(param) -> every missing gradient was all zeros
+        self.unchanged: dict[int, int] = {}  # id(param) -> steps it had a gradient and kept its value
+        self.before_step: dict[int, float] = {}
+        self.params: dict[int, weakref.ref] = {}
+        self.names: dict[int, str] = {}
+        self.step_site = None
+        self.losses: list[float] = []
+        self.loss_site = None
+        self.judged = False
+        self.handles = [
+            optimizer_hooks.register_optimizer_step_pre_hook(self._before_step),
+            optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
+        ]
+
+    def uninstall(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+        self._judge()
+
+    # -- the loss ----------------------------------------------------------------------------
+    def watches(self, func: Any) -> bool:
+        return func is torch.Tensor.backward
+
+    def before(self, func: Any, args: tuple, kwargs: dict) -> None:
+        loss = args[0] if args else None
+        if len(self.losses) >= STEPS or not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            return
+        if not self.ctx.device.computes_values or loss.is_meta:
+            return
+        with torch.no_grad():
+            self.losses.append(float(loss.detach().float()))
+        if self.loss_site is None:
+            self.loss_site = self.ctx.site()
+
+    # -- the steps ---------------------------------------------------------------------------
+    def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        seen = self.steps.get(id(optimizer), 0)
+        if seen >= STEPS:
+            return
+        if self.step_site is None:
+            self.step_site = self.ctx.site()
+            self._name_parameters()
+        values = self.ctx.device.computes_values
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            for param in _trainable(optimizer):
+                key = id(param)
+                self.params.setdefault(key, weakref.ref(param))
+                grad = param.grad
+                if grad is None or (values and not grad.is_meta and not bool(grad.any())):
+                    self.without_grad[key] = self.without_grad.get(key, 0) + 1
+                    self.zero_only[key] = self.zero_only.get(key, True) and grad is not None
+                elif values and not param.is_meta:
+                    self.before_step[key] = _fingerprint(param)
+
+    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        seen = self.steps.get(id(optimizer), 0)
+        if seen >= STEPS:
+            return
+        self.steps[id(optimizer)] = seen + 1
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            for param in _trainable(optimizer):
+                before = self.before_step.pop(id(param), None)
+                if before is not None and _fingerprint(param) == before:
+                    self.unchanged[id(param)] = self.unchanged.get(id(param), 0) + 1
+        if seen + 1 == STEPS:
+            self._judge()  # judged now: the run may be stopped (--steps) or die later
+
+    # -- findings ----------------------------------------------------------------------------
+    def _judge(self) -> None:
+        if self.judged or not self.steps:
+            return
+        self.judged = True
+        steps = max(self.steps.values())
+        never = [key for key, count in self.without_grad.items() if count >= steps]
+        if never:
+            zeros = all(self.zero_only.get(key) for key in never)
+            what = "an all-zero gradient" if zeros else "no gradient"
+            self.ctx.evidence(
+                self,
+                code=None,
+                at=self.step_site,
+                runtime_code="TL730",
+                message=(
+                    f"{self._count(never)} the optimizer updates got {what} at each of the first {_steps(steps)}: "
+                    f"{self._listed(never)}; a layer not used in `forward`, a graph cut by `.detach()`/`.item()`/"
+                    f"`torch.tensor(...)`, or `zero_grad()` between `backward()` and `step()`"
+                ),
+                data={"parameters": [self._name(key) for key in never], "steps": steps},
+            )
+        frozen = [key for key, count in self.unchanged.items() if count >= steps]
+        if frozen:
+            self.ctx.evidence(
+                self,
+                code=None,
+                at=self.step_site,
+                runtime_code="TL731",
+                message=(
+                    f"{self._count(frozen)} had a gradient but kept their values through the first {_steps(steps)}: "
+                    f"{self._listed(frozen)}; is the learning rate 0, or their param group frozen?"
+                ),
+                data={"parameters": [self._name(key) for key in frozen], "steps": steps},
+            )
+        if len(self.losses) >= STEPS and len(set(self.losses)) == 1 and steps >= STEPS:
+            self.ctx.evidence(
+                self,
+                code=None,
+                at=self.loss_site,
+                runtime_code="TL732",
+                message=(
+                    f"the loss is exactly {self.losses[0]:g} at each of the first {_steps(len(self.losses))}: "
+                    "the optimizer's updates never reach it (parameters without gradients, a learning rate of 0, "
+                    "or a loss that does not depend on the model)"
+                ),
+                data={"losses": self.losses},
+            )
+
+    def _count(self, keys: list[int]) -> str:
+        return "1 parameter" if len(keys) == 1 else f"{len(keys)} parameters"
+
+    def _listed(self, keys: list[int]) -> str:
+        names = sorted(self._name(key) for key in keys)
+        shown = ", ".join(f"`{name}`" for name in names[:SHOWN])
+        return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+    def _name(self, key: int) -> str:
+        name = self.names.get(key)
+        if name is not None:
+            return name
+        param = self.params.get(key, lambda: None)()
+        shape = tuple(param.shape) if param is not None else ()
+        return f"a parameter of shape {shape}"
+
+    def _name_parameters(self) -> None:
+        """Path names for the parameters of the models in reach of the stepping line: the
+        user's frames' locals, and the attributes of their `self`."""
+        frame = sys._getframe(1)
+        roots: list[tuple[str, nn.Module]] = []
+        while frame is not None:
+            if self.ctx.frames.verdict(frame.f_code.co_filename) == USER:
+                for value in list(frame.f_locals.values()):
+                    if isinstance(value, nn.Module):
+                        roots.append((type(value).__name__, value))
+                    elif hasattr(value, "__dict__") and not isinstance(value, type):
+                        for attribute in list(vars(value).values()):
+                            if isinstance(attribute, nn.Module):
+                                roots.append((type(attribute).__name__, attribute))
+            frame = frame.f_back
+        for label, module in roots:
+            for name, param in module.named_parameters():
+                self.names.setdefault(id(param), f"{label}.{name}")
+
+
+def _trainable(optimizer: Any) -> list[torch.Tensor]:
+    return [p for group in optimizer.param_groups for p in group["params"] if isinstance(p, torch.Tensor) and p.requires_grad]
+
+
+def _fingerprint(param: torch.Tensor) -> tuple[float, float]:
+    """Two sums that any update of the values moves (a change that keeps both is vanishingly
+    rare), without keeping a copy of the model."""
+    values = param.detach().double()
+    return float(values.sum()), float(values.abs().sum())
+
+
+def _steps(count: int) -> str:
+    return "step" if count == 1 else f"{count} steps"
+
+
+PROBE = GradientFlowProbe

@@ -1,0 +1,51 @@
+"""The gradient-flow probe: silent training bugs read at the first optimizer steps, reported
+at the user's line with the parameters named by their path in the model. One run per
+bundled example (examples/runtime/gradient_flow), on the CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from conftest import EXAMPLES, ROOT, torchlint_run  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+FOLDER = EXAMPLES / "gradient_flow"
+
+
+def run(script: str):
+    result = torchlint_run(str(FOLDER / script), "--device", "cpu", "-q", "--output-format", "json", cwd=ROOT, timeout=180)
+    return {f["code"]: f for f in result.findings("runtime only")}, result
+
+
+def test_a_layer_never_used_in_forward_is_named():
+    found, result = run("buggy/unused_layer.py")
+    assert set(found) == {"TL730"}
+    finding = found["TL730"]
+    assert finding["location"]["row"] == 27  # the line that steps
+    assert "`Net.aux_head.bias`, `Net.aux_head.weight`" in finding["message"]
+    assert "Net.head" not in finding["message"] and "Net.body" not in finding["message"]
+    assert result.report["outcome"]["status"] == "completed"
+
+
+def test_zero_grad_between_backward_and_step_starves_every_parameter():
+    found, _ = run("buggy/zero_grad_order.py")
+    assert set(found) == {"TL730", "TL732"}
+    assert found["TL730"]["message"].startswith("4 parameters the optimizer updates got no gradient at each of the first 3 steps")
+    assert found["TL732"]["location"]["row"] == 13  # the backward() line
+    assert "the loss is exactly 0.685161" in found["TL732"]["message"]
+
+
+def test_a_zero_learning_rate_leaves_parameters_unchanged():
+    found, _ = run("buggy/zero_learning_rate.py")
+    assert set(found) == {"TL731", "TL732"}
+    assert found["TL731"]["location"]["row"] == 17
+    assert "4 parameters had a gradient but kept their values through the first 3 steps" in found["TL731"]["message"]
+
+
+def test_the_fixed_program_is_silent():
+    found, result = run("fixed/train.py")
+    assert found == {}
+    assert result.returncode == 0, result.stdout + result.stderr
