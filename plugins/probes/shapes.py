@@ -1,0 +1,78 @@
+"""Shape-hazards probe: ops that run without error on a shape that makes their result constant.
+
+* TL733 a softmax, log-softmax, argmax or argmin over a dimension of size 1, and a
+  cross-entropy or NLL loss over a single class. `softmax(x, dim=1)` of an `[N, 1]` output is
+  1 everywhere, `argmax(dim=1)` is 0 everywhere, and `cross_entropy` of one class is a loss
+  of exactly 0: the model trains on nothing and nothing raises. The usual cause is a binary
+  classifier with one output unit fed to a multi-class head (use `sigmoid` and
+  `BCEWithLogitsLoss`, or two output units).
+
+Reported once per user line, at the line that called the op, with the shape it got.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from torchlint.runtime.probing import Probe, op_name
+
+Tensor = torch.Tensor
+
+NORMALIZERS = {
+    F.softmax, torch.softmax, Tensor.softmax, torch.special.softmax,
+    F.log_softmax, torch.log_softmax, Tensor.log_softmax, torch.special.log_softmax,
+}
+ARG_REDUCTIONS = {torch.argmax, Tensor.argmax, torch.argmin, Tensor.argmin}
+#: Losses whose input's dimension 1 holds the classes.
+CLASS_LOSSES = {F.cross_entropy, F.nll_loss}
+
+
+class ShapesProbe(Probe):
+    name = "shapes"
+    runtime_code = "TL733"
+    summary = "softmax/argmax over a dimension of size 1, a cross-entropy over one class"
+
+    def install(self) -> None:
+        self.reported: set[tuple[str, int]] = set()
+
+    def watches(self, func: Any) -> bool:
+        return func in NORMALIZERS or func in ARG_REDUCTIONS or func in CLASS_LOSSES
+
+    def before(self, func: Any, args: tuple, kwargs: dict) -> None:
+        tensor = args[0] if args else kwargs.get("input")
+        if not isinstance(tensor, Tensor) or tensor.dim() == 0:
+            return
+        if func in CLASS_LOSSES:
+            if tensor.dim() >= 2 and tensor.shape[1] == 1:
+                self._report(func, tensor, 1, "the loss is exactly 0 for every sample: there is one class to choose from")
+            return
+        dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+        if not isinstance(dim, int):
+            return  # softmax without dim is TL713's; argmax without dim flattens
+        if -tensor.dim() <= dim < tensor.dim() and tensor.shape[dim] == 1 and tensor.numel() > 1:
+            what = "0 everywhere" if func in ARG_REDUCTIONS else ("1 everywhere" if "log" not in op_name(func) else "0 everywhere")
+            self._report(func, tensor, dim, f"its result is {what}")
+
+    def _report(self, func: Any, tensor: Tensor, dim: int, consequence: str) -> None:
+        site = self.ctx.site()
+        key = (site.path, site.line) if site else ("", 0)
+        if key in self.reported:
+            return
+        self.reported.add(key)
+        shape = tuple(tensor.shape)
+        self.ctx.evidence(
+            self,
+            code=None,
+            at=site,
+            message=(
+                f"`{op_name(func)}` over dimension {dim} of a tensor of shape {shape}, which has size 1 there: "
+                f"{consequence}; one output unit needs `sigmoid`/`BCEWithLogitsLoss`, or give the layer two outputs"
+            ),
+            data={"op": op_name(func), "shape": list(shape), "dim": dim},
+        )
+
+
+PROBE = ShapesProbe
