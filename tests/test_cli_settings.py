@@ -308,3 +308,21 @@ def test_every_option_of_every_command_has_help_text():
             continue  # the runtime half's own options; not this front door's
         undocumented = [p.name for p in command.params if isinstance(p, click.Option) and not p.help]
         assert undocumented == [], (name, undocumented)
+
+
+def test_an_override_naming_no_plugin_says_where_it_came_from(run, tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    result = run("check", "--config", "nosuchplugin.option = 1", "a.py")
+    assert result.exit_code == 2
+    assert "--config 'nosuchplugin.option = 1': [tool.torchlint.nosuchplugin] names no plugin" in result.output
+
+
+def test_an_override_merges_into_a_plugin_table_and_replaces_other_keys():
+    from torchlint.config import merge_tables
+
+    base = {"select": ["TL1"], "myplugin": {"a": 1, "b": 2}, "per-file-ignores": {"x.py": ["TL301"]}}
+    override = {"select": ["TL3"], "myplugin": {"b": 3}, "per-file-ignores": {"y.py": ["TL302"]}}
+    assert merge_tables(base, override) == {
+        "select": ["TL3"], "myplugin": {"a": 1, "b": 3}, "per-file-ignores": {"y.py": ["TL302"]}
+    }
+    assert base["myplugin"] == {"a": 1, "b": 2}  # the file's table is not edited in place

@@ -71,7 +71,7 @@ def _check_plugin_tables(config, pm) -> None:
     if unknown:
         tables = ", ".join(f"[tool.torchlint.{name}]" for name in unknown)
         known = ", ".join(sorted(n for n in names if not n.startswith("_") and "." not in n)) or "none"
-        raise ConfigError(f"{config.config_file}: {tables} names no plugin (loaded plugins: {known})")
+        raise ConfigError(f"{config.origin}: {tables} names no plugin (loaded plugins: {known})")
 
 
 def open_session(
