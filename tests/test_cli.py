@@ -185,3 +185,5 @@ def test_a_path_without_python_files_warns_and_passes(run, tmp_path):
     assert missing.exit_code == 1 and "TL000" in missing.stdout and NO_FILES not in missing.stderr
     write(tmp_path / "src" / "a.py", CLEAN)
     assert NO_FILES not in run("check", "src").stderr
+    listed = run("check", "--show-files", "empty")
+    assert listed.exit_code == 0 and listed.stdout == "" and listed.stderr.splitlines() == [NO_FILES]

@@ -38,6 +38,7 @@ def main() -> None:
     """torchlint finds the PyTorch bugs that cost days."""
 
 
+NO_PYTHON_FILES = "warning: No Python files found under the given path(s)"
 CACHE_DIR_HELP = "Where the cache goes (default: .torchlint_cache/ in the project root)."
 
 
@@ -128,10 +129,14 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
     if show_files:
         from torchlint.static.discover import discover
 
-        for item in [] if reading_stdin else discover(paths, config, cwd=Path.cwd()):
-            click.echo(item.display)
         if reading_stdin:
             click.echo(stdin_name)
+            return
+        listed = discover(paths, config, cwd=Path.cwd())
+        for item in listed:
+            click.echo(item.display)
+        if not listed and not quiet:
+            click.echo(NO_PYTHON_FILES, err=True)
         return
 
     from torchlint.static.engine import StaticEngine
@@ -158,7 +163,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
         cache = None if no_cache else session.cache(enabled)
         result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
         if result.files_checked == 0 and not quiet:
-            click.echo("warning: No Python files found under the given path(s)", err=True)
+            click.echo(NO_PYTHON_FILES, err=True)
     if add_noqa:
         _add_noqa(result.findings, quiet)
     if fix or diff:
