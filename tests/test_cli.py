@@ -166,3 +166,24 @@ def test_exit_non_zero_on_fix_fails_a_run_that_changed_files(run, tmp_path):
     assert result.exit_code == 1 and "(1 fixed)" in result.output
     write(tmp_path / "c.py", FIXABLE)
     assert run("check", "--no-cache", "--fix", "--select", "TL402", "c.py").exit_code == 0
+
+
+NO_FILES = "warning: No Python files found under the given path(s)"
+
+
+def test_a_path_without_python_files_warns_and_passes(run, tmp_path):
+    (tmp_path / "empty").mkdir()
+    write(tmp_path / "docs" / "notes.txt", "torch.load('x')\n")
+    for path in ("empty", "docs"):
+        result = run("check", path)
+        assert result.exit_code == 0
+        assert result.stderr.splitlines() == [NO_FILES]
+        assert result.stdout == "All checks passed! 0 files checked.\n"
+    assert run("check", "-q", "empty").output == ""
+    # a missing path is still a finding, not an empty run
+    missing = run("check", "missing")
+    assert missing.exit_code == 1 and "TL000" in missing.stdout and NO_FILES not in missing.stderr
+    write(tmp_path / "src" / "a.py", CLEAN)
+    assert NO_FILES not in run("check", "src").stderr
+    listed = run("check", "--show-files", "empty")
+    assert listed.exit_code == 0 and listed.stdout == "" and listed.stderr.splitlines() == [NO_FILES]

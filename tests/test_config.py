@@ -26,7 +26,8 @@ def findings(tmp_path, monkeypatch, *args, cwd=None):
     monkeypatch.chdir(cwd or tmp_path)
     result = CliRunner().invoke(main, ["check", "--output-format", "json", *args], catch_exceptions=False)
     assert result.exit_code in (0, 1), result.output
-    return sorted((d["filename"], d["code"]) for d in json.loads(result.output))
+    # the report is stdout; warnings (no Python files found) go to stderr
+    return sorted((d["filename"], d["code"]) for d in json.loads(result.stdout))
 
 
 def usage_error(tmp_path, monkeypatch, *args):

@@ -6,12 +6,12 @@ Exit codes follow ruff: 0 clean, 1 findings, 2 usage or configuration error.
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from pathlib import Path
 
 import click
 
 from torchlint import __version__
+from torchlint.check_output import count, print_settings, print_statistics, print_summary
 from torchlint.config import ConfigError, split_selectors
 from torchlint.pluginmanager import PluginError
 
@@ -23,7 +23,7 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_ERROR)
 
 
-def _session(config: str | None, start: Path, **cli):
+def _session(config: Path | str | None, start: Path, **cli):
     from torchlint.session import open_session
 
     try:
@@ -38,100 +38,169 @@ def main() -> None:
     """torchlint finds the PyTorch bugs that cost days."""
 
 
+NO_PYTHON_FILES = "warning: No Python files found under the given path(s)"
+CACHE_DIR_HELP = "Where the cache goes (default: .torchlint_cache/ in the project root)."
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--select", multiple=True, help="Rules to enable: codes, names, prefixes (TL1) or ALL. Replaces the configured set.")
+@click.option("--select", multiple=True, help="Rules to enable: codes, names, prefixes (TL1) or ALL, in any case. Replaces the configured set.")
 @click.option("--extend-select", multiple=True, help="Rules to enable on top of the selection.")
 @click.option("--ignore", multiple=True, help="Rules to disable: codes, names or prefixes.")
+@click.option("--exclude", multiple=True, help="Glob patterns of paths to skip, replacing the configured (and default) `exclude`.")
 @click.option("--extend-exclude", multiple=True, help="Extra glob patterns of paths to skip.")
+@click.option("--per-file-ignores", multiple=True, metavar="GLOB:CODES", help="Rules to ignore in files matching GLOB, e.g. \"tests/*:TL301,TL302\"; adds to the configured ones.")
+@click.option("--target-torch", metavar="VERSION", help="The torch version the code must run on (e.g. 2.4), for rules about removed or new APIs.")
 @click.option("--output-format", default="full", show_default=True, help="full, concise, json, json-lines, sarif, github, gitlab, junit, pylint (and plugin formats).")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file instead of stdout.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too (pre-commit).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) to use.")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too (pre-commit), and to --stdin-filename.")
+@click.option("--config", "config_args", multiple=True, metavar="PATH|KEY=VALUE", help="A pyproject.toml (or TOML file holding the table) to use, or a TOML `key = value` overriding one setting, e.g. --config \"select = ['TL1']\". Repeatable.")
+@click.option("--stdin-filename", metavar="PATH", help="Read the source from stdin (also `-` as the path) and report it as PATH: its configuration, excludes and per-file-ignores apply.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the cache (.torchlint_cache/ in the project root).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="TORCHLINT_CACHE_DIR", show_envvar=True, help=CACHE_DIR_HELP)
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), help="Report only findings not recorded in this baseline file.")
 @click.option("--write-baseline", "write_baseline_path", type=click.Path(dir_okay=False), help="Record the current findings as the baseline and exit 0.")
 @click.option("--fail-on-stale-baseline", is_flag=True, help="Exit 1 when baseline entries no longer match any finding.")
-@click.option("--fix", is_flag=True, help="Apply safe fixes in place.")
+@click.option("--fix/--no-fix", default=None, help="Apply safe fixes in place (stdin: print the fixed source). --no-fix overrides `fix = true` in the configuration.")
 @click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else; exit 0 unless a fix could not be written (or --exit-non-zero-on-fix).")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if no finding remains (CI that must not change files).")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that may change behaviour (with --fix or --diff).")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply fixes that may change behaviour (with --fix or --diff). --no-unsafe-fixes overrides `unsafe-fixes = true`.")
+@click.option("--fixable", multiple=True, help="Rules whose fixes may be applied (default: ALL). Replaces the configured set.")
+@click.option("--extend-fixable", multiple=True, help="Rules whose fixes may be applied, on top of `fixable`.")
+@click.option("--unfixable", multiple=True, help="Rules whose fixes are never applied or offered.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if there is a diff.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: TLxxx` to every line with a finding (merged into an existing noqa comment) and exit; exit 1 only if some finding could not be silenced.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
 @click.option("--isolated", is_flag=True, help="Read no configuration file. A config's `plugins = [...]` imports code from the checked tree: use this to lint untrusted code (a pull request).")
 @click.option("--show-settings", is_flag=True, help="Print the configuration file used and the resolved settings, then exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, then exit.")
-def check(paths, select, extend_select, ignore, extend_exclude, output_format, output_file, statistics, exit_zero, force_exclude, config_path, quiet, no_cache, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, fix_only, exit_non_zero_on_fix, unsafe_fixes, diff, show_fixes, jobs, isolated, show_settings, show_files):
-    """Check PATHS (files or folders; default: the current folder) with the static rules."""
+def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_file_ignores, target_torch, output_format, output_file, statistics, exit_zero, force_exclude, config_args, stdin_filename, quiet, no_cache, cache_dir, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, fix_only, exit_non_zero_on_fix, unsafe_fixes, fixable, extend_fixable, unfixable, diff, show_fixes, add_noqa, jobs, isolated, show_settings, show_files):
+    """Check PATHS (files or folders; default: the current folder; `-`: stdin) with the static rules."""
+    from torchlint.config import parse_per_file_ignores, split_config_arguments
+    from torchlint.stdin import STDIN_NAME
+
+    reading_stdin = _reads_stdin(list(paths), stdin_filename, add_noqa=add_noqa)
+    if add_noqa and (fix or fix_only or diff):
+        _fail("--add-noqa silences findings; it cannot be combined with --fix, --fix-only or --diff")
+    stdin_name = stdin_filename or STDIN_NAME
     paths = list(paths) or [Path(".")]
-    fix = fix or fix_only
-    session = _session(
-        config_path,
-        paths[0],
-        isolated=isolated,
-        select=split_selectors(select),
-        extend_select=split_selectors(extend_select),
-        ignore=split_selectors(ignore),
-        extend_exclude=list(extend_exclude),
-        force_exclude=force_exclude,
-    )
+    try:
+        config_file, overrides = split_config_arguments(config_args)
+        cli = dict(
+            select=split_selectors(select),
+            extend_select=split_selectors(extend_select),
+            ignore=split_selectors(ignore),
+            exclude=list(exclude),
+            extend_exclude=list(extend_exclude),
+            per_file_ignores=parse_per_file_ignores(per_file_ignores),
+            target_torch=target_torch,
+            fixable=split_selectors(fixable),
+            extend_fixable=split_selectors(extend_fixable),
+            unfixable=split_selectors(unfixable),
+            fix=fix,
+            unsafe_fixes=unsafe_fixes,
+            cache_dir=cache_dir,
+            force_exclude=force_exclude,
+        )
+    except ConfigError as exc:
+        _fail(str(exc))
+    # stdin's configuration is found from the file it stands for, as a real path's would be
+    start = Path(stdin_name if stdin_filename else ".") if reading_stdin else paths[0]
+    session = _session(config_file, start, isolated=isolated, overrides=overrides, **cli)
+    config = session.config
+    # `fix = true` in the configuration is `--fix`; --no-fix, --diff and --add-noqa outrank it
+    fix = fix_only or (config.fix and not add_noqa)
+    unsafe_fixes = config.unsafe_fixes
     formats = session.output_formats()
     if output_format not in formats:
         _fail(f"unknown --output-format {output_format!r} (choose from {', '.join(formats)})")
     try:
         enabled = session.enabled()
+        fixable_codes = session.fixable()
     except ConfigError as exc:
         _fail(str(exc))
     if show_settings:
-        _print_settings(session.config, enabled, isolated)
+        print_settings(config, session.rules, enabled, fixable_codes, isolated, sys.stdout)
         return
     if show_files:
         from torchlint.static.discover import discover
 
-        for item in discover(paths, session.config, cwd=Path.cwd()):
+        if reading_stdin:
+            click.echo(stdin_name)
+            return
+        listed = discover(paths, config, cwd=Path.cwd())
+        for item in listed:
             click.echo(item.display)
+        if not listed and not quiet:
+            click.echo(NO_PYTHON_FILES, err=True)
         return
 
     from torchlint.static.engine import StaticEngine
 
     try:
-        engine = StaticEngine(session.config, session.pm, session.rules, enabled)
+        engine = StaticEngine(config, session.pm, session.rules, enabled, fixable=fixable_codes)
     except ConfigError as exc:
         _fail(str(exc))
     from torchlint.static.parallel import default_jobs
 
-    cache = None if no_cache else session.cache(enabled)
-    result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
+    # Stdin's report goes to stderr when its fixed source takes stdout, as ruff does.
+    report_stream = sys.stdout
+    if reading_stdin:
+        from torchlint.static.discover import force_excluded
+        from torchlint.stdin import check_stdin, fix_stdin, read_stdin, write_source
+
+        data, problem = read_stdin()
+        if config.force_exclude and stdin_filename and force_excluded(Path(stdin_filename), config):
+            if fix and not diff:
+                write_source(data or b"")  # an editor replaces its buffer with what comes back
+            sys.exit(EXIT_CLEAN)
+        result = check_stdin(engine, stdin_name, data, problem)
+    else:
+        cache = None if no_cache else session.cache(enabled)
+        result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
+        if result.files_checked == 0 and not quiet:
+            click.echo(NO_PYTHON_FILES, err=True)
+    if add_noqa:
+        _add_noqa(result.findings, quiet)
     if fix or diff:
         from torchlint.fix.runner import fix_findings
 
-        outcome = fix_findings(engine, result.findings, unsafe=unsafe_fixes, write=fix and not diff)
+        if reading_stdin:
+            outcome, fixed_source = fix_stdin(engine, stdin_name, data, result, unsafe=unsafe_fixes)
+            if not diff:
+                write_source(fixed_source)
+                report_stream = sys.stderr
+        else:
+            outcome = fix_findings(engine, result.findings, unsafe=unsafe_fixes, write=fix and not diff)
         if diff:
             for rejected in outcome.rejections():
                 click.echo(f"{rejected.path}:{rejected.location.line}:{rejected.location.column}: {rejected.code} {rejected.message}", err=True)
             sys.stdout.write("".join(f.diff for f in outcome.files))
             changed = sum(1 for f in outcome.files if f.diff)
             if not quiet:
-                click.echo(f"Would fix {_count(outcome.fixed, 'finding')} in {_count(changed, 'file')}.", err=True)
+                click.echo(f"Would fix {count(outcome.fixed, 'finding')} in {count(changed, 'file')}.", err=True)
             sys.exit(EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN)
         if show_fixes:
             for file_fix in outcome.files:
                 for applied in file_fix.applied:
-                    click.echo(f"{file_fix.path}: fixed: {applied.message}")
+                    click.echo(f"{file_fix.path}: fixed: {applied.message}", file=report_stream)
         if fix_only:
             # Fixes and nothing else; a fix that could not be written is still said (TL002).
             for rejected in outcome.rejections():
                 click.echo(f"{rejected.path}:{rejected.location.line}:{rejected.location.column}: {rejected.code} {rejected.message}", err=True)
             if not quiet:
-                click.echo(f"Fixed {_count(outcome.fixed, 'finding')}.", err=True)
+                click.echo(f"Fixed {count(outcome.fixed, 'finding')}.", err=True)
             failed = bool(outcome.rejections()) or (exit_non_zero_on_fix and outcome.fixed > 0)
             sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
         if outcome.fixed:
-            result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
+            if reading_stdin:
+                result = check_stdin(engine, stdin_name, fixed_source, None)
+            else:
+                result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
             result.fixed = outcome.fixed
         result.findings = sorted([*result.findings, *outcome.rejections()], key=lambda f: f.sort_key())
     session.pm.hook.torchlint_sessionfinish(result=result)
@@ -140,13 +209,13 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
 
     # Formats that describe rules (SARIF) describe the ones this run used.
     used = {code: rule for code, rule in session.rules.items() if code in enabled}
-    report_ctx = ReportContext(session.config, used)
+    report_ctx = ReportContext(config, used)
     if write_baseline_path:
         from torchlint.baseline import write_baseline
 
-        count = write_baseline(Path(write_baseline_path), result.findings, report_ctx)
+        written = write_baseline(Path(write_baseline_path), result.findings, report_ctx)
         if not quiet:
-            click.echo(f"Wrote {count} findings to baseline {write_baseline_path}.")
+            click.echo(f"Wrote {written} findings to baseline {write_baseline_path}.")
         sys.exit(EXIT_CLEAN)
     stale: list[dict] = []
     if baseline_path:
@@ -162,15 +231,15 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
 
     from torchlint.atomic import atomic_text_stream
 
-    with atomic_text_stream(Path(output_file)) if output_file else contextlib.nullcontext(sys.stdout) as out:
+    with atomic_text_stream(Path(output_file)) if output_file else contextlib.nullcontext(report_stream) as out:
         if statistics:
-            _print_statistics(result, session.rules, out, as_json=output_format in ("json", "json-lines"))
+            print_statistics(result, session.rules, out, as_json=output_format in ("json", "json-lines"))
         else:
             session.pm.hook.torchlint_report(
-                findings=result.findings, format=output_format, stream=out, config=session.config, rules=used
+                findings=result.findings, format=output_format, stream=out, config=config, rules=used
             )
     if not quiet and output_format in ("full", "concise") and not statistics:
-        _print_summary(result, sys.stdout)
+        print_summary(result, report_stream)
     if stale and not quiet:
         click.echo(f"{len(stale)} baseline entries no longer match (the code was fixed or moved files):", err=True)
         for entry in stale[:20]:
@@ -181,96 +250,51 @@ def check(paths, select, extend_select, ignore, extend_exclude, output_format, o
     sys.exit(EXIT_CLEAN if exit_zero else exit_code)
 
 
-def _print_statistics(result, rules, out, as_json: bool = False) -> None:
-    counts = Counter(f.code for f in result.findings)
-    fixable = Counter(f.code for f in result.findings if f.fix is not None)
-    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    if as_json:
-        import json
-
-        document = [
-            {"code": code, "name": rules[code].name if code in rules else None, "count": count, "fixable": fixable[code]}
-            for code, count in rows
-        ]
-        out.write(json.dumps(document, indent=2) + "\n")
-        return
-    for code, count in rows:
-        rule = rules.get(code)
-        out.write(f"{count:>5}  {code:<6} {rule.name if rule else ''}\n")
+def _reads_stdin(paths: list[Path], stdin_filename: str | None, *, add_noqa: bool) -> bool:
+    """`check -`, or `--stdin-filename NAME` with no paths, as ruff reads them."""
+    reading = paths == [Path("-")] or (stdin_filename is not None and not paths)
+    if not reading and Path("-") in paths:
+        _fail("`-` (stdin) cannot be checked together with other paths")
+    if stdin_filename is not None and not reading:
+        _fail("--stdin-filename names stdin's source: give no paths (or `-`)")
+    if add_noqa and reading:
+        _fail("--add-noqa edits files; it cannot be used with stdin")
+    return reading
 
 
-def _print_summary(result, out) -> None:
-    files = len({f.path for f in result.findings})
-    notes = []
-    if result.fixed:
-        notes.append(f"{result.fixed} fixed")
-    if result.suppressed:
-        notes.append(f"{result.suppressed} suppressed")
-    if result.baseline_suppressed:
-        notes.append(f"{result.baseline_suppressed} suppressed by baseline")
-    tail = f" ({', '.join(notes)})" if notes else ""
-    checked = _count(result.files_checked, "file")
-    if result.findings:
-        out.write(f"Found {_count(len(result.findings), 'finding')} in {_count(files, 'file')}; {checked} checked{tail}.\n")
-    else:
-        out.write(f"All checks passed! {checked} checked{tail}.\n")
-    fixable = sum(1 for f in result.findings if f.fix is not None)
-    if fixable:
-        safe = sum(1 for f in result.findings if f.fix is not None and f.fix.applicability == "safe")
-        if safe:
-            hint = f"[*] {safe} fixable with --fix"
-            if fixable > safe:
-                hint += f"; {fixable - safe} more with --fix --unsafe-fixes"
-        else:
-            hint = f"{fixable} fixable with --fix --unsafe-fixes"  # "more" than no safe fix reads wrong
-        out.write(hint + ".\n")
+def _add_noqa(findings, quiet: bool) -> None:
+    """`--add-noqa`: write the comments, say what was skipped and how many were added, exit 0
+    (a run that silenced everything it found has done its job)."""
+    from torchlint.add_noqa import add_noqa
 
-
-def _print_settings(config, enabled, isolated: bool) -> None:
-    """What applies, as `--show-settings` prints it: where it came from, then each setting."""
-    source = "none (--isolated)" if isolated else str(config.config_file) if config.config_file else "none found (defaults)"
-    rows = [
-        ("configuration file", source),
-        ("project root", str(config.root)),
-        ("enabled rules", ", ".join(sorted(enabled))),
-        ("select", ", ".join(config.select) if config.select is not None else "default (every default-on rule)"),
-        ("extend-select", ", ".join(config.extend_select) or "-"),
-        ("ignore", ", ".join(config.ignore) or "-"),
-        ("exclude", ", ".join(config.excludes)),
-        ("per-file-ignores", "; ".join(f"{glob} = {', '.join(codes)}" for glob, codes in config.per_file_ignores) or "-"),
-        ("respect-gitignore", str(config.respect_gitignore).lower()),
-        ("target-torch", config.target_torch or "installed or latest"),
-        ("plugins", ", ".join(config.plugins) or "-"),
-        ("plugin options", ", ".join(f"[tool.torchlint.{name}]" for name in sorted(config.plugin_tables)) or "-"),
-    ]
-    width = max(len(name) for name, _ in rows)
-    for name, value in rows:
-        click.echo(f"{name:<{width}}  {value}")
-
-
-def _count(number: int, noun: str) -> str:
-    """`1 file`, `2 files`."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
+    outcome = add_noqa(findings)
+    for message in outcome.skipped:
+        click.echo(f"warning: {message}", err=True)
+    if not quiet:
+        click.echo(f"Added {count(outcome.added, 'noqa directive')} in {count(outcome.files, 'file')}.", err=True)
+    sys.exit(EXIT_FINDINGS if outcome.skipped else EXIT_CLEAN)
 
 
 @main.command()
 @click.argument("code_or_name")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) naming plugins to load.")
 def rule(code_or_name, config_path):
     """Show the documentation of one rule (by code or name)."""
     from torchlint.ruledoc import render_terminal
 
+    from torchlint.selection import suggestion
+
     session = _session(config_path, Path.cwd())
     for code, candidate in session.rules.items():
-        if code_or_name.upper() == code or code_or_name == candidate.name:
+        if code_or_name.upper() == code or code_or_name.lower() == candidate.name.lower():
             click.echo(render_terminal(candidate), nl=False)
             return
-    _fail(f"unknown rule {code_or_name!r} (see `torchlint rules`)")
+    _fail(f"unknown rule {code_or_name!r} ({suggestion(code_or_name, session.rules)})")
 
 
 @main.command()
-@click.option("--config", "config_path", type=click.Path(dir_okay=False))
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) naming plugins to load.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True, help="A table, or JSON with each rule's metadata.")
 def rules(config_path, output_format):
     """List every rule: code, name, default on/off, fix, summary."""
     from torchlint.ruledoc import rule_table
@@ -285,7 +309,7 @@ def rules(config_path, output_format):
 
 
 @main.command()
-@click.option("--config", "config_path", type=click.Path(dir_okay=False))
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) naming plugins to load.")
 def plugins(config_path):
     """List registered plugins, their versions and the hooks each implements."""
     from torchlint.pluginmanager import plugin_table
@@ -293,6 +317,45 @@ def plugins(config_path):
     session = _session(config_path, Path.cwd())
     for name, version, hooks in plugin_table(session.pm):
         click.echo(f"{name}  ({version})\n    {', '.join(hooks)}")
+
+
+@main.command()
+@click.option("--config", "config_args", multiple=True, metavar="PATH|KEY=VALUE", help="The configuration file naming the cache-dir, or a `key = value` override, as for check.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="TORCHLINT_CACHE_DIR", show_envvar=True, help=CACHE_DIR_HELP)
+def clean(config_args, cache_dir):
+    """Remove the cache: the configured cache folder and every .torchlint_cache folder under
+    the current one."""
+    from torchlint.clean import cache_folders, removable, remove
+    from torchlint.config import find_config_file, load_config, split_config_arguments, with_cli
+
+    cwd = Path.cwd()
+    try:
+        # The settings only, no plugins: removing a cache must not import a project's code.
+        config_file, overrides = split_config_arguments(config_args)
+        config = load_config(config_file or find_config_file(cwd), cwd=cwd, overrides=overrides)
+        config = with_cli(config, cache_dir=cache_dir)
+    except ConfigError as exc:
+        _fail(str(exc))
+    removed = 0
+    for folder in cache_folders(config.cache_folder, cwd):
+        shown = _shown(folder, cwd)
+        if not removable(folder):
+            click.echo(f"warning: {shown} holds no torchlint cache tag (CACHEDIR.TAG); not removed", err=True)
+            continue
+        problem = remove(folder)
+        if problem is not None:
+            _fail(f"cannot remove {shown}: {problem}")
+        click.echo(f"Removed {shown}")
+        removed += 1
+    if not removed:
+        click.echo("No cache to remove.")
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    try:
+        return path.relative_to(cwd).as_posix() or "."
+    except ValueError:
+        return str(path)
 
 
 from torchlint.runtime.command import run as _run_command  # noqa: E402

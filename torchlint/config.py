@@ -22,8 +22,11 @@ DEFAULT_EXCLUDE = (
     "dist", "node_modules", "site-packages", "venv",
 )
 
-_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "plugins")
-_KNOWN_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "respect-gitignore", "target-torch"}
+_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "plugins", "fixable", "extend-fixable", "unfixable")
+_BOOL_KEYS = ("respect-gitignore", "fix", "unsafe-fixes")
+_KNOWN_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-torch", "cache-dir"}
+#: The cache folder, in the project root unless `cache-dir` / `--cache-dir` says otherwise.
+CACHE_DIR_NAME = ".torchlint_cache"
 
 
 class ConfigError(Exception):
@@ -45,6 +48,16 @@ class Config:
     force_exclude: bool = False
     target_torch: str | None = None
     plugin_tables: Mapping[str, Any] = field(default_factory=dict)
+    #: `fix = true`: apply safe fixes as if `--fix` were given; `unsafe-fixes = true`: unsafe too
+    fix: bool = False
+    unsafe_fixes: bool = False
+    #: rules whose fixes may be applied: `fixable` (None: every rule) + `extend-fixable` - `unfixable`
+    fixable: tuple[str, ...] | None = None
+    extend_fixable: tuple[str, ...] = ()
+    unfixable: tuple[str, ...] = ()
+    cache_dir: Path | None = None
+    #: the `--config KEY=VALUE` fragments applied over the file, as written
+    overrides: tuple[str, ...] = ()
 
     def plugin_options(self, plugin: str) -> Mapping[str, Any]:
         return self.plugin_tables.get(plugin, {})
@@ -52,6 +65,17 @@ class Config:
     @property
     def excludes(self) -> tuple[str, ...]:
         return self.exclude + self.extend_exclude
+
+    @property
+    def cache_folder(self) -> Path:
+        return self.cache_dir if self.cache_dir is not None else self.root / CACHE_DIR_NAME
+
+    @property
+    def origin(self) -> str:
+        """Where the settings came from, for error messages about their values."""
+        parts = [str(self.config_file)] if self.config_file else []
+        parts += [f"--config {text!r}" for text in self.overrides]
+        return " + ".join(parts) or "command line"
 
 
 #: Standalone files, found before pyproject.toml in the same folder (as ruff finds
@@ -85,11 +109,30 @@ def find_config_file(start: Path) -> Path | None:
     return None
 
 
-def load_config(config_file: Path | None, *, cwd: Path) -> Config:
-    if config_file is None:
-        return Config(root=cwd.resolve())
-    table = _read_table(config_file)
-    return _config_from_table(table, config_file)
+def load_config(config_file: Path | None, *, cwd: Path, overrides: Iterable[tuple[str, dict[str, Any]]] = ()) -> Config:
+    """The file's table (none: defaults rooted at `cwd`), with each `--config KEY=VALUE`
+    override (its text and its parsed table) laid over it, later ones winning."""
+    overrides = list(overrides)
+    table = _read_table(config_file) if config_file is not None else {}
+    root = config_file.parent.resolve() if config_file is not None else cwd.resolve()
+    for text, override in overrides:
+        _config_from_table(override, where=f"--config {text!r}:", root=root)  # its own errors, named
+        table = merge_tables(table, override)
+    where = f"{config_file}: [tool.torchlint]" if config_file is not None else "--config"
+    config = _config_from_table(table, where=where, root=root, config_file=config_file)
+    return replace(config, overrides=tuple(text for text, _ in overrides))
+
+
+def merge_tables(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`override`'s keys replace `base`'s; a plugin's table is merged key by key, so
+    `--config "myplugin.option = 1"` keeps the plugin's other options."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict) and key != "per-file-ignores":
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
 
 
 def _read_table(config_file: Path) -> dict[str, Any]:
@@ -119,8 +162,7 @@ def _read_table(config_file: Path) -> dict[str, Any]:
     return table
 
 
-def _config_from_table(table: dict[str, Any], config_file: Path) -> Config:
-    where = f"{config_file}: [tool.torchlint]"
+def _config_from_table(table: dict[str, Any], *, where: str, root: Path, config_file: Path | None = None) -> Config:
     values: dict[str, Any] = {}
     plugin_tables = {}
     for key, value in table.items():
@@ -128,8 +170,12 @@ def _config_from_table(table: dict[str, Any], config_file: Path) -> Config:
             plugin_tables[key] = value  # [tool.torchlint.<plugin>]
             continue
         if key not in _KNOWN_KEYS:
+            import difflib
+
+            close = difflib.get_close_matches(key, sorted(_KNOWN_KEYS), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             known = ", ".join(sorted(_KNOWN_KEYS))
-            raise ConfigError(f"{where} unknown key {key!r} (known keys: {known})")
+            raise ConfigError(f"{where} unknown key {key!r} ({hint}known keys: {known})")
         if key in _LIST_KEYS:
             values[key.replace("-", "_")] = _string_list(value, f"{where} {key}")
         elif key == "per-file-ignores":
@@ -139,17 +185,24 @@ def _config_from_table(table: dict[str, Any], config_file: Path) -> Config:
                 (pattern, _string_list(codes, f"{where} per-file-ignores.{pattern!r}"))
                 for pattern, codes in value.items()
             )
-        elif key == "respect-gitignore":
+        elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
-                raise ConfigError(f"{where} respect-gitignore must be true or false, not {value!r}")
-            values["respect_gitignore"] = value
+                raise ConfigError(f"{where} {key} must be true or false, not {value!r}")
+            values[key.replace("-", "_")] = value
         elif key == "target-torch":
-            if not isinstance(value, str) or not _VERSION.fullmatch(value):
-                raise ConfigError(f"{where} target-torch must be a version string like \"2.4\", not {value!r}")
-            values["target_torch"] = value
-    if "exclude" in values:
-        values["exclude"] = values["exclude"]
-    return Config(root=config_file.parent.resolve(), config_file=config_file, plugin_tables=plugin_tables, **values)
+            values["target_torch"] = check_version(value, f"{where} target-torch")
+        elif key == "cache-dir":
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where} cache-dir must be a folder path string, not {value!r}")
+            # relative to the folder holding the configuration, as `exclude` patterns are
+            values["cache_dir"] = root / Path(value).expanduser()
+    return Config(root=root, config_file=config_file, plugin_tables=plugin_tables, **values)
+
+
+def check_version(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _VERSION.fullmatch(value):
+        raise ConfigError(f"{where} must be a version string like \"2.4\", not {value!r}")
+    return value
 
 
 def _string_list(value: Any, where: str) -> tuple[str, ...]:
@@ -160,19 +213,30 @@ def _string_list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+#: Command-line flags that replace the file's value, and those that extend its list.
+_REPLACING = ("select", "exclude", "fixable")
+_EXTENDING = ("extend_select", "ignore", "extend_exclude", "per_file_ignores", "extend_fixable", "unfixable")
+
+
 def with_cli(config: Config, **overrides: Any) -> Config:
-    """Command-line flags win over the file: select replaces, ignore/excludes extend."""
+    """Command-line flags win over the file: select/exclude/fixable replace, ignores and
+    excludes extend, a flag left out (None) keeps the file's value."""
     changes: dict[str, Any] = {}
-    if overrides.get("select"):
-        changes["select"] = tuple(overrides["select"])
-    if overrides.get("extend_select"):
-        changes["extend_select"] = config.extend_select + tuple(overrides["extend_select"])
-    if overrides.get("ignore"):
-        changes["ignore"] = config.ignore + tuple(overrides["ignore"])
-    if overrides.get("extend_exclude"):
-        changes["extend_exclude"] = config.extend_exclude + tuple(overrides["extend_exclude"])
+    for key in _REPLACING:
+        if overrides.get(key):
+            changes[key] = tuple(overrides[key])
+    for key in _EXTENDING:
+        if overrides.get(key):
+            changes[key] = getattr(config, key) + tuple(overrides[key])
     if overrides.get("force_exclude"):
         changes["force_exclude"] = True
+    if overrides.get("target_torch") is not None:
+        changes["target_torch"] = check_version(overrides["target_torch"], "--target-torch")
+    for key in ("fix", "unsafe_fixes"):
+        if overrides.get(key) is not None:
+            changes[key] = overrides[key]
+    if overrides.get("cache_dir") is not None:
+        changes["cache_dir"] = Path(overrides["cache_dir"]).expanduser().absolute()
     return replace(config, **changes)
 
 
@@ -181,4 +245,42 @@ def split_selectors(values: Iterable[str]) -> list[str]:
     out = []
     for value in values:
         out.extend(part.strip() for part in value.split(",") if part.strip())
+    return out
+
+
+def split_config_arguments(values: Iterable[str]) -> tuple[Path | None, list[tuple[str, dict[str, Any]]]]:
+    """`--config` values, as ruff reads them: an existing file is the configuration file (one
+    at most); anything else must be a TOML `key = value` fragment overriding it."""
+    config_file: Path | None = None
+    overrides: list[tuple[str, dict[str, Any]]] = []
+    for value in values:
+        if Path(value).is_file():
+            if config_file is not None:
+                raise ConfigError(f"--config {value!r}: one configuration file only (already {str(config_file)!r})")
+            config_file = Path(value)
+            continue
+        try:
+            table = tomllib.loads(value)
+        except tomllib.TOMLDecodeError as exc:
+            if "=" not in value:
+                raise ConfigError(f"{value}: no such configuration file") from exc
+            raise ConfigError(
+                f"--config {value!r} is neither an existing file nor a TOML `key = value` override ({exc})"
+            ) from exc
+        if not table:
+            raise ConfigError(f"--config {value!r}: empty override; give `key = value`, e.g. --config \"select = ['TL1']\"")
+        overrides.append((value, table))
+    return config_file, overrides
+
+
+def parse_per_file_ignores(values: Iterable[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """`--per-file-ignores "tests/*:TL301,TL302"` -> [("tests/*", ("TL301", "TL302"))]. The
+    last colon separates, so a pattern may hold one (`C:/src/*.py:TL3`)."""
+    out = []
+    for value in values:
+        pattern, colon, codes = value.rpartition(":")
+        selectors = tuple(split_selectors([codes]))
+        if not colon or not pattern or not selectors:
+            raise ConfigError(f"--per-file-ignores {value!r}: expected GLOB:CODES, like \"tests/*:TL301,TL302\"")
+        out.append((pattern, selectors))
     return out

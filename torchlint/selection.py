@@ -20,19 +20,45 @@ _PREFIX_RE = re.compile(r"^[A-Z]+[0-9]*$")
 
 
 def match_selector(selector: str, rules: dict[str, type[Rule]], *, where: str) -> tuple[set[str], bool]:
-    """(codes matched, whether the match was exact). Unknown selectors are an error."""
-    if selector == "ALL":
+    """(codes matched, whether the match was exact). Case does not matter (`tl301`,
+    `Load-Without-Map-Location`, `all`). Unknown selectors are an error naming the closest
+    rule."""
+    code_like = selector.upper()
+    if code_like == "ALL":
         return set(rules), True
-    if selector in rules:
-        return {selector}, True
-    by_name = {rule.name: code for code, rule in rules.items()}
-    if selector in by_name:
-        return {by_name[selector]}, True
-    if _PREFIX_RE.match(selector):
-        matched = {code for code in rules if code.startswith(selector)}
+    if code_like in rules:
+        return {code_like}, True
+    by_name = {rule.name.lower(): code for code, rule in rules.items()}
+    if selector.lower() in by_name:
+        return {by_name[selector.lower()]}, True
+    if _PREFIX_RE.match(code_like):
+        matched = {code for code in rules if code.startswith(code_like)}
         if matched:
             return matched, False
-    raise ConfigError(f"{where}: unknown rule selector {selector!r} (see `torchlint rules`)")
+    raise ConfigError(f"{where}: unknown rule selector {selector!r} ({suggestion(selector, rules)})")
+
+
+def closest_rule(selector: str, rules: dict[str, type[Rule]]) -> str | None:
+    """The code of the rule whose code or name is nearest to `selector` (a typo), if any is
+    near enough."""
+    import difflib
+
+    best: tuple[float, str] | None = None
+    candidates = [(code, code, selector.upper()) for code in rules]
+    candidates += [(rule.name, code, selector.lower()) for code, rule in rules.items()]
+    for text, code, query in candidates:
+        ratio = difflib.SequenceMatcher(None, query, text).ratio()
+        if ratio >= 0.6 and (best is None or ratio > best[0]):
+            best = (ratio, code)
+    return best[1] if best else None
+
+
+def suggestion(selector: str, rules: dict[str, type[Rule]]) -> str:
+    """`did you mean TL301 (load-without-map-location)?`, or where to look."""
+    code = closest_rule(selector, rules)
+    if code is None:
+        return "see `torchlint rules`"
+    return f"did you mean {code} ({rules[code].name})?"
 
 
 def resolve(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from torchlint.config import Config, ConfigError, find_config_file, load_config
 from torchlint.pluginmanager import make_plugin_manager, rule_registry
-from torchlint.selection import resolve
+from torchlint.selection import codes_for, resolve
 
 if TYPE_CHECKING:
     from torchlint.pluginmanager import PluginManager
@@ -22,8 +22,15 @@ class Session:
     rules: dict[str, type[Rule]]
 
     def enabled(self) -> set[str]:
-        where = str(self.config.config_file) if self.config.config_file else "command line"
-        return resolve(self.rules, self.config.select, self.config.extend_select, self.config.ignore, where=where)
+        return resolve(self.rules, self.config.select, self.config.extend_select, self.config.ignore, where=self.config.origin)
+
+    def fixable(self) -> set[str]:
+        """The rules whose fixes may be applied: `fixable` (every rule unless given), plus
+        `extend-fixable`, less `unfixable`."""
+        config, where = self.config, self.config.origin
+        allowed = set(self.rules) if config.fixable is None else codes_for(config.fixable, self.rules, where=f"{where} fixable")
+        allowed |= codes_for(config.extend_fixable, self.rules, where=f"{where} extend-fixable")
+        return allowed - codes_for(config.unfixable, self.rules, where=f"{where} unfixable")
 
     def cache(self, enabled: set[str]):
         """The cache for this configuration and rule set."""
@@ -46,7 +53,7 @@ class Session:
                 "plugin_options": self.config.plugin_tables,
             }
         )
-        return Cache(self.config.root, fingerprint)
+        return Cache(self.config.cache_folder, fingerprint)
 
     def output_formats(self) -> list[str]:
         names: list[str] = []
@@ -64,19 +71,22 @@ def _check_plugin_tables(config, pm) -> None:
     if unknown:
         tables = ", ".join(f"[tool.torchlint.{name}]" for name in unknown)
         known = ", ".join(sorted(n for n in names if not n.startswith("_") and "." not in n)) or "none"
-        raise ConfigError(f"{config.config_file}: {tables} names no plugin (loaded plugins: {known})")
+        raise ConfigError(f"{config.origin}: {tables} names no plugin (loaded plugins: {known})")
 
 
-def open_session(config_path: Path | None, start: Path, cwd: Path, isolated: bool = False, **cli) -> Session:
+def open_session(
+    config_path: Path | None, start: Path, cwd: Path, isolated: bool = False, overrides: list[tuple[str, dict]] = (), **cli
+) -> Session:
     """`isolated`: read no configuration file at all (a config's `plugins = [...]` imports
-    code from the checked tree, so an untrusted tree must be checked this way)."""
+    code from the checked tree, so an untrusted tree must be checked this way); `--config
+    KEY=VALUE` overrides still apply, as they are the command line's own."""
     from torchlint.config import with_cli
 
     if isolated and config_path is not None:
         raise ConfigError("--isolated reads no configuration file: drop --config")
     if config_path is not None and not config_path.is_file():
         raise ConfigError(f"{config_path}: no such configuration file")
-    config = load_config(None if isolated else config_path or find_config_file(start), cwd=cwd)
+    config = load_config(None if isolated else config_path or find_config_file(start), cwd=cwd, overrides=overrides)
     config = with_cli(config, **cli)
     pm = make_plugin_manager(config.plugins, config.root)
     _check_plugin_tables(config, pm)

@@ -56,6 +56,7 @@ class FixOutcome:
 
 
 def wanted(finding: Finding, unsafe: bool) -> bool:
+    """Whether `--fix` applies this finding's fix (an `unfixable` rule's finding has none)."""
     return finding.fix is not None and (finding.fix.applicability == SAFE or unsafe)
 
 
@@ -71,14 +72,28 @@ def fix_findings(engine: StaticEngine, findings: list[Finding], *, unsafe: bool,
 
 
 def _fix_file(engine: StaticEngine, path: str, findings: list[Finding], *, unsafe: bool, write: bool) -> FileFix:
+    source = read_source(Path(path))
+    if source.text is None:
+        result = FileFix(path)
+        result.rejected.append(Rejection(f"cannot read the file again: {source.problem}"))
+        return result
+    result, text = fix_text(engine, path, source.text, unsafe=unsafe)
+    if write and text != source.text:
+        try:
+            write_through_link(Path(path), source.encode(text))
+        except OSError as exc:
+            result.rejected.append(Rejection(f"the fixes could not be written ({exc.strerror or exc}); the file is unchanged"))
+            result.applied = []
+    return result
+
+
+def fix_text(engine: StaticEngine, path: str, original: str, *, unsafe: bool) -> tuple[FileFix, str]:
+    """Fix `original` (the text of `path`, from disk or stdin) in memory: what was applied and
+    rejected, and the fixed text. Nothing is written."""
     import libcst as cst
 
     result = FileFix(path)
-    source = read_source(Path(path))
-    if source.text is None:
-        result.rejected.append(Rejection(f"cannot read the file again: {source.problem}"))
-        return result
-    original = text = source.text
+    text = original
     # The fixes are derived again from the text about to be edited, never taken from the
     # findings that came in: those may come from a cache that anyone with write access to it
     # (a CI cache restored from a pull request) could have filled with edits of their own.
@@ -104,18 +119,11 @@ def _fix_file(engine: StaticEngine, path: str, findings: list[Finding], *, unsaf
         text = attempt.text
         result.applied.extend(attempt.fixes)
         findings = [f for f in _recheck(engine, path, text) if wanted(f, unsafe)]
-    if text == original:
-        return result
-    result.diff = "".join(
-        difflib.unified_diff(original.splitlines(True), text.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}")
-    )
-    if write:
-        try:
-            write_through_link(Path(path), source.encode(text))
-        except OSError as exc:
-            result.rejected.append(Rejection(f"the fixes could not be written ({exc.strerror or exc}); the file is unchanged"))
-            result.applied = []
-    return result
+    if text != original:
+        result.diff = "".join(
+            difflib.unified_diff(original.splitlines(True), text.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}")
+        )
+    return result, text
 
 
 def _recheck(engine: StaticEngine, path: str, text: str) -> list[Finding]:
@@ -123,4 +131,4 @@ def _recheck(engine: StaticEngine, path: str, text: str) -> list[Finding]:
     fresh = engine.check_text(path, text)
     findings = engine.keep_in_project([f for f in fresh.findings if f.code in engine.enabled])
     kept, _ = engine._apply_suppressions([Discovered(Path(path), path)], findings, {path: text})
-    return kept
+    return engine.drop_unfixable(kept)

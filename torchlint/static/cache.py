@@ -14,7 +14,6 @@ from typing import Any
 
 from torchlint import __version__
 
-CACHE_DIR_NAME = ".torchlint_cache"
 _FORMAT = "1"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by torchlint.\n"
 
@@ -38,8 +37,10 @@ def code_fingerprint(paths: list[Path]) -> str:
 
 
 class Cache:
-    def __init__(self, root: Path, fingerprint: str) -> None:
-        self.directory = root / CACHE_DIR_NAME / f"v{_FORMAT}" / fingerprint
+    def __init__(self, folder: Path, fingerprint: str) -> None:
+        """`folder`: the cache folder itself (`.torchlint_cache` in the project root, or
+        `cache-dir`); entries go under a version and fingerprint folder inside it."""
+        self.directory = folder / f"v{_FORMAT}" / fingerprint
         self._ready = False
         self.hits = 0
         self.misses = 0
@@ -87,3 +88,12 @@ class Cache:
             if not path.exists():
                 path.write_text(text)
         self._ready = True
+
+
+def is_cache_folder(folder: Path) -> bool:
+    """Whether `folder` is one torchlint made: its CACHEDIR.TAG says so. `torchlint clean`
+    removes nothing else, so a mistaken `cache-dir = "src"` cannot delete a source tree."""
+    try:
+        return (folder / "CACHEDIR.TAG").read_text(encoding="utf-8", errors="replace") == _TAG
+    except OSError:
+        return False

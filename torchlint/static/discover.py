@@ -70,15 +70,41 @@ def _dangling(link: Path) -> str:
     return "broken symbolic link"
 
 
+def _root_gitignore(config: Config) -> GitIgnore | None:
+    """The .gitignore files of the project root and of the folders above it, up to the
+    repository's top."""
+    if not config.respect_gitignore:
+        return None
+    gitignore = GitIgnore()
+    for directory in (config.root, *config.root.parents):
+        gitignore.load_dir(directory)
+        if (directory / ".git").exists():
+            break
+    return gitignore
+
+
+def force_excluded(path: Path, config: Config) -> bool:
+    """Whether `--force-exclude` drops `path`, a name given on the command line (a
+    `--stdin-filename` need not exist): a configured exclude or a .gitignore names it."""
+    if is_excluded(path, config):
+        return True
+    gitignore = _root_gitignore(config)
+    if gitignore is None:
+        return False
+    absolute = path.absolute()
+    # A walk would never enter an ignored folder: test each folder from the root down.
+    for folder in reversed(absolute.parents):
+        if config.root in folder.parents:
+            if gitignore.ignored(folder, True):
+                return True
+            gitignore.load_dir(folder)
+    return gitignore.ignored(absolute, path.is_dir())
+
+
 def discover(paths: list[Path], config: Config, *, cwd: Path) -> list[Discovered]:
     cwd = cwd.absolute()
     found: dict[str, Discovered] = {}
-    gitignore = GitIgnore() if config.respect_gitignore else None
-    if gitignore is not None:
-        for directory in (config.root, *config.root.parents):
-            gitignore.load_dir(directory)
-            if (directory / ".git").exists():
-                break
+    gitignore = _root_gitignore(config)
 
     def add(item: Discovered) -> None:
         found.setdefault(os.path.normpath(str(item.path.absolute())), item)

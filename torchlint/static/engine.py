@@ -6,6 +6,7 @@ never mention a rule's trigger tokens does not pay libcst's ~0.2 s import.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
@@ -204,11 +205,15 @@ def _word(token: str) -> re.Pattern[bytes]:
 
 
 class StaticEngine:
-    def __init__(self, config: Config, pm: pluggy.PluginManager, rules: dict[str, type[Rule]], enabled: set[str]) -> None:
+    def __init__(
+        self, config: Config, pm: pluggy.PluginManager, rules: dict[str, type[Rule]], enabled: set[str], fixable: set[str] | None = None
+    ) -> None:
         self.config = config
         self.pm = pm
         self.rules = rules
         self.enabled = frozenset(enabled)
+        #: rules whose fixes may be offered and applied (None: all); `unfixable` ones lose theirs
+        self.fixable = None if fixable is None else frozenset(fixable)
         self.active_rules = [
             rules[code]
             for code in sorted(enabled)
@@ -370,6 +375,14 @@ class StaticEngine:
         tokens = TokenIndex({p: text.encode() for p, text in sources.items()}, self._project_tokens, self._assumed)
         return self._finish(items, results, dict(sources), tokens)
 
+    def check_stdin(self, display: str, data: bytes) -> CheckResult:
+        """Check source read from stdin as if it were the file `display` (`--stdin-filename`,
+        else `-`): per-file ignores and the report use that name. Never cached."""
+        item = Discovered(Path(display), display)
+        result = self.check_bytes(display, data)
+        texts = {display: decode_source(data).text or ""}
+        return self._finish([item], [result], texts, TokenIndex({display: data}, self._project_tokens, self._assumed))
+
     def _finish(self, items: list[Discovered], results: list[FileResult], texts: dict[str, str], tokens: TokenIndex) -> CheckResult:
         # A file that could not be read or parsed, a rule that crashed, a fix that could not be
         # written: reported whatever the selection, or `--select TL3 broken.py` would pass.
@@ -378,6 +391,7 @@ class StaticEngine:
         findings = self.keep_in_project(findings)
         findings.extend(self._project_findings())
         kept, suppressed = self._apply_suppressions(items, findings, texts)
+        kept = self.drop_unfixable(kept)
         kept.sort(key=Finding.sort_key)
         return CheckResult(
             findings=kept,
@@ -401,6 +415,13 @@ class StaticEngine:
             token_files=tokens,
             roots=ProjectRoots(paths),
         )
+
+    def drop_unfixable(self, findings: list[Finding]) -> list[Finding]:
+        """Findings of `unfixable` rules without their fix, as ruff shows them: no `[*]`, no
+        fix in JSON, nothing for `--fix` to apply."""
+        if self.fixable is None:
+            return findings
+        return [f if f.fix is None or f.code in self.fixable else dataclasses.replace(f, fix=None) for f in findings]
 
     def assume_mentioned(self, token: str) -> None:
         """Treat every checked file as naming `token` (a `project_tokens` word): `torchlint run
