@@ -85,17 +85,26 @@ class GradientFlowProbe(Probe):
         if self.step_site is None:
             self.step_site = self.ctx.site()
             self._name_parameters()
-        values = self.ctx.device.computes_values
+        params = _trainable(optimizer)
+        for param in params:
+            self.params.setdefault(id(param), weakref.ref(param))
+        with_grad = [p for p in params if p.grad is not None]
+        for param in params:
+            if param.grad is None:
+                self.without_grad[id(param)] = self.without_grad.get(id(param), 0) + 1
+                self.zero_only[id(param)] = False
+        if not self.ctx.device.computes_values:
+            return
+        # One fused norm per device for all gradients, and for all parameters: the probe must
+        # not show up in a profile of the step line.
         with torch._C.DisableTorchFunction(), torch.no_grad():
-            for param in _trainable(optimizer):
-                key = id(param)
-                self.params.setdefault(key, weakref.ref(param))
-                grad = param.grad
-                if grad is None or (values and not grad.is_meta and not bool(grad.any())):
-                    self.without_grad[key] = self.without_grad.get(key, 0) + 1
-                    self.zero_only[key] = self.zero_only.get(key, True) and grad is not None
-                elif values and not param.is_meta:
-                    self.before_step[key] = _fingerprint(param)
+            grad_norms = _norms([p.grad for p in with_grad])
+            for param, norm in zip(with_grad, grad_norms):
+                if norm == 0.0:
+                    self.without_grad[id(param)] = self.without_grad.get(id(param), 0) + 1
+                    self.zero_only[id(param)] = self.zero_only.get(id(param), True)
+            moving = [p for p, norm in zip(with_grad, grad_norms) if norm != 0.0]
+            self.before_step = {device: (group, _prefixes(group), _prefixes([p.grad for p in group])) for device, group in _by_device(moving).items()}
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         seen = self.steps.get(id(optimizer), 0)
@@ -103,10 +112,11 @@ class GradientFlowProbe(Probe):
             return
         self.steps[id(optimizer)] = seen + 1
         with torch._C.DisableTorchFunction(), torch.no_grad():
-            for param in _trainable(optimizer):
-                before = self.before_step.pop(id(param), None)
-                if before is not None and _fingerprint(param) == before:
-                    self.unchanged[id(param)] = self.unchanged.get(id(param), 0) + 1
+            for group, before, grads in self.before_step.values():
+                for param, kept in zip(group, _kept(before, _prefixes(group), grads)):
+                    if kept:
+                        self.unchanged[id(param)] = self.unchanged.get(id(param), 0) + 1
+        self.before_step = {}
         if seen + 1 == STEPS:
             self._judge()  # judged now: the run may be stopped (--steps) or die later
 
@@ -199,11 +209,51 @@ def _trainable(optimizer: Any) -> list[torch.Tensor]:
     return [p for group in optimizer.param_groups for p in group["params"] if isinstance(p, torch.Tensor) and p.requires_grad]
 
 
-def _fingerprint(param: torch.Tensor) -> tuple[float, float]:
-    """Two sums that any update of the values moves (a change that keeps both is vanishingly
-    rare), without keeping a copy of the model."""
-    values = param.detach().double()
-    return float(values.sum()), float(values.abs().sum())
+def _norms(tensors: list[torch.Tensor]) -> list[float]:
+    """The 2-norm of each tensor, one fused kernel per device (an update that moves the
+    values moves the norm; a learning rate of 0 keeps it exactly)."""
+    by_device: dict[Any, list[int]] = {}
+    for index, tensor in enumerate(tensors):
+        if tensor.is_meta or tensor.is_sparse:
+            continue
+        by_device.setdefault(tensor.device, []).append(index)
+    norms = [float("nan")] * len(tensors)
+    for indices in by_device.values():
+        found = torch._foreach_norm([tensors[i].detach() for i in indices])
+        for index, value in zip(indices, torch.stack([n.double() for n in found]).tolist()):
+            norms[index] = value
+    return norms
+
+
+#: Elements of each parameter compared before and after a step: an update moves every element
+#: its gradient pushes, so a prefix tells, at no memory cost.
+PREFIX = 256
+
+
+def _by_device(tensors: list[torch.Tensor]) -> dict[Any, list[torch.Tensor]]:
+    groups: dict[Any, list[torch.Tensor]] = {}
+    for tensor in tensors:
+        if not (tensor.is_meta or tensor.is_sparse):
+            groups.setdefault(tensor.device, []).append(tensor)
+    return groups
+
+
+def _prefixes(tensors: list[torch.Tensor]) -> tuple[torch.Tensor, list[int]]:
+    """The first PREFIX elements of each tensor, in one copied tensor, and their lengths."""
+    parts = [t.detach().reshape(-1)[:PREFIX] for t in tensors]
+    return torch.cat([part.double() for part in parts]).clone(), [part.numel() for part in parts]
+
+
+def _kept(before: tuple[torch.Tensor, list[int]], after: tuple[torch.Tensor, list[int]], grads: tuple[torch.Tensor, list[int]]) -> list[bool]:
+    """Per parameter: its gradient pushed some element of the prefix, and none of those moved.
+    A parameter whose gradient is zero on its whole prefix cannot be judged (False)."""
+    (old, lengths), (new, _), (grad, _) = before, after, grads
+    segment = torch.repeat_interleave(torch.arange(len(lengths), device=old.device), torch.tensor(lengths, device=old.device))
+    pushed = (grad != 0).double()
+    moved = ((new != old) & (grad != 0)).double()
+    pushed_count = torch.zeros(len(lengths), dtype=torch.float64, device=old.device).index_add_(0, segment, pushed)
+    moved_count = torch.zeros(len(lengths), dtype=torch.float64, device=old.device).index_add_(0, segment, moved)
+    return [p > 0 and m == 0 for p, m in zip(pushed_count.tolist(), moved_count.tolist())]
 
 
 def _steps(count: int) -> str:
