@@ -677,6 +677,38 @@ class SizeOneDimension(RuntimeRule):
     summary = "softmax/argmax over a dimension of size 1, or a cross-entropy over one class: a constant result"
 
 
+class RepeatedHostSync(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run --device fake-cuda` (the syncs probe) for a line that
+    synchronises the host with the GPU more than once per optimizer step: `.item()`,
+    `.cpu()`, `.tolist()`, `.numpy()`, `bool(t)` or printing a tensor inside a per-sample
+    loop, or a metric computed element by element. One sync per step (`loss.item()` for
+    logging) is the norm and is not reported.
+
+    ## Why is this bad?
+    A sync waits until every kernel queued on the GPU has run. Inside a loop it stalls the
+    GPU once per element while Python catches up: the step takes as long as the loop, and
+    the GPU sits idle.
+
+    ## Example
+    ```python
+    for i in range(len(target)):
+        correct += (predicted[i] == target[i]).item()
+    ```
+
+    ## Use instead
+    ```python
+    correct += (predicted == target).sum()   # a tensor: read it once, after the epoch
+    ```
+    """
+
+    code = "TL734"
+    name = "repeated-host-sync"
+    summary = "A line synchronises the host with the GPU more than once per optimizer step"
+    severity = Severity.INFO
+
+
 RUNTIME_RULES: dict[str, type[Rule]] = {
     rule.code: rule
     for rule in (
@@ -702,5 +734,6 @@ RUNTIME_RULES: dict[str, type[Rule]] = {
         ParameterNotUpdated,
         LossNotChanging,
         SizeOneDimension,
+        RepeatedHostSync,
     )
 }
