@@ -351,19 +351,24 @@ class StaticEngine:
             results[index] = result
             if cache is not None and key is not None:
                 cache.put(key, result.to_json())
-        done = [r for r in results if r is not None]
+        check = self.finish_results(items, [r for r in results if r is not None], contents)
+        check.cache_hits = hits
+        return check
+
+    def finish_results(self, items: list[Discovered], results: list[FileResult], contents: dict[str, bytes]) -> CheckResult:
+        """The project phase and suppressions over per-file results that were computed (or
+        taken from a cache) elsewhere: `check_paths`, and the language server, which keeps
+        each file's result between edits. `contents`: the bytes each result was made from."""
         # Suppressions are read from the bytes that were checked (no second read from disk,
         # and a file edited meanwhile cannot be judged against other text).
         # (and from every file with a suppression comment, to tell the ones that silence nothing)
         texts = {
             r.path: decode_source(contents[r.path]).text or ""
-            for r in done
+            for r in results
             if r.path in contents and (r.findings or _has_directive(contents[r.path]))
         }
         tokens = TokenIndex(contents, self._project_tokens, self._assumed)
-        check = self._finish(items, done, texts, tokens)
-        check.cache_hits = hits
-        return check
+        return self._finish(items, results, texts, tokens)
 
     def check_sources(self, sources: dict[str, str]) -> CheckResult:
         """Check in-memory files (used by rule-case tests and editor integrations)."""
@@ -460,7 +465,7 @@ class StaticEngine:
         kept = []
         suppressed = 0
         for finding in findings:
-            if self._ignored_for_file(finding):
+            if self._ignored_for_file(finding, by_path.get(finding.path)):
                 suppressed += 1
                 continue
             if finding.code != FileNotChecked.code:
@@ -507,10 +512,12 @@ class StaticEngine:
             found.append(engine_finding(UnusedSuppression, path, message, line, column))
         return found
 
-    def _ignored_for_file(self, finding: Finding) -> bool:
+    def _ignored_for_file(self, finding: Finding, found_at: Path | None = None) -> bool:
+        """`found_at`: the file as discovered. The display path is relative to the working
+        folder, which is not the project's for a language server started elsewhere."""
         if not self._per_file_ignores:
             return False
-        path = Path(finding.path)
+        path = found_at if found_at is not None else Path(finding.path)
         try:
             relative = path.absolute().relative_to(self.config.root).as_posix()
         except ValueError:
