@@ -178,10 +178,21 @@ class LintWorkspace:
         self.folders = [Path(_key(folder)) for folder in folders]
         self.isolated = isolated
         self._projects: dict[tuple[str, str | None], Project] = {}
+        #: The configuration file of each folder holding a document, looked up once per
+        #: configuration (the lookup reads every pyproject.toml up the tree).
+        self._config_files: dict[Path, Path | None] = {}
+
+    def _config_file(self, path: Path) -> Path | None:
+        if self.isolated:
+            return None
+        folder = path.parent
+        if folder not in self._config_files:
+            self._config_files[folder] = find_config_file(path)
+        return self._config_files[folder]
 
     def project_for(self, path: Path) -> Project:
         path = Path(_key(path))
-        config_file = None if self.isolated else find_config_file(path)
+        config_file = self._config_file(path)
         if config_file is not None:
             root = config_file.parent.resolve()
         else:
@@ -210,8 +221,10 @@ class LintWorkspace:
         return list(self._projects.values())
 
     def reload(self) -> None:
-        """A configuration file changed: build every project again on next use."""
+        """A configuration file changed (or appeared): find and build every project again on
+        next use."""
         self._projects.clear()
+        self._config_files.clear()
 
     def forget_files(self) -> None:
         for project in self._projects.values():
