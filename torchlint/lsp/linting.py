@@ -12,6 +12,7 @@ second session starts warm.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -181,6 +182,8 @@ class LintWorkspace:
         #: The configuration file of each folder holding a document, looked up once per
         #: configuration (the lookup reads every pyproject.toml up the tree).
         self._config_files: dict[Path, Path | None] = {}
+        # Checks run in the server's worker thread, hovers and reloads in its event loop.
+        self._lock = threading.RLock()
 
     def _config_file(self, path: Path) -> Path | None:
         if self.isolated:
@@ -191,7 +194,10 @@ class LintWorkspace:
         return self._config_files[folder]
 
     def project_for(self, path: Path) -> Project:
-        path = Path(_key(path))
+        with self._lock:
+            return self._project_for(Path(_key(path)))
+
+    def _project_for(self, path: Path) -> Project:
         config_file = self._config_file(path)
         if config_file is not None:
             root = config_file.parent.resolve()
@@ -218,16 +224,18 @@ class LintWorkspace:
         return found
 
     def projects(self) -> list[Project]:
-        return list(self._projects.values())
+        with self._lock:
+            return list(self._projects.values())
 
     def reload(self) -> None:
         """A configuration file changed (or appeared): find and build every project again on
         next use."""
-        self._projects.clear()
-        self._config_files.clear()
+        with self._lock:
+            self._projects.clear()
+            self._config_files.clear()
 
     def forget_files(self) -> None:
-        for project in self._projects.values():
+        for project in self.projects():
             project.forget_files()
 
 
