@@ -351,24 +351,19 @@ class StaticEngine:
             results[index] = result
             if cache is not None and key is not None:
                 cache.put(key, result.to_json())
-        check = self.finish_results(items, [r for r in results if r is not None], contents)
-        check.cache_hits = hits
-        return check
-
-    def finish_results(self, items: list[Discovered], results: list[FileResult], contents: dict[str, bytes]) -> CheckResult:
-        """The project phase and suppressions over per-file results that were computed (or
-        taken from a cache) elsewhere: `check_paths`, and the language server, which keeps
-        each file's result between edits. `contents`: the bytes each result was made from."""
+        done = [r for r in results if r is not None]
         # Suppressions are read from the bytes that were checked (no second read from disk,
         # and a file edited meanwhile cannot be judged against other text).
         # (and from every file with a suppression comment, to tell the ones that silence nothing)
         texts = {
             r.path: decode_source(contents[r.path]).text or ""
-            for r in results
+            for r in done
             if r.path in contents and (r.findings or _has_directive(contents[r.path]))
         }
         tokens = TokenIndex(contents, self._project_tokens, self._assumed)
-        return self._finish(items, results, texts, tokens)
+        check = self._finish(items, done, texts, tokens)
+        check.cache_hits = hits
+        return check
 
     def check_sources(self, sources: dict[str, str]) -> CheckResult:
         """Check in-memory files (used by rule-case tests and editor integrations)."""
@@ -445,6 +440,18 @@ class StaticEngine:
             if rule is None or rule.keep_in_project(project, finding):
                 kept.append(finding)
         return kept
+
+    def finish_results(self, items: list[Discovered], results: list[FileResult], contents: dict[str, bytes]) -> CheckResult:
+        """`check_paths`' last step, for per-file results kept elsewhere: the language server
+        keeps each file's result between edits and re-runs only this (the project phase and
+        suppressions). `contents`: the bytes each result was computed from."""
+        texts = {
+            r.path: decode_source(contents[r.path]).text or ""
+            for r in results
+            if r.path in contents and (r.findings or _has_directive(contents[r.path]))
+        }
+        tokens = TokenIndex(contents, self._project_tokens, self._assumed)
+        return self._finish(items, results, texts, tokens)
 
     def _project_findings(self) -> list[Finding]:
         project = self.project
