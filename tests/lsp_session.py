@@ -46,8 +46,9 @@ def _converter():
 class ServerSession:
     """One server process for one workspace folder."""
 
-    def __init__(self, root: Path, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, root: Path, options: dict[str, Any] | None = None, cwd: Path | None = None) -> None:
         self.root = root
+        self.cwd = cwd or root
         self.options = options or {}
         self.client = LanguageClient("torchlint-tests", "0", converter_factory=_converter)
         self.published: list[types.PublishDiagnosticsParams] = []
@@ -82,7 +83,7 @@ class ServerSession:
             self.messages.append(params.message)
 
     async def start(self) -> types.InitializeResult:
-        await self.client.start_io(sys.executable, "-m", "torchlint", "server", cwd=str(self.root))
+        await self.client.start_io(sys.executable, "-m", "torchlint", "server", cwd=str(self.cwd))
         folder = types.WorkspaceFolder(uri=self.root.as_uri(), name=self.root.name)
         result = await self.bounded(
             self.client.initialize_async(

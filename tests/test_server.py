@@ -64,11 +64,12 @@ LOOP = textwrap.dedent(
 )
 
 
-def run(scenario, root: Path, options: dict | None = None):
-    """Run `scenario(session)` against a fresh server in `root`; always end the process."""
+def run(scenario, root: Path, options: dict | None = None, cwd: Path | None = None):
+    """Run `scenario(session)` against a fresh server for `root` (started in `cwd`, by
+    default `root`); always end the process."""
 
     async def main():
-        session = ServerSession(root, {"debounceMs": 30, **(options or {})})
+        session = ServerSession(root, {"debounceMs": 30, **(options or {})}, cwd=cwd)
         await session.start()
         try:
             return await scenario(session)
@@ -256,6 +257,22 @@ def test_a_broken_configuration_is_reported_and_the_defaults_apply(project):
         assert "using the default settings" in session.messages[0]
 
     run(scenario, project)
+
+
+def test_per_file_ignores_match_project_paths_wherever_the_server_started(tmp_path):
+    """Editors start servers in all sorts of folders; patterns are relative to the project."""
+    project = tmp_path / "project"
+    (project / "scripts").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.torchlint.per-file-ignores]\n"scripts/*.py" = ["TL302"]\n')
+    (project / "scripts" / "train.py").write_text(TRAIN)
+    # A folder inside the project: `scripts/train.py` seen from there is not the project's.
+    (project / "docs").mkdir()
+
+    async def scenario(session: ServerSession):
+        session.open("scripts/train.py")
+        assert codes(await session.latest("scripts/train.py")) == ["TL401"]
+
+    run(scenario, project, cwd=project / "docs")
 
 
 @pytest.mark.parametrize(
