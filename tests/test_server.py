@@ -244,6 +244,11 @@ def test_configuration_is_read_and_reloaded(project):
         session.client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(config.as_uri())))
         assert codes(await session.diagnostics("train.py", lambda p: True, after=before)) == ["TL302", "TL401"]
 
+        # A client that reports neither: the next check notices the file changed.
+        config.write_text('ignore = ["TL302", "TL401"]\n')
+        version = session.replace("train.py", TRAIN + "\n")
+        assert codes(await session.latest("train.py", version)) == []
+
     run(scenario, project)
 
 

@@ -32,6 +32,17 @@ def _key(path: Path) -> str:
     return os.path.normpath(os.path.abspath(path))
 
 
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    """When a file last changed, as far as a stat tells (None: no such file)."""
+    if path is None:
+        return None
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
 @dataclass
 class _Remembered:
     """A file's last result and what it was computed from."""
@@ -54,6 +65,9 @@ class Project:
         from torchlint.static.engine import StaticEngine
 
         self.root = root
+        #: The configuration file as it was read: a later check that finds it changed builds
+        #: the project again, whether or not the editor reported the change.
+        self.config_stamp = _stamp(config_file)
         #: Why the configuration could not be used (the defaults are used instead), or None.
         self.problem: str | None = None
         try:
@@ -145,11 +159,7 @@ class Project:
         from torchlint.static.source import read_bytes
 
         key = _key(item.path)
-        try:
-            status = os.stat(key)
-            stamp: object = (status.st_mtime_ns, status.st_size)
-        except OSError:
-            stamp = None
+        stamp = _stamp(Path(key))
         remembered = self._remembered.get(key)
         if remembered is not None and stamp is not None and remembered.stamp == stamp:
             return remembered
@@ -207,7 +217,7 @@ class LintWorkspace:
             root = max(holding, key=lambda folder: len(folder.parts)) if holding else path.parent
         key = (str(root), str(config_file) if config_file else None)
         project = self._projects.get(key)
-        if project is None:
+        if project is None or project.config_stamp != _stamp(config_file):
             project = self._projects[key] = Project(root, config_file, isolated=self.isolated)
         return project
 
