@@ -13,7 +13,8 @@ pytest.importorskip("pygls")
 from lsprotocol import types  # noqa: E402
 
 from lsp_session import ServerSession, apply_edits, codes  # noqa: E402
-from torchlint.lsp.noqa import can_take_comment, noqa_edit  # noqa: E402
+from torchlint.add_noqa import silencing_line  # noqa: E402
+from torchlint.findings import Finding, Location  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -280,26 +281,27 @@ def test_per_file_ignores_match_project_paths_wherever_the_server_started(tmp_pa
     run(scenario, project, cwd=project / "docs")
 
 
+def _finding(code: str, line: int, end_line: int | None = None) -> Finding:
+    return Finding(code, "rule", "message", "m.py", Location(line, 1, end_line or line, 2))
+
+
 @pytest.mark.parametrize(
     "line, expected",
     [
         ("y = f(x)", "y = f(x)  # noqa: TL401"),
         ("y = f(x)   ", "y = f(x)  # noqa: TL401"),
         ("y = f(x)  # noqa: TL302", "y = f(x)  # noqa: TL302, TL401"),
-        ("y = f(x)  # NOQA:TL302,E501  # why", "y = f(x)  # NOQA:TL302,E501, TL401  # why"),
         ("y = f(x)  # keep this", "y = f(x)  # keep this  # noqa: TL401"),
     ],
 )
-def test_noqa_edit_adds_or_merges(line, expected):
-    start, end, content = noqa_edit(line, "TL401")
-    assert line[:start] + content + line[end:] == expected
+def test_the_noqa_action_adds_or_merges_as_add_noqa_does(line, expected):
+    assert silencing_line(f"import torch\n{line}\nz = 1\n", _finding("TL401", 2)) == (2, expected)
 
 
-@pytest.mark.parametrize("line", ["y = f(x)  # noqa", "y = f(x)  # noqa: TL401", "y = f(x)  # noqa: E501 TL401"])
-def test_noqa_edit_leaves_a_line_already_silenced(line):
-    assert noqa_edit(line, "TL401") is None
-
-
-def test_a_backslash_continuation_takes_no_comment():
-    assert not can_take_comment("y = f(x) + \\")
-    assert can_take_comment("y = f(x) + (")
+def test_the_noqa_action_goes_where_a_comment_can_go():
+    text = 'y = f("""a\nb""", x) + \\\n    g(x)\n'
+    # line 1 ends inside a string, line 2 with a backslash: the finding's last line takes it
+    assert silencing_line(text, _finding("TL401", 1, 3)) == (3, "    g(x)  # noqa: TL401")
+    assert silencing_line(text, _finding("TL401", 1, 2)) is None
+    # the engine's own codes are not silenced by a comment
+    assert silencing_line("def f(:\n", _finding("TL000", 1)) is None

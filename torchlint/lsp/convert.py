@@ -8,7 +8,6 @@ from lsprotocol import types
 
 from torchlint.findings import Severity
 from torchlint.fix.apply import apply_fixes
-from torchlint.lsp.noqa import can_take_comment, noqa_edit
 from torchlint.lsp.positions import LineIndex
 
 if TYPE_CHECKING:
@@ -119,7 +118,7 @@ def code_actions(
                     edit=types.WorkspaceEdit(changes={uri: [_text_edit(e, lines) for e in fix.edits]}),
                 )
             )
-        action = _noqa_action(uri, finding, lines, diag)
+        action = _noqa_action(uri, text, finding, lines, diag)
         if action is not None and (finding.location.line, finding.code) not in silenced:
             silenced.add((finding.location.line, finding.code))
             noqa_actions.append(action)
@@ -140,26 +139,22 @@ def code_actions(
     return actions + noqa_actions + docs_actions
 
 
-def _noqa_action(uri: str, finding: Finding, lines: LineIndex, diag: types.Diagnostic) -> types.CodeAction | None:
-    """The comment goes on the finding's first line, or its last when the first continues
-    with a backslash (torchlint reads a suppression from either)."""
-    number = finding.location.line
-    if not can_take_comment(lines.line(number)):
-        number = finding.location.end_line
-        if not can_take_comment(lines.line(number)):
-            return None
-    text = lines.line(number)
-    edit = noqa_edit(text, finding.code)
-    if edit is None:
+def _noqa_action(uri: str, text: str, finding: Finding, lines: LineIndex, diag: types.Diagnostic) -> types.CodeAction | None:
+    """`# noqa: TLxxx` on the line `check --add-noqa` would put it (the finding's first line
+    that can end in a comment), merged into a noqa already there."""
+    from torchlint.add_noqa import silencing_line
+
+    found = silencing_line(text, finding)
+    if found is None:
         return None
-    start, end, content = edit
-    lsp_start = lines.to_lsp(number, start + 1)
-    lsp_end = lines.to_lsp(number, end + 1)
+    number, edited = found
+    start = lines.to_lsp(number, 1)
+    end = lines.to_lsp(number, len(lines.line(number)) + 1)
     return types.CodeAction(
         title=f"Disable {finding.code} for this line",
         kind=types.CodeActionKind.QuickFix,
         diagnostics=[diag],
         edit=types.WorkspaceEdit(
-            changes={uri: [types.TextEdit(range=types.Range(types.Position(*lsp_start), types.Position(*lsp_end)), new_text=content)]}
+            changes={uri: [types.TextEdit(range=types.Range(types.Position(*start), types.Position(*end)), new_text=edited)]}
         ),
     )
