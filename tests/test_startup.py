@@ -58,3 +58,20 @@ def test_a_file_that_never_names_torch_is_not_parsed_for_torch_only_rules(tmp_pa
     verdict, output = check_and_report_libcst(tmp_path, "setup_helpers.py")
     # one finding for the bare load: TL301's, naming TL302's weights_only too
     assert verdict == "LIBCST 1" and "TL301" in output and "weights_only" in output, output
+
+
+def test_check_does_not_import_the_language_server(tmp_path):
+    """pygls and lsprotocol (a third of a second to import) belong to `torchlint server` only."""
+    (tmp_path / "train.py").write_text("import torch\nstate = torch.load(p)\n")
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['torchlint', 'check', '--no-cache', '-q', 'train.py']\n"
+        "try:\n"
+        "    runpy.run_module('torchlint', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol', 'cattrs')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "TL302" in result.stdout, result.stdout + result.stderr  # it did check the file
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout + result.stderr

@@ -72,11 +72,10 @@ def _add_to_file(path: Path, display: str, findings: list[Finding], outcome: Noq
     lines = _PHYSICAL_LINE.findall(source.text)
     wanted: dict[int, set[str]] = {}
     for finding in sorted(findings, key=Finding.sort_key):
-        first, last = finding.location.line, finding.location.end_line
-        line = next((n for n in (first, last) if 1 <= n <= len(lines) and n not in layout.no_comment), None)
+        line = _comment_line(finding, len(lines), layout)
         if line is None:
             outcome.skipped.append(
-                f"{display}:{first}: {finding.code} not silenced: its line ends inside a multi-line string or a "
+                f"{display}:{finding.location.line}: {finding.code} not silenced: its line ends inside a multi-line string or a "
                 "backslash continuation, where a comment cannot go; add `# torchlint: disable-file=...` or fix it"
             )
             continue
@@ -100,6 +99,29 @@ def _add_to_file(path: Path, display: str, findings: list[Finding], outcome: Noq
         return
     outcome.added += changed
     outcome.files += 1
+
+
+def silencing_line(text: str, finding: Finding) -> tuple[int, str] | None:
+    """One finding's noqa, for an editor's "disable for this line" action: (line number, the
+    line's new text without its line break). None when the finding is not silenced this way,
+    the text does not tokenize, or neither of its lines can take a comment."""
+    if finding.code in NOT_SILENCED:
+        return None
+    layout = _layout(text)
+    if layout is None:
+        return None
+    lines = _PHYSICAL_LINE.findall(text)
+    line = _comment_line(finding, len(lines), layout)
+    if line is None:
+        return None
+    edited = _with_codes(lines[line - 1], {finding.code}, layout.comments.get(line))
+    return line, edited.rstrip("\r\n")
+
+
+def _comment_line(finding: Finding, count: int, layout: _Layout) -> int | None:
+    """The finding's first line, else its last, whichever can end in a comment."""
+    first, last = finding.location.line, finding.location.end_line
+    return next((n for n in (first, last) if 1 <= n <= count and n not in layout.no_comment), None)
 
 
 def _layout(text: str) -> _Layout | None:

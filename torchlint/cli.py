@@ -358,6 +358,16 @@ def _shown(path: Path, cwd: Path) -> str:
         return str(path)
 
 
+@main.command()
+@click.option("--stdio", is_flag=True, help="Talk over stdin and stdout (the default, and the only transport).")
+def server(stdio):
+    """Run the language server (LSP) for editors: diagnostics as you type, fixes, rule docs."""
+    # pygls is imported here, never by `check`: its import costs every command otherwise.
+    from torchlint.lsp.server import main as serve
+
+    serve()
+
+
 from torchlint.runtime.command import run as _run_command  # noqa: E402
 
 main.add_command(_run_command)

@@ -441,6 +441,18 @@ class StaticEngine:
                 kept.append(finding)
         return kept
 
+    def finish_results(self, items: list[Discovered], results: list[FileResult], contents: dict[str, bytes]) -> CheckResult:
+        """`check_paths`' last step, for per-file results kept elsewhere: the language server
+        keeps each file's result between edits and re-runs only this (the project phase and
+        suppressions). `contents`: the bytes each result was computed from."""
+        texts = {
+            r.path: decode_source(contents[r.path]).text or ""
+            for r in results
+            if r.path in contents and (r.findings or _has_directive(contents[r.path]))
+        }
+        tokens = TokenIndex(contents, self._project_tokens, self._assumed)
+        return self._finish(items, results, texts, tokens)
+
     def _project_findings(self) -> list[Finding]:
         project = self.project
         if not project.facts:
@@ -460,7 +472,7 @@ class StaticEngine:
         kept = []
         suppressed = 0
         for finding in findings:
-            if self._ignored_for_file(finding):
+            if self._ignored_for_file(finding, by_path.get(finding.path)):
                 suppressed += 1
                 continue
             if finding.code != FileNotChecked.code:
@@ -507,10 +519,12 @@ class StaticEngine:
             found.append(engine_finding(UnusedSuppression, path, message, line, column))
         return found
 
-    def _ignored_for_file(self, finding: Finding) -> bool:
+    def _ignored_for_file(self, finding: Finding, found_at: Path | None = None) -> bool:
+        """`found_at`: the file as discovered. The display path is relative to the working
+        folder, which is not the project's for a language server started elsewhere."""
         if not self._per_file_ignores:
             return False
-        path = Path(finding.path)
+        path = found_at if found_at is not None else Path(finding.path)
         try:
             relative = path.absolute().relative_to(self.config.root).as_posix()
         except ValueError:

@@ -1,0 +1,254 @@
+"""The server's checking, without the protocol: each project's engine, and each file's last
+result kept between edits so that a keystroke re-checks one file plus the project phase.
+
+A project is what `torchlint check` run in its root would see: the folder of the nearest
+configuration file (else the editor's workspace folder), its files discovered with the
+configured excludes and .gitignore. Open documents are checked from the editor's text; every
+other file from disk, through the same on-disk cache `check` fills (`.torchlint_cache/`), so
+the cross-file facts of `models.py` reach `train.py` whether or not `models.py` is open, and a
+second session starts warm.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchlint.config import ConfigError, find_config_file
+from torchlint.lsp.documents import document_source, is_checked
+from torchlint.pluginmanager import PluginError
+
+if TYPE_CHECKING:
+    from torchlint.findings import Finding
+    from torchlint.rule import Rule
+    from torchlint.static.discover import Discovered
+    from torchlint.static.engine import FileResult
+
+
+def _key(path: Path) -> str:
+    return os.path.normpath(os.path.abspath(path))
+
+
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    """When a file last changed, as far as a stat tells (None: no such file)."""
+    if path is None:
+        return None
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
+
+
+@dataclass
+class _Remembered:
+    """A file's last result and what it was computed from."""
+
+    stamp: object  # (mtime_ns, size) for a file read from disk, the text for an open document
+    result: FileResult
+    data: bytes
+
+
+@dataclass
+class ProjectCheck:
+    findings: dict[str, list[Finding]] = field(default_factory=dict)  # by _key(path), open documents only
+
+
+class Project:
+    """One configuration: its rules, its files, and each file's last result."""
+
+    def __init__(self, root: Path, config_file: Path | None, *, isolated: bool = False) -> None:
+        from torchlint.session import open_session
+        from torchlint.static.engine import StaticEngine
+
+        self.root = root
+        #: The configuration file as it was read: a later check that finds it changed builds
+        #: the project again, whether or not the editor reported the change.
+        self.config_stamp = _stamp(config_file)
+        #: Why the configuration could not be used (the defaults are used instead), or None.
+        self.problem: str | None = None
+        try:
+            session = open_session(config_file, root, root, isolated=isolated)
+            enabled = session.enabled()
+            engine = StaticEngine(session.config, session.pm, session.rules, enabled)
+        except (ConfigError, PluginError) as exc:
+            self.problem = str(exc)
+            session = open_session(None, root, root, isolated=True)
+            enabled = session.enabled()
+            engine = StaticEngine(session.config, session.pm, session.rules, enabled)
+        self.config = session.config
+        self.config_file = session.config.config_file
+        self.rules: dict[str, type[Rule]] = session.rules
+        self.engine = engine
+        self._cache = session.cache(enabled)
+        self._files: list[Discovered] | None = None
+        self._remembered: dict[str, _Remembered] = {}
+
+    def display(self, path: Path) -> str:
+        """The path as `torchlint check` run in the root shows it (messages name files so)."""
+        try:
+            return Path(_key(path)).relative_to(self.root).as_posix()
+        except ValueError:
+            return Path(_key(path)).as_posix()
+
+    def forget_files(self) -> None:
+        """Files were created or deleted: discover again before the next check."""
+        self._files = None
+
+    def _discovered(self) -> list[Discovered]:
+        if self._files is None:
+            from torchlint.static.discover import discover
+
+            self._files = [item for item in discover([self.root], self.config, cwd=self.root) if is_checked(item.path)]
+        return self._files
+
+    def wants(self, path: Path) -> bool:
+        """Whether an open document at `path` is checked: not excluded by the configuration
+        (an open file need not be discovered yet: it may never have been saved)."""
+        from torchlint.static.discover import is_excluded
+
+        return is_checked(path) and not is_excluded(Path(_key(path)), self.config, self.root)
+
+    def check(self, documents: dict[str, str]) -> ProjectCheck:
+        """Check the project with `documents` (by _key(path): editor text) in place of
+        their files on disk; return the findings of those documents."""
+        from torchlint.static.discover import Discovered
+
+        items = list(self._discovered())
+        known = {_key(item.path) for item in items}
+        for key in sorted(documents):
+            if key not in known:
+                items.append(Discovered(Path(key), self.display(Path(key))))
+        results, contents = [], {}
+        for item in items:
+            key = _key(item.path)
+            if key in documents:
+                remembered = self._open_result(item.display, key, documents[key])
+            else:
+                remembered = self._disk_result(item)
+            if remembered is None:
+                continue
+            results.append(remembered.result)
+            contents[item.display] = remembered.data
+        checked = self.engine.finish_results(items, results, contents)
+        by_display = {item.display: _key(item.path) for item in items if _key(item.path) in documents}
+        out = ProjectCheck({key: [] for key in documents})
+        for finding in checked.findings:
+            key = by_display.get(finding.path)
+            if key is not None:
+                out.findings[key].append(finding)
+        return out
+
+    def _open_result(self, display: str, key: str, text: str) -> _Remembered | None:
+        remembered = self._remembered.get(key)
+        if remembered is not None and remembered.stamp == text:
+            return remembered
+        source = document_source(Path(key), text)
+        if source is None:
+            return None
+        remembered = self._remembered[key] = _Remembered(text, self.engine.check_text(display, source), source.encode("utf-8"))
+        return remembered
+
+    def _disk_result(self, item: Discovered) -> _Remembered | None:
+        from torchlint.static.cache import content_hash
+        from torchlint.static.engine import FileResult
+        from torchlint.static.engine_rules import FileNotChecked, engine_finding
+        from torchlint.static.source import read_bytes
+
+        key = _key(item.path)
+        stamp = _stamp(Path(key))
+        remembered = self._remembered.get(key)
+        if remembered is not None and stamp is not None and remembered.stamp == stamp:
+            return remembered
+        data, problem = (None, item.problem) if item.problem else read_bytes(item.path)
+        if data is None:
+            result = FileResult(item.display, [engine_finding(FileNotChecked, item.display, f"cannot check: {problem}")])
+            return _Remembered(stamp, result, b"")
+        digest = content_hash(data)
+        result = None
+        cached = self._cache.get(digest)
+        if cached is not None:
+            try:
+                result = FileResult.from_json(item.display, cached)
+            except Exception:
+                result = None  # a damaged entry is a miss, as in `check`
+        if result is None:
+            result = self.engine.check_bytes(item.display, data)
+            self._cache.put(digest, result.to_json())
+        remembered = self._remembered[key] = _Remembered(stamp, result, data)
+        return remembered
+
+
+class LintWorkspace:
+    """Every project the open documents belong to, found and built on first use."""
+
+    def __init__(self, folders: list[Path], *, isolated: bool = False) -> None:
+        self.folders = [Path(_key(folder)) for folder in folders]
+        self.isolated = isolated
+        self._projects: dict[tuple[str, str | None], Project] = {}
+        #: The configuration file of each folder holding a document, looked up once per
+        #: configuration (the lookup reads every pyproject.toml up the tree).
+        self._config_files: dict[Path, Path | None] = {}
+        # Checks run in the server's worker thread, hovers and reloads in its event loop.
+        self._lock = threading.RLock()
+
+    def _config_file(self, path: Path) -> Path | None:
+        if self.isolated:
+            return None
+        folder = path.parent
+        if folder not in self._config_files:
+            self._config_files[folder] = find_config_file(path)
+        return self._config_files[folder]
+
+    def project_for(self, path: Path) -> Project:
+        with self._lock:
+            return self._project_for(Path(_key(path)))
+
+    def _project_for(self, path: Path) -> Project:
+        config_file = self._config_file(path)
+        if config_file is not None:
+            root = config_file.parent.resolve()
+        else:
+            # No configuration: the workspace folder holding the file, as `check` run there.
+            holding = [folder for folder in self.folders if folder == path or folder in path.parents]
+            root = max(holding, key=lambda folder: len(folder.parts)) if holding else path.parent
+        key = (str(root), str(config_file) if config_file else None)
+        project = self._projects.get(key)
+        if project is None or project.config_stamp != _stamp(config_file):
+            project = self._projects[key] = Project(root, config_file, isolated=self.isolated)
+        return project
+
+    def check(self, documents: dict[str, str]) -> dict[str, list[Finding]]:
+        """Findings of each document (by _key(path): its editor text), each project once."""
+        grouped: dict[int, tuple[Project, dict[str, str]]] = {}
+        for key, text in documents.items():
+            project = self.project_for(Path(key))
+            if project.wants(Path(key)):
+                grouped.setdefault(id(project), (project, {}))[1][key] = text
+        found: dict[str, list[Finding]] = {key: [] for key in documents}
+        for project, texts in grouped.values():
+            found.update(project.check(texts).findings)
+        return found
+
+    def projects(self) -> list[Project]:
+        with self._lock:
+            return list(self._projects.values())
+
+    def reload(self) -> None:
+        """A configuration file changed (or appeared): find and build every project again on
+        next use."""
+        with self._lock:
+            self._projects.clear()
+            self._config_files.clear()
+
+    def forget_files(self) -> None:
+        for project in self.projects():
+            project.forget_files()
+
+
+def path_key(path: Path) -> str:
+    """The key documents are passed by."""
+    return _key(path)
