@@ -239,7 +239,7 @@ def _print_settings(config, enabled, isolated: bool) -> None:
         ("exclude", ", ".join(config.excludes)),
         ("per-file-ignores", "; ".join(f"{glob} = {', '.join(codes)}" for glob, codes in config.per_file_ignores) or "-"),
         ("respect-gitignore", str(config.respect_gitignore).lower()),
-        ("target-torch", config.target_torch or "installed or latest"),
+        ("target-torch", (f"{config.target_torch} (from {config.target_torch_source})" if config.target_torch_source else config.target_torch) or "installed or latest"),
         ("plugins", ", ".join(config.plugins) or "-"),
         ("plugin options", ", ".join(f"[tool.torchlint.{name}]" for name in sorted(config.plugin_tables)) or "-"),
     ]
