@@ -18,9 +18,12 @@ tensors saved on an accelerator by another process. It is not one when:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
+
+from torchlint.static.names import dotted_name
 
 from ._calls import argument
 
@@ -166,6 +169,70 @@ def path_text(module: cst.Module, call: cst.Call, name: str, position: int) -> s
     if arg is None or arg.star:
         return None
     return module.code_for_node(arg.value).strip()
+
+
+def file_name_pattern(ctx, call: cst.Call, name: str, position: int) -> str | None:
+    """The file name a path argument spells, with `{}` for its computed parts:
+    `data_dir / "train.pt"` -> "train.pt", `os.path.join(root, "meta.bin")` -> "meta.bin",
+    `f"{out}/f0_{rank}_{n}.pt"` -> "f0_{}_{}.pt". Two places spelling the same pattern name
+    the same file written to different folders (`destination_path / "train.pt"` in the
+    script that prepares it, `data_dir / "train.pt"` where it is read). None when the name
+    is all computed, or too bare to tell files apart (`f"{name}.pt"`)."""
+    arg = argument(call, name, position)
+    if arg is None or arg.star:
+        return None
+    expr = arg.value
+    function = ctx.enclosing_function()
+    if type(expr) is cst.Name and function is not None:
+        values = _path_bindings(function).get(expr.value, [])
+        if len(values) != 1:
+            return None
+        expr = values[0]  # `path = f"{out}/f0_{rank}.pt"` then `torch.save(x, path)`
+    text = _spelled_name(expr)
+    if text is None:
+        return None
+    base = text.rpartition("/")[2]
+    fixed = base.replace("{}", "")
+    if "." not in fixed or len(fixed) < 4 or fixed.startswith(".") and "{}" in base:
+        return None
+    return base
+
+
+def _spelled_name(expr: cst.BaseExpression) -> str | None:
+    kind = type(expr)
+    if kind is cst.SimpleString:
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    if kind is cst.FormattedString:
+        return "".join(part.value if type(part) is cst.FormattedStringText else "{}" for part in expr.parts)
+    if kind is cst.BinaryOperation and type(expr.operator) in (cst.Divide, cst.Add):
+        return _spelled_name(expr.right)  # `folder / "x.pt"`, `prefix + "x.pt"`
+    if kind is cst.Call and expr.args and (dotted_name(expr.func) or "").endswith("path.join"):
+        return _spelled_name(expr.args[-1].value)
+    if kind is cst.Call and type(expr.func) is cst.Name and expr.func.value == "str" and len(expr.args) == 1:
+        return _spelled_name(expr.args[0].value)
+    return None
+
+
+#: Words that say a file's code may put tensors on an accelerator, wherever a word starts
+#: (`to_device`, `use_cuda`, `devices`, `ngpu` count; `dumps` does not).
+_DEVICE_WORDS = re.compile(r"(?<![a-z])(?:cuda|device|accelerat|xla|xpu|mps|n?gpu)")
+
+
+def cpu_only_writer(ctx, payload: cst.BaseExpression) -> bool:
+    """A save whose tensors, if any, are surely on the CPU: its file never speaks of devices
+    (no `cuda`, `device`, `gpu`...), and the payload is not a parameter of the saving
+    function (a `save_checkpoint(state, path)` helper writes whatever its callers pass)."""
+    if _DEVICE_WORDS.search(ctx.text.lower()):
+        return False
+    function = ctx.enclosing_function()
+    if function is None:
+        return True
+    params = function.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    from torchlint.static.walker import iter_nodes
+
+    return not any(type(inner) is cst.Name and inner.value in names for inner in iter_nodes(payload))
 
 
 def holds_no_tensors(module: cst.Module, payload: cst.BaseExpression, scope: cst.CSTNode | None = None) -> bool:
