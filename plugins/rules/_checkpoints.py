@@ -235,6 +235,117 @@ def cpu_only_writer(ctx, payload: cst.BaseExpression) -> bool:
     return not any(type(inner) is cst.Name and inner.value in names for inner in iter_nodes(payload))
 
 
+#: Methods that return the module (or tensor) they are called on, possibly moved.
+_CHAINED = frozenset({"eval", "train", "cpu", "cuda", "to", "half", "float", "double", "bfloat16", "requires_grad_"})
+
+
+def _chain_root(expr: cst.BaseExpression) -> tuple[str | None, list[str]]:
+    """`transformer.eval().cpu()` -> ("transformer", ["eval", "cpu"])."""
+    methods: list[str] = []
+    while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _CHAINED:
+        methods.append(expr.func.attr.value)
+        expr = expr.func.value
+    return (expr.value if type(expr) is cst.Name else None), methods[::-1]
+
+
+def _moves_to_cpu(call: cst.Call) -> bool | None:
+    """True for `.cpu()` / `.to("cpu")`, False for another move, None for no move."""
+    method = call.func.attr.value if type(call.func) is cst.Attribute else None
+    if method == "cpu":
+        return True
+    if method == "cuda":
+        return False
+    if method == "to":
+        first = call.args[0].value if call.args else None
+        return type(first) is cst.SimpleString and first.evaluated_value == "cpu" if first is not None else None
+    return None
+
+
+def saved_model(ctx, payload: cst.BaseExpression) -> tuple[str | None, bool]:
+    """For `torch.save(m.state_dict(), p)` (or `torch.save(m, p)`): the class `m` was built
+    from in this function (`m = TransformerNet().to(device)`), and whether `m` was moved to
+    the CPU by an earlier statement of the same block (`m.eval().cpu()`, `m = m.cpu()`) with
+    no move back in between: the checkpoint then holds CPU tensors whatever device trained it."""
+    expr = payload
+    if type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "state_dict" and not expr.args:
+        expr = expr.func.value
+    name, methods = _chain_root(expr)
+    if name is None:
+        return None, False
+    cpu = "cpu" in methods  # `torch.save(m.cpu().state_dict(), p)`
+    statements, index = _enclosing_block(ctx)
+    if not cpu and statements is not None:
+        from torchlint.static.walker import iter_nodes
+
+        for statement in reversed(statements[:index]):
+            moves = [
+                _moves_to_cpu(inner)
+                for inner in iter_nodes(statement)
+                if type(inner) is cst.Call and type(inner.func) is cst.Attribute and _chain_root(inner.func.value)[0] == name
+            ]
+            moves = [m for m in moves if m is not None]
+            if moves:
+                cpu = moves[-1]
+                break
+    return model_class(ctx, name), cpu
+
+
+def _enclosing_block(ctx) -> tuple[list | None, int]:
+    """The statements of the block holding the node being visited, and its statement's index."""
+    ancestors = ctx.ancestors
+    for index in range(len(ancestors) - 1, 0, -1):
+        parent = ancestors[index - 1]
+        body = parent.body if type(parent) in (cst.IndentedBlock, cst.Module) else None
+        if body is not None and ancestors[index] in body:
+            return list(body), list(body).index(ancestors[index])
+    return None, 0
+
+
+def model_class(ctx, name: str) -> str | None:
+    """The class a local name is built from in the enclosing function: `m = Net(...)`,
+    `m = Net(...).to(device)`. None when it has another binding or none."""
+    function = ctx.enclosing_function()
+    values = _path_bindings(function).get(name, []) if function is not None else []
+    classes = set()
+    for value in values:
+        root = value
+        while type(root) is cst.Call and type(root.func) is cst.Attribute and root.func.attr.value in _CHAINED:
+            root = root.func.value
+        if type(root) is cst.Call and type(root.func) is cst.Attribute and type(root.func.value) is cst.Name and root.func.value.value == name:
+            continue  # `m = m.cpu()`: the same object
+        if type(root) is not cst.Call:
+            return None
+        callee = dotted_name(root.func)
+        if callee is None or not callee.rpartition(".")[2][:1].isupper():
+            return None
+        classes.add(callee.rpartition(".")[2])
+    return classes.pop() if len(classes) == 1 else None
+
+
+def loaded_into_model(ctx, load: cst.Call) -> str | None:
+    """The class of the model a load's result is copied into in the same function:
+    `net.load_state_dict(torch.load(p))`, or `sd = torch.load(p)` ... `net.load_state_dict(sd)`
+    with `net = Net(...)`."""
+    function = ctx.enclosing_function()
+    if function is None:
+        return None
+    ancestors = ctx.ancestors
+    target = None
+    if ancestors and type(ancestors[-1]) is cst.Assign and len(ancestors[-1].targets) == 1 and type(ancestors[-1].targets[0].target) is cst.Name:
+        target = ancestors[-1].targets[0].target.value
+    from torchlint.static.walker import iter_nodes
+
+    for inner in iter_nodes(function.body):
+        if type(inner) is not cst.Call or type(inner.func) is not cst.Attribute or inner.func.attr.value != "load_state_dict":
+            continue
+        if not inner.args or type(inner.func.value) is not cst.Name:
+            continue
+        argument_value = inner.args[0].value
+        if argument_value is load or (target is not None and type(argument_value) is cst.Name and argument_value.value == target):
+            return model_class(ctx, inner.func.value.value)
+    return None
+
+
 def holds_no_tensors(module: cst.Module, payload: cst.BaseExpression, scope: cst.CSTNode | None = None) -> bool:
     """A payload that is visibly not tensors: a numpy array, numbers, strings, a list, tuple
     or dict of those (displays or comprehensions), or a name every binding of which in

@@ -18,6 +18,8 @@ from ._checkpoints import (
     file_name_pattern,
     holds_no_tensors,
     in_temp_dir,
+    loaded_into_model,
+    saved_model,
     path_text,
 )
 from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
@@ -62,6 +64,10 @@ class LoadWithoutMapLocation(Rule):
     - a file whose distributed state dicts are configured with CPU offload
       (`FullStateDictConfig(offload_to_cpu=True)`, `StateDictOptions(cpu_offload=True)`): the
       checkpoints it writes and reads back hold CPU tensors;
+    - weights copied into a model class (`net = TransformerNet(); net.load_state_dict(sd)`)
+      whose every save in the project follows a `.cpu()` of the model in the same block
+      (`transformer.eval().cpu(); torch.save(transformer.state_dict(), path)`), when the load's
+      path matches no save of its own;
     - a load returned from a function annotated with plain values only (`-> tuple[dict[str,
       str], list[str]]`), or assigned to a name so annotated: the file holds no tensors;
     - a project none of whose checked files names an accelerator (`cuda`, `accelerator`,
@@ -459,6 +465,56 @@ class LoadWithoutMapLocation(Rule):
             """,
             note="an annotation naming tensors, or a bare container, says nothing about devices",
         ),
+        Good(
+            files={
+                "train.py": """
+                    import torch
+
+                    def train(args, device):
+                        transformer = TransformerNet().to(device)
+                        for epoch in range(args.epochs):
+                            fit(transformer, device)
+                            transformer.eval().cpu()
+                            torch.save(transformer.state_dict(), f"ckpt_{epoch}.pth")
+                            transformer.to(device).train()
+                """,
+                "stylize.py": """
+                    import torch
+
+                    def stylize(args, device):
+                        style_model = TransformerNet()
+                        state_dict = torch.load(args.model)
+                        style_model.load_state_dict(state_dict)
+                        style_model.to(device)
+                """,
+            },
+            note="every checkpoint of this model class is saved after `.cpu()`: CPU tensors",
+        ),
+        Bad(
+            files={
+                "train.py": """
+                    import torch
+
+                    def train(args, device):
+                        transformer = TransformerNet().to(device)
+                        transformer.cpu()
+                        transformer.to(device)
+                        torch.save(transformer.state_dict(), args.out)
+                        head = Head().cuda()
+                        torch.save(head.state_dict(), args.head_out)
+                """,
+                "stylize.py": """
+                    import torch
+
+                    def stylize(args, device):
+                        style_model = TransformerNet()
+                        style_model.load_state_dict(torch.load(args.model))  # error
+                        head = Head()
+                        head.load_state_dict(torch.load(args.head))  # error
+                """,
+            },
+            note="moved back to the device before saving, or saved from the GPU: CUDA tensors",
+        ),
         Bad(
             """
             import torch
@@ -608,7 +664,7 @@ class LoadWithoutMapLocation(Rule):
         self.names = CheckpointNames(ctx)
         self._cpu_offload: bool | None = None
         self._calls_seen = 0
-        self._loads: list[tuple[object, str, str | None, str | None, int, cst.Call]] = []
+        self._loads: list[tuple[object, str, str | None, str | None, str | None, int, cst.Call]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         self._calls_seen += 1
@@ -636,7 +692,8 @@ class LoadWithoutMapLocation(Rule):
             )
         handle = self.report(node, message, fix=fix)
         name = file_name_pattern(self.ctx, node, "f", 0)
-        self._loads.append((handle, self._function_name(), path_text(self.ctx.module, node, "f", 0), name, self._calls_seen, node))
+        model = loaded_into_model(self.ctx, node)
+        self._loads.append((handle, self._function_name(), path_text(self.ctx.module, node, "f", 0), name, model, self._calls_seen, node))
 
     def flags(self, node: cst.Call) -> bool:
         """Whether this rule reports `node` while reading its file (the project phase may
@@ -694,9 +751,10 @@ class LoadWithoutMapLocation(Rule):
         payload = argument(node, "obj", 0)
         if payload is not None and not payload.star:
             tensors = not holds_no_tensors(self.ctx.module, payload.value, self.ctx.enclosing_function())
-            cpu = tensors and cpu_only_writer(self.ctx, payload.value)
+            model, moved_to_cpu = saved_model(self.ctx, payload.value)
+            cpu = tensors and (moved_to_cpu or cpu_only_writer(self.ctx, payload.value))
             name = file_name_pattern(self.ctx, node, "f", 1)
-            self.add_fact("save", {"path": written, "tensors": tensors, "cpu": cpu, "name": name})
+            self.add_fact("save", {"path": written, "tensors": tensors, "cpu": cpu, "name": name, "model": model})
 
     def _note_call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Name):
@@ -707,14 +765,14 @@ class LoadWithoutMapLocation(Rule):
             self.order.main_calls.append((node.func.value, self._calls_seen))
 
     def finish(self) -> None:
-        for handle, function, loaded, name, at, node in self._loads:
+        for handle, function, loaded, name, model, at, node in self._loads:
             if loaded is not None and self.order.saved_before(function, loaded, at):
                 self.withdraw(handle)  # the same process wrote it just before
                 continue
             # Every load this file reports, for the project phase (and for TL302, which
             # leaves a call to this rule where this rule's finding stands).
             line, column = self.ctx.position(node)[:2]
-            self.add_fact("load", {"line": line, "column": column, "path": loaded, "name": name})
+            self.add_fact("load", {"line": line, "column": column, "path": loaded, "name": name, "model": model})
 
     @classmethod
     def keep_in_project(cls, project, finding) -> bool:
@@ -722,7 +780,7 @@ class LoadWithoutMapLocation(Rule):
             return False  # nothing in the project ever puts a tensor on an accelerator
         loads = project.facts.get(finding.path, {}).get(cls.code, {}).get("load", [])
         load = next((f for f in loads if (f["line"], f["column"]) == (finding.location.line, finding.location.column)), None)
-        if load is None or (load["path"] is None and load.get("name") is None):
+        if load is None or (load["path"] is None and load.get("name") is None and load.get("model") is None):
             return True
         root = project.roots.get(finding.path, "")
         all_saves = [
@@ -736,6 +794,10 @@ class LoadWithoutMapLocation(Rule):
             # The same file name written to another folder: the script that prepares
             # `destination / "train.pt"` and the one that reads `data_dir / "train.pt"`.
             saves = [fact for fact in all_saves if fact.get("name") == load["name"]]
+        if not saves and load.get("model") is not None:
+            # Weights for the same model class: `style_model = TransformerNet()` loads what
+            # the training code saved from `transformer = TransformerNet()`.
+            saves = [fact for fact in all_saves if fact.get("model") == load["model"]]
         # The project writes this file only with payloads that hold no tensors, or only
         # from code that never speaks of devices (its tensors are on the CPU).
         return not saves or any(save["tensors"] and not save.get("cpu") for save in saves)
