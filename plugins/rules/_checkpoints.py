@@ -301,6 +301,63 @@ def _enclosing_block(ctx) -> tuple[list | None, int]:
     return None, 0
 
 
+#: Keywords that hand a call the folder it writes into (`output_dir=out_dir`).
+_OUTPUT_KEYWORD = re.compile(r"^(?:out|output|save|dest|destination)(?:_?(?:dir|path|folder|root))?$")
+#: Callees that fetch files made elsewhere rather than write them here.
+_FETCHING = re.compile(r"download|fetch|hub|snapshot|pull|copy", re.IGNORECASE)
+
+
+def written_by_earlier_step(ctx, load: cst.Call) -> bool:
+    """`convert_checkpoint(src, output_dir=out_dir)` then `torch.load(out_dir / "model.pth")`
+    in the same block: an earlier call of this function was handed the load's folder as the
+    folder it writes into, so this process wrote the file on this machine (its devices exist
+    here). Not for downloads and copies, which bring files made elsewhere."""
+    arg = argument(load, "f", 0)
+    if arg is None or arg.star:
+        return False
+    folder = _folder_name(ctx, arg.value)
+    if folder is None:
+        return False
+    statements, index = _enclosing_block(ctx)
+    if statements is None:
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    # The latest step handed the folder decides: a download after a conversion brings new files.
+    for statement in reversed(statements[:index]):
+        writers = [
+            inner
+            for inner in iter_nodes(statement)
+            if type(inner) is cst.Call
+            and any(
+                a.keyword is not None and _OUTPUT_KEYWORD.match(a.keyword.value) and type(a.value) is cst.Name and a.value.value == folder
+                for a in inner.args
+            )
+        ]
+        if writers:
+            return not any(_FETCHING.search(dotted_name(w.func) or "") for w in writers)
+    return False
+
+
+def _folder_name(ctx, expr: cst.BaseExpression) -> str | None:
+    """`out_dir` for `out_dir / "model.pth"` or `os.path.join(out_dir, "model.pth")`, also
+    through a local name assigned once."""
+    function = ctx.enclosing_function()
+    if type(expr) is cst.Name and function is not None:
+        values = _path_bindings(function).get(expr.value, [])
+        expr = values[0] if len(values) == 1 else expr
+    if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "str" and len(expr.args) == 1:
+        expr = expr.args[0].value
+    if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Divide:
+        while type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Divide:
+            expr = expr.left
+        return expr.value if type(expr) is cst.Name else None
+    if type(expr) is cst.Call and expr.args and (dotted_name(expr.func) or "").endswith("path.join"):
+        first = expr.args[0].value
+        return first.value if type(first) is cst.Name else None
+    return None
+
+
 def model_class(ctx, name: str) -> str | None:
     """The class a local name is built from in the enclosing function: `m = Net(...)`,
     `m = Net(...).to(device)`. None when it has another binding or none."""

@@ -20,6 +20,7 @@ from ._checkpoints import (
     in_temp_dir,
     loaded_into_model,
     saved_model,
+    written_by_earlier_step,
     path_text,
 )
 from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
@@ -55,6 +56,9 @@ class LoadWithoutMapLocation(Rule):
       same function, at module level, or in a function the script's main sequence calls
       before the one that loads (`train()` saves, then `test()` loads);
     - the accelerator arm of `if torch.cuda.is_available():` that has a CPU `else`;
+    - a file in a folder that an earlier statement of the same block handed to a call as the
+      folder it writes into (`convert(src, output_dir=out_dir)` then
+      `torch.load(out_dir / "model.pth")`): this process wrote it (not a download or a copy);
     - a file under a temporary directory this run made (pytest's `tmp_path`/`tmpdir`
       fixtures, `tempfile.*`, or a name the function derives from them): this process wrote it;
     - a local cache: the load sits in one arm of an `if` whose test names the path, and the
@@ -515,6 +519,31 @@ class LoadWithoutMapLocation(Rule):
             },
             note="moved back to the device before saving, or saved from the GPU: CUDA tensors",
         ),
+        Good(
+            """
+            import torch
+
+            def evaluate(checkpoint_dir, out_dir, model):
+                model.cuda()
+                convert_lit_checkpoint(checkpoint_dir=checkpoint_dir, output_dir=out_dir)
+                state_dict = torch.load(out_dir / "model.pth")
+                model.load_state_dict(state_dict)
+            """,
+            note="an earlier step of the same function was handed the folder to write into: this process wrote the file",
+        ),
+        Bad(
+            """
+            import torch
+
+            def evaluate(repo, out_dir, other, model):
+                model.cuda()
+                download_weights(repo, output_dir=out_dir)
+                state = torch.load(out_dir / "model.pth")  # error
+                convert_checkpoint(state, output_dir=other)
+                extra = torch.load(out_dir / "extra.pth")  # error
+            """,
+            note="a download brings a file made elsewhere; a step writing into another folder says nothing",
+        ),
         Bad(
             """
             import torch
@@ -709,6 +738,8 @@ class LoadWithoutMapLocation(Rule):
         source = argument(node, "f", 0)
         if source is not None and in_temp_dir(self.ctx, self.ctx.enclosing_function(), source.value):
             return False  # a file in a temporary directory this run made: written here, by this process
+        if written_by_earlier_step(self.ctx, node):
+            return False  # `convert(..., output_dir=out)` just wrote it: this process, this machine
         if self._cache_of_this_code(node):
             return False  # a local cache: the other arm of the existence check computes and saves it
         if self._offloads_state_to_cpu():
