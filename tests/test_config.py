@@ -190,3 +190,39 @@ def test_show_settings_and_show_files_say_what_applies(tmp_path):
     assert files.exit_code == 0
     listed = [line.rsplit("/", 1)[-1] for line in files.output.splitlines()]
     assert listed == ["train.py"]
+
+
+@pytest.mark.parametrize(
+    "dependencies, expected",
+    [
+        (["torch>=2.7"], "2.7"),
+        (["numpy", "torch >= 2.6.0, <3"], "2.6"),
+        (["torchvision>=0.21", "torch~=2.5.1"], "2.5"),
+        (['torch==2.6.0; python_version > "3.9"'], "2.6"),
+        (["torch"], None),
+        (["torch-geometric>=2.6", "torch_scatter>=2.1"], None),
+        (["torch<2.6"], None),
+    ],
+)
+def test_declared_torch_minimum_reads_the_lower_bound_of_torch_itself(tmp_path, dependencies, expected):
+    from torchlint.config import declared_torch_minimum
+
+    (tmp_path / "pyproject.toml").write_text(f"[project]\nname = 'p'\ndependencies = {dependencies!r}\n")
+    assert declared_torch_minimum(tmp_path / "pyproject.toml") == expected
+
+
+def test_a_project_requiring_torch_2_6_is_checked_for_that_torch(tmp_path, monkeypatch):
+    """Like ruff's `requires-python`: with `torch>=2.7` declared and no target-torch set, a
+    bare torch.load already defaults to weights_only=True (TL302 is quiet); the explicit
+    setting, and --isolated, still win."""
+    bare_load = "import torch\nstate = torch.load('ckpt.pt', map_location='cpu')\n"
+    project(tmp_path, "[project]\nname = 'p'\ndependencies = ['torch>=2.7']\n", {"load.py": bare_load})
+    assert findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", ".") == []
+    result = CliRunner().invoke(main, ["check", "--show-settings", "."], catch_exceptions=False)
+    assert "2.7 (from" in result.output and "torch>=2.7" in result.output
+    isolated = findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", "--isolated", ".")
+    assert isolated == [("load.py", "TL302")]
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'p'\ndependencies = ['torch>=2.7']\n[tool.torchlint]\ntarget-torch = '2.4'\n"
+    )
+    assert findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", ".") == [("load.py", "TL302")]

@@ -47,6 +47,9 @@ class Config:
     respect_gitignore: bool = True
     force_exclude: bool = False
     target_torch: str | None = None
+    #: Where `target_torch` came from when no configuration set it: the torch requirement a
+    #: pyproject.toml declares (`--show-settings` names it).
+    target_torch_source: str | None = None
     plugin_tables: Mapping[str, Any] = field(default_factory=dict)
     #: `fix = true`: apply safe fixes as if `--fix` were given; `unsafe-fixes = true`: unsafe too
     fix: bool = False
@@ -107,6 +110,53 @@ def find_config_file(start: Path) -> Path | None:
             if "[tool.torchlint" in text or "tool.torchlint" in text:
                 return candidate
     return None
+
+
+#: `torch>=2.7`, `torch ~= 2.6.0`, `torch[opt] >=2.6, <3 ; python_version > "3.9"`
+_TORCH_REQUIREMENT = re.compile(r"^\s*torch\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;]*)", re.IGNORECASE)
+_LOWER_BOUND = re.compile(r"(?:>=|~=|===?|>)\s*(?P<version>\d+(?:\.\d+){0,2})")
+
+
+def declared_torch_minimum(pyproject: Path) -> str | None:
+    """The oldest torch a pyproject.toml's `[project] dependencies` allow (`torch>=2.7` ->
+    "2.7"), or None when it declares no lower bound. Like ruff reading `requires-python` for
+    its target version: the project says which torch its code must run on."""
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    project = data.get("project")
+    dependencies = project.get("dependencies") if isinstance(project, dict) else None
+    if not isinstance(dependencies, list):
+        return None
+    found: list[tuple[int, ...]] = []
+    for requirement in dependencies:
+        match = _TORCH_REQUIREMENT.match(requirement) if isinstance(requirement, str) else None
+        if match is None or re.match(r"^\s*torch[\w.-]", requirement, re.IGNORECASE):
+            continue  # not torch itself (torchvision, torch-geometric, torch_scatter)
+        for bound in _LOWER_BOUND.finditer(match.group("spec")):
+            found.append(tuple(int(part) for part in bound.group("version").split(".")))
+    return ".".join(str(part) for part in max(found)[:2]) if found else None
+
+
+def with_declared_torch(config: Config, start: Path) -> Config:
+    """`config` with `target_torch` taken from the nearest pyproject.toml up from `start` when
+    no configuration sets it (the config file's own folder when there is one)."""
+    if config.target_torch is not None:
+        return config
+    try:
+        start = start.resolve()
+    except (OSError, RuntimeError):
+        return config
+    directory = config.config_file.parent if config.config_file is not None else start if start.is_dir() else start.parent
+    for folder in (directory, *directory.parents):
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            minimum = declared_torch_minimum(pyproject)
+            if minimum is None:
+                return config
+            return replace(config, target_torch=minimum, target_torch_source=f"{pyproject}: torch>={minimum}")
+    return config
 
 
 def load_config(config_file: Path | None, *, cwd: Path, overrides: Iterable[tuple[str, dict[str, Any]]] = ()) -> Config:

@@ -80,7 +80,7 @@ def open_session(
     """`isolated`: read no configuration file at all (a config's `plugins = [...]` imports
     code from the checked tree, so an untrusted tree must be checked this way); `--config
     KEY=VALUE` overrides still apply, as they are the command line's own."""
-    from torchlint.config import with_cli
+    from torchlint.config import with_cli, with_declared_torch
 
     if isolated and config_path is not None:
         raise ConfigError("--isolated reads no configuration file: drop --config")
@@ -88,6 +88,8 @@ def open_session(
         raise ConfigError(f"{config_path}: no such configuration file")
     config = load_config(None if isolated else config_path or find_config_file(start), cwd=cwd, overrides=overrides)
     config = with_cli(config, **cli)
+    if not isolated:
+        config = with_declared_torch(config, start)  # a project requiring torch>=2.6 has weights_only=True by default
     pm = make_plugin_manager(config.plugins, config.root)
     _check_plugin_tables(config, pm)
     pm.hook.torchlint_configure(config=config)

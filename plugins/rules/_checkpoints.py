@@ -18,9 +18,12 @@ tensors saved on an accelerator by another process. It is not one when:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
+
+from torchlint.static.names import dotted_name
 
 from ._calls import argument
 
@@ -166,6 +169,238 @@ def path_text(module: cst.Module, call: cst.Call, name: str, position: int) -> s
     if arg is None or arg.star:
         return None
     return module.code_for_node(arg.value).strip()
+
+
+def file_name_pattern(ctx, call: cst.Call, name: str, position: int) -> str | None:
+    """The file name a path argument spells, with `{}` for its computed parts:
+    `data_dir / "train.pt"` -> "train.pt", `os.path.join(root, "meta.bin")` -> "meta.bin",
+    `f"{out}/f0_{rank}_{n}.pt"` -> "f0_{}_{}.pt". Two places spelling the same pattern name
+    the same file written to different folders (`destination_path / "train.pt"` in the
+    script that prepares it, `data_dir / "train.pt"` where it is read). None when the name
+    is all computed, or too bare to tell files apart (`f"{name}.pt"`)."""
+    arg = argument(call, name, position)
+    if arg is None or arg.star:
+        return None
+    expr = arg.value
+    function = ctx.enclosing_function()
+    if type(expr) is cst.Name and function is not None:
+        values = _path_bindings(function).get(expr.value, [])
+        if len(values) != 1:
+            return None
+        expr = values[0]  # `path = f"{out}/f0_{rank}.pt"` then `torch.save(x, path)`
+    text = _spelled_name(expr)
+    if text is None:
+        return None
+    base = text.rpartition("/")[2]
+    fixed = base.replace("{}", "")
+    if "." not in fixed or len(fixed) < 4 or fixed.startswith(".") and "{}" in base:
+        return None
+    return base
+
+
+def _spelled_name(expr: cst.BaseExpression) -> str | None:
+    kind = type(expr)
+    if kind is cst.SimpleString:
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    if kind is cst.FormattedString:
+        return "".join(part.value if type(part) is cst.FormattedStringText else "{}" for part in expr.parts)
+    if kind is cst.BinaryOperation and type(expr.operator) in (cst.Divide, cst.Add):
+        return _spelled_name(expr.right)  # `folder / "x.pt"`, `prefix + "x.pt"`
+    if kind is cst.Call and expr.args and (dotted_name(expr.func) or "").endswith("path.join"):
+        return _spelled_name(expr.args[-1].value)
+    if kind is cst.Call and type(expr.func) is cst.Name and expr.func.value == "str" and len(expr.args) == 1:
+        return _spelled_name(expr.args[0].value)
+    return None
+
+
+#: Words that say a file's code may put tensors on an accelerator, wherever a word starts
+#: (`to_device`, `use_cuda`, `devices`, `ngpu` count; `dumps` does not).
+_DEVICE_WORDS = re.compile(r"(?<![a-z])(?:cuda|device|accelerat|xla|xpu|mps|n?gpu)")
+
+
+def cpu_only_writer(ctx, payload: cst.BaseExpression) -> bool:
+    """A save whose tensors, if any, are surely on the CPU: its file never speaks of devices
+    (no `cuda`, `device`, `gpu`...), and the payload is not a parameter of the saving
+    function (a `save_checkpoint(state, path)` helper writes whatever its callers pass)."""
+    if _DEVICE_WORDS.search(ctx.text.lower()):
+        return False
+    function = ctx.enclosing_function()
+    if function is None:
+        return True
+    params = function.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    from torchlint.static.walker import iter_nodes
+
+    return not any(type(inner) is cst.Name and inner.value in names for inner in iter_nodes(payload))
+
+
+#: Methods that return the module (or tensor) they are called on, possibly moved.
+_CHAINED = frozenset({"eval", "train", "cpu", "cuda", "to", "half", "float", "double", "bfloat16", "requires_grad_"})
+
+
+def _chain_root(expr: cst.BaseExpression) -> tuple[str | None, list[str]]:
+    """`transformer.eval().cpu()` -> ("transformer", ["eval", "cpu"])."""
+    methods: list[str] = []
+    while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _CHAINED:
+        methods.append(expr.func.attr.value)
+        expr = expr.func.value
+    return (expr.value if type(expr) is cst.Name else None), methods[::-1]
+
+
+def _moves_to_cpu(call: cst.Call) -> bool | None:
+    """True for `.cpu()` / `.to("cpu")`, False for another move, None for no move."""
+    method = call.func.attr.value if type(call.func) is cst.Attribute else None
+    if method == "cpu":
+        return True
+    if method == "cuda":
+        return False
+    if method == "to":
+        first = call.args[0].value if call.args else None
+        return type(first) is cst.SimpleString and first.evaluated_value == "cpu" if first is not None else None
+    return None
+
+
+def saved_model(ctx, payload: cst.BaseExpression) -> tuple[str | None, bool]:
+    """For `torch.save(m.state_dict(), p)` (or `torch.save(m, p)`): the class `m` was built
+    from in this function (`m = TransformerNet().to(device)`), and whether `m` was moved to
+    the CPU by an earlier statement of the same block (`m.eval().cpu()`, `m = m.cpu()`) with
+    no move back in between: the checkpoint then holds CPU tensors whatever device trained it."""
+    expr = payload
+    if type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "state_dict" and not expr.args:
+        expr = expr.func.value
+    name, methods = _chain_root(expr)
+    if name is None:
+        return None, False
+    cpu = "cpu" in methods  # `torch.save(m.cpu().state_dict(), p)`
+    statements, index = _enclosing_block(ctx)
+    if not cpu and statements is not None:
+        from torchlint.static.walker import iter_nodes
+
+        for statement in reversed(statements[:index]):
+            moves = [
+                _moves_to_cpu(inner)
+                for inner in iter_nodes(statement)
+                if type(inner) is cst.Call and type(inner.func) is cst.Attribute and _chain_root(inner.func.value)[0] == name
+            ]
+            moves = [m for m in moves if m is not None]
+            if moves:
+                cpu = moves[-1]
+                break
+    return model_class(ctx, name), cpu
+
+
+def _enclosing_block(ctx) -> tuple[list | None, int]:
+    """The statements of the block holding the node being visited, and its statement's index."""
+    ancestors = ctx.ancestors
+    for index in range(len(ancestors) - 1, 0, -1):
+        parent = ancestors[index - 1]
+        body = parent.body if type(parent) in (cst.IndentedBlock, cst.Module) else None
+        if body is not None and ancestors[index] in body:
+            return list(body), list(body).index(ancestors[index])
+    return None, 0
+
+
+#: Keywords that hand a call the folder it writes into (`output_dir=out_dir`).
+_OUTPUT_KEYWORD = re.compile(r"^(?:out|output|save|dest|destination)(?:_?(?:dir|path|folder|root))?$")
+#: Callees that fetch files made elsewhere rather than write them here.
+_FETCHING = re.compile(r"download|fetch|hub|snapshot|pull|copy", re.IGNORECASE)
+
+
+def written_by_earlier_step(ctx, load: cst.Call) -> bool:
+    """`convert_checkpoint(src, output_dir=out_dir)` then `torch.load(out_dir / "model.pth")`
+    in the same block: an earlier call of this function was handed the load's folder as the
+    folder it writes into, so this process wrote the file on this machine (its devices exist
+    here). Not for downloads and copies, which bring files made elsewhere."""
+    arg = argument(load, "f", 0)
+    if arg is None or arg.star:
+        return False
+    folder = _folder_name(ctx, arg.value)
+    if folder is None:
+        return False
+    statements, index = _enclosing_block(ctx)
+    if statements is None:
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    # The latest step handed the folder decides: a download after a conversion brings new files.
+    for statement in reversed(statements[:index]):
+        writers = [
+            inner
+            for inner in iter_nodes(statement)
+            if type(inner) is cst.Call
+            and any(
+                a.keyword is not None and _OUTPUT_KEYWORD.match(a.keyword.value) and type(a.value) is cst.Name and a.value.value == folder
+                for a in inner.args
+            )
+        ]
+        if writers:
+            return not any(_FETCHING.search(dotted_name(w.func) or "") for w in writers)
+    return False
+
+
+def _folder_name(ctx, expr: cst.BaseExpression) -> str | None:
+    """`out_dir` for `out_dir / "model.pth"` or `os.path.join(out_dir, "model.pth")`, also
+    through a local name assigned once."""
+    function = ctx.enclosing_function()
+    if type(expr) is cst.Name and function is not None:
+        values = _path_bindings(function).get(expr.value, [])
+        expr = values[0] if len(values) == 1 else expr
+    if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "str" and len(expr.args) == 1:
+        expr = expr.args[0].value
+    if type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Divide:
+        while type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Divide:
+            expr = expr.left
+        return expr.value if type(expr) is cst.Name else None
+    if type(expr) is cst.Call and expr.args and (dotted_name(expr.func) or "").endswith("path.join"):
+        first = expr.args[0].value
+        return first.value if type(first) is cst.Name else None
+    return None
+
+
+def model_class(ctx, name: str) -> str | None:
+    """The class a local name is built from in the enclosing function: `m = Net(...)`,
+    `m = Net(...).to(device)`. None when it has another binding or none."""
+    function = ctx.enclosing_function()
+    values = _path_bindings(function).get(name, []) if function is not None else []
+    classes = set()
+    for value in values:
+        root = value
+        while type(root) is cst.Call and type(root.func) is cst.Attribute and root.func.attr.value in _CHAINED:
+            root = root.func.value
+        if type(root) is cst.Call and type(root.func) is cst.Attribute and type(root.func.value) is cst.Name and root.func.value.value == name:
+            continue  # `m = m.cpu()`: the same object
+        if type(root) is not cst.Call:
+            return None
+        callee = dotted_name(root.func)
+        if callee is None or not callee.rpartition(".")[2][:1].isupper():
+            return None
+        classes.add(callee.rpartition(".")[2])
+    return classes.pop() if len(classes) == 1 else None
+
+
+def loaded_into_model(ctx, load: cst.Call) -> str | None:
+    """The class of the model a load's result is copied into in the same function:
+    `net.load_state_dict(torch.load(p))`, or `sd = torch.load(p)` ... `net.load_state_dict(sd)`
+    with `net = Net(...)`."""
+    function = ctx.enclosing_function()
+    if function is None:
+        return None
+    ancestors = ctx.ancestors
+    target = None
+    if ancestors and type(ancestors[-1]) is cst.Assign and len(ancestors[-1].targets) == 1 and type(ancestors[-1].targets[0].target) is cst.Name:
+        target = ancestors[-1].targets[0].target.value
+    from torchlint.static.walker import iter_nodes
+
+    for inner in iter_nodes(function.body):
+        if type(inner) is not cst.Call or type(inner.func) is not cst.Attribute or inner.func.attr.value != "load_state_dict":
+            continue
+        if not inner.args or type(inner.func.value) is not cst.Name:
+            continue
+        argument_value = inner.args[0].value
+        if argument_value is load or (target is not None and type(argument_value) is cst.Name and argument_value.value == target):
+            return model_class(ctx, inner.func.value.value)
+    return None
 
 
 def holds_no_tensors(module: cst.Module, payload: cst.BaseExpression, scope: cst.CSTNode | None = None) -> bool:

@@ -25,6 +25,8 @@ import libcst as cst
 
 PY_INT = "int"
 INT_TENSOR = "int-tensor"
+#: A tuple or list of Python ints (`win_size: Tuple[int, int]`): one item of it is a ``PY_INT``.
+INT_SEQUENCE = "int-sequence"
 
 #: Builtins and math functions that return an int whatever their (valid) arguments.
 _INT_FUNCTIONS = frozenset({"len", "int", "math.ceil", "math.floor", "math.factorial", "math.comb", "math.perm",
@@ -119,6 +121,8 @@ class WholeNumbers:
             return PY_INT if _single_index(expr) else None  # `x.shape[0]`; `x.shape[1:]` is a tuple
         if type(value).__name__ == "Call" and _method(value) == "size" and not value.args:
             return PY_INT if _single_index(expr) else None  # `x.size()[0]`
+        if _single_index(expr) and type(value).__name__ == "Name" and self.lookup(value.value) == INT_SEQUENCE:
+            return PY_INT  # `win_size[0]` of `win_size: Tuple[int, int]`
         if _single_index(expr) and type(expr.slice[0].slice.value).__name__ == "SimpleString":
             key = expr.slice[0].slice.value.evaluated_value
             if isinstance(key, str) and self._spelled_as_count(key):
@@ -138,6 +142,8 @@ class WholeNumbers:
             return INT_TENSOR
         if name in _KEEP_FUNCTIONS:
             return self._first_argument_tensor_kind(call)
+        if name is not None and name.rpartition(".")[2] in _GRID_FUNCTIONS:
+            return self._whole_grid(call)
         if name == "torch.arange":
             return INT_TENSOR if self._whole_arange(call) else None
         method = _method(call)
@@ -169,6 +175,14 @@ class WholeNumbers:
         step = keywords.get("step", positional[2] if len(positional) >= 3 else None)
         return all(part is None or self.kind(part) is not None for part in (start, step))
 
+    def _whole_grid(self, call: cst.Call) -> Optional[str]:
+        """`torch.meshgrid(a, b)` (or a project's `ndgrid(a, b)` wrapping it) of whole-number
+        tensors: the grid repeats their values."""
+        tensors = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+        if not tensors or any(arg.star for arg in call.args):
+            return None
+        return INT_TENSOR if all(self.kind(tensor) is not None for tensor in tensors) else None
+
     def _first_argument_tensor_kind(self, call: cst.Call) -> Optional[str]:
         """`torch.tensor(len(x))`, `torch.sum(mask)`: whole when the data is."""
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
@@ -179,6 +193,33 @@ class WholeNumbers:
             whole = elements and all(self.kind(element) is not None for element in elements)
             return INT_TENSOR if whole else None
         return INT_TENSOR if self.kind(data) is not None else None
+
+
+#: Grid builders: torch's, and the name projects give their wrapper of it (timm's `ndgrid`).
+_GRID_FUNCTIONS = frozenset({"meshgrid", "ndgrid"})
+_SEQUENCE_ANNOTATIONS = frozenset({"Tuple", "tuple", "List", "list", "Sequence"})
+
+
+def annotation_kind(annotation: "cst.BaseExpression | None") -> Optional[str]:
+    """``PY_INT`` for `int`, ``INT_SEQUENCE`` for `Tuple[int, int]`, `tuple[int, ...]`,
+    `List[int]`, `Sequence[int]`; None for anything else."""
+    if annotation is None:
+        return None
+    kind = type(annotation).__name__
+    if kind == "Name":
+        return PY_INT if annotation.value == "int" else None
+    if kind != "Subscript":
+        return None
+    container = annotation.value
+    name = container.attr.value if type(container).__name__ == "Attribute" else getattr(container, "value", None)
+    if name not in _SEQUENCE_ANNOTATIONS:
+        return None
+    items = [element.slice for element in annotation.slice]
+    if not items or any(type(item).__name__ != "Index" for item in items):
+        return None
+    values = [item.value for item in items]
+    whole = all(type(v).__name__ == "Ellipsis" or annotation_kind(v) == PY_INT for v in values)
+    return INT_SEQUENCE if whole and any(type(v).__name__ != "Ellipsis" for v in values) else None
 
 
 def _single_index(expr: cst.Subscript) -> bool:

@@ -5,7 +5,7 @@ import libcst as cst
 from torchlint.fix import SAFE, NodeFix
 from torchlint.rule import Bad, Good
 
-from ._integer_values import WholeNumbers
+from ._integer_values import WholeNumbers, annotation_kind
 from ._numerics import LocalTags, is_one, only_positional
 from .log_of_one_plus import _sibling_function
 
@@ -33,7 +33,8 @@ class ExpMinusOne(LocalTags):
     `y - torch.exp(x) - 1` is `(y - exp(x)) - 1` and is left alone. So is an `x` that
     certainly holds whole numbers (an integer literal, `len(...)`, `int(...)`, `round(v)`,
     `a // b`, `t.numel()`, `t.size(0)`, `t.shape[0]`, `t.long()`, `torch.tensor(len(...))`, a
-    local name assigned one of those, or a name spelled like a count such as `n_steps`): the
+    local name assigned one of those, a parameter annotated `int` or an item of one annotated
+    `Tuple[int, ...]`, a `meshgrid` of whole aranges, or a name spelled like a count such as `n_steps`): the
     precision lost is that of a small fraction, and `exp(n) - 1` for a whole `n` has none.
     Nor is a result that is rounded to whole numbers right away: inside `torch.round(...)`,
     `.round()`, `.long()`, `int(...)` (through arithmetic such as `* scale`), or assigned to a
@@ -148,6 +149,9 @@ class ExpMinusOne(LocalTags):
 
     def tag_of(self, expr: cst.BaseExpression) -> str | None:
         return self._whole_numbers().kind(expr)
+
+    def param_tag(self, param: cst.Param) -> str | None:
+        return annotation_kind(param.annotation.annotation if param.annotation is not None else None)
 
     def _whole_numbers(self) -> WholeNumbers:
         return WholeNumbers(self.lookup, self.ctx.qualname, by_spelling=True)

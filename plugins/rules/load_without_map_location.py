@@ -14,8 +14,13 @@ from ._checkpoints import (
     CheckpointNames,
     ScriptOrder,
     availability_guarded,
+    cpu_only_writer,
+    file_name_pattern,
     holds_no_tensors,
     in_temp_dir,
+    loaded_into_model,
+    saved_model,
+    written_by_earlier_step,
     path_text,
 )
 from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
@@ -51,6 +56,9 @@ class LoadWithoutMapLocation(Rule):
       same function, at module level, or in a function the script's main sequence calls
       before the one that loads (`train()` saves, then `test()` loads);
     - the accelerator arm of `if torch.cuda.is_available():` that has a CPU `else`;
+    - a file in a folder that an earlier statement of the same block handed to a call as the
+      folder it writes into (`convert(src, output_dir=out_dir)` then
+      `torch.load(out_dir / "model.pth")`): this process wrote it (not a download or a copy);
     - a file under a temporary directory this run made (pytest's `tmp_path`/`tmpdir`
       fixtures, `tempfile.*`, or a name the function derives from them): this process wrote it;
     - a local cache: the load sits in one arm of an `if` whose test names the path, and the
@@ -60,12 +68,25 @@ class LoadWithoutMapLocation(Rule):
     - a file whose distributed state dicts are configured with CPU offload
       (`FullStateDictConfig(offload_to_cpu=True)`, `StateDictOptions(cpu_offload=True)`): the
       checkpoints it writes and reads back hold CPU tensors;
+    - weights copied into a model class (`net = TransformerNet(); net.load_state_dict(sd)`)
+      whose every save in the project follows a `.cpu()` of the model in the same block
+      (`transformer.eval().cpu(); torch.save(transformer.state_dict(), path)`), when the load's
+      path matches no save of its own;
+    - a load returned from a function annotated with plain values only (`-> tuple[dict[str,
+      str], list[str]]`), or assigned to a name so annotated: the file holds no tensors;
     - a project none of whose checked files names an accelerator (`cuda`, `accelerator`,
       `xla`, `xpu`, `"mps"`): nothing in it can have saved a tensor on one;
     - a path the project only ever saves with a payload that holds no tensors, in any of its
       files: a numpy array, numbers, strings, lists or dicts of them, comprehensions whose
       elements are such values (`[t.numpy() for t in ...]`, `{k: v.tolist() for ...}`), or a
-      name whose every binding and every `append`/`x[k] = ...` in that scope is one.
+      name whose every binding and every `append`/`x[k] = ...` in that scope is one;
+    - a path the project only ever saves from code that never speaks of devices (its file names
+      no `cuda`, `device`, `gpu`, `accelerator`, `xla`, `xpu` or `mps`) with a payload that is
+      not a parameter of the saving function: its tensors are on the CPU. A load matches a save
+      by the same path expression or, failing that, by the same file name written to another
+      folder (`destination / "train.pt"` in the preparing script, `data_dir / "train.pt"` where
+      it is read; `f"{out}/f0_{rank}.pt"` and `f"{d}/f0_{r}.pt"` alike), followed through a
+      local name assigned once.
 
     When TL302 (`load-without-weights-only`) also runs and would report the same call, this
     rule's one finding names both keywords and TL302 stays quiet on that call.
@@ -363,6 +384,166 @@ class LoadWithoutMapLocation(Rule):
             """,
             note="what is loaded only goes to torch.from_numpy or numpy: numpy arrays, no devices",
         ),
+        Good(
+            files={
+                "scripts/prepare_data.py": """
+                    import torch
+
+                    def prepare(destination, tokenizer, samples):
+                        encoded = [tokenizer.encode(s) for s in samples]
+                        torch.save(encoded, destination / "train.pt")
+                        shards = {}
+                        for rank in range(4):
+                            shard_path = f"{destination}/f0_{rank}.pt"
+                            torch.save(torch.tensor([len(e) for e in encoded[rank::4]]), shard_path)
+                """,
+                "finetune.py": """
+                    import torch
+
+                    def main(data_dir, model):
+                        model.cuda()
+                        train_data = torch.load(data_dir / "train.pt")
+                        path = f"{data_dir}/f0_{0}.pt"
+                        lengths = torch.load(path)
+                """,
+            },
+            note="the files are written, under another folder name, by a script that never speaks of devices",
+        ),
+        Bad(
+            files={
+                "utils.py": """
+                    import torch
+
+                    def save_split(samples, destination):
+                        torch.save(samples, destination / "train.pt")
+                """,
+                "extract.py": """
+                    import torch
+
+                    def extract(encoder, batches, destination):
+                        torch.save([encoder(b.to(device)) for b in batches], destination / "feats.pt")
+                """,
+                "finetune.py": """
+                    import torch
+
+                    def main(data_dir, model):
+                        model.cuda()
+                        train_data = torch.load(data_dir / "train.pt")  # error
+                        feats = torch.load(data_dir / "feats.pt")  # error
+                """,
+            },
+            note="a helper saving whatever its caller passes, and a writer that uses a device, may write CUDA tensors",
+        ),
+        Good(
+            """
+            import os
+            from typing import Dict, List, Optional, Tuple
+            import torch
+
+            def load_meta_file(root, file=None) -> Tuple[Dict[str, str], List[str]]:
+                if file is None:
+                    file = META_FILE
+                file = os.path.join(root, file)
+                return torch.load(file, weights_only=True)
+
+            def vocabulary(path):
+                words: Optional[list[str]] = torch.load(path)
+                return words
+
+            model = Net().cuda()
+            """,
+            note="the code's own annotation says the file holds strings, no tensors",
+        ),
+        Bad(
+            """
+            from typing import Dict
+            import torch
+
+            def restore(path) -> Dict[str, torch.Tensor]:
+                return torch.load(path, weights_only=True)  # error
+
+            def restore_any(path) -> dict:
+                return torch.load(path, weights_only=True)  # error
+
+            model = Net().cuda()
+            """,
+            note="an annotation naming tensors, or a bare container, says nothing about devices",
+        ),
+        Good(
+            files={
+                "train.py": """
+                    import torch
+
+                    def train(args, device):
+                        transformer = TransformerNet().to(device)
+                        for epoch in range(args.epochs):
+                            fit(transformer, device)
+                            transformer.eval().cpu()
+                            torch.save(transformer.state_dict(), f"ckpt_{epoch}.pth")
+                            transformer.to(device).train()
+                """,
+                "stylize.py": """
+                    import torch
+
+                    def stylize(args, device):
+                        style_model = TransformerNet()
+                        state_dict = torch.load(args.model)
+                        style_model.load_state_dict(state_dict)
+                        style_model.to(device)
+                """,
+            },
+            note="every checkpoint of this model class is saved after `.cpu()`: CPU tensors",
+        ),
+        Bad(
+            files={
+                "train.py": """
+                    import torch
+
+                    def train(args, device):
+                        transformer = TransformerNet().to(device)
+                        transformer.cpu()
+                        transformer.to(device)
+                        torch.save(transformer.state_dict(), args.out)
+                        head = Head().cuda()
+                        torch.save(head.state_dict(), args.head_out)
+                """,
+                "stylize.py": """
+                    import torch
+
+                    def stylize(args, device):
+                        style_model = TransformerNet()
+                        style_model.load_state_dict(torch.load(args.model))  # error
+                        head = Head()
+                        head.load_state_dict(torch.load(args.head))  # error
+                """,
+            },
+            note="moved back to the device before saving, or saved from the GPU: CUDA tensors",
+        ),
+        Good(
+            """
+            import torch
+
+            def evaluate(checkpoint_dir, out_dir, model):
+                model.cuda()
+                convert_lit_checkpoint(checkpoint_dir=checkpoint_dir, output_dir=out_dir)
+                state_dict = torch.load(out_dir / "model.pth")
+                model.load_state_dict(state_dict)
+            """,
+            note="an earlier step of the same function was handed the folder to write into: this process wrote the file",
+        ),
+        Bad(
+            """
+            import torch
+
+            def evaluate(repo, out_dir, other, model):
+                model.cuda()
+                download_weights(repo, output_dir=out_dir)
+                state = torch.load(out_dir / "model.pth")  # error
+                convert_checkpoint(state, output_dir=other)
+                extra = torch.load(out_dir / "extra.pth")  # error
+            """,
+            note="a download brings a file made elsewhere; a step writing into another folder says nothing",
+        ),
         Bad(
             """
             import torch
@@ -512,7 +693,7 @@ class LoadWithoutMapLocation(Rule):
         self.names = CheckpointNames(ctx)
         self._cpu_offload: bool | None = None
         self._calls_seen = 0
-        self._loads: list[tuple[object, str, str | None, int, cst.Call]] = []
+        self._loads: list[tuple[object, str, str | None, str | None, str | None, int, cst.Call]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         self._calls_seen += 1
@@ -539,7 +720,9 @@ class LoadWithoutMapLocation(Rule):
                 'pass map_location="cpu" or the target device'
             )
         handle = self.report(node, message, fix=fix)
-        self._loads.append((handle, self._function_name(), path_text(self.ctx.module, node, "f", 0), self._calls_seen, node))
+        name = file_name_pattern(self.ctx, node, "f", 0)
+        model = loaded_into_model(self.ctx, node)
+        self._loads.append((handle, self._function_name(), path_text(self.ctx.module, node, "f", 0), name, model, self._calls_seen, node))
 
     def flags(self, node: cst.Call) -> bool:
         """Whether this rule reports `node` while reading its file (the project phase may
@@ -555,12 +738,16 @@ class LoadWithoutMapLocation(Rule):
         source = argument(node, "f", 0)
         if source is not None and in_temp_dir(self.ctx, self.ctx.enclosing_function(), source.value):
             return False  # a file in a temporary directory this run made: written here, by this process
+        if written_by_earlier_step(self.ctx, node):
+            return False  # `convert(..., output_dir=out)` just wrote it: this process, this machine
         if self._cache_of_this_code(node):
             return False  # a local cache: the other arm of the existence check computes and saves it
         if self._offloads_state_to_cpu():
             return False  # this file's distributed checkpoints are gathered to the CPU before saving
         if self._read_as_numpy(node):
             return False  # what it loads is only ever handed to torch.from_numpy / numpy: no tensors in it
+        if self._annotated_tensor_free():
+            return False  # `-> tuple[dict[str, str], list[str]]`: the code says the file holds no tensors
         if availability_guarded(self.ctx.ancestors):
             return False  # the accelerator arm of an availability check; the else arm loads for the CPU
         return True
@@ -595,7 +782,10 @@ class LoadWithoutMapLocation(Rule):
         payload = argument(node, "obj", 0)
         if payload is not None and not payload.star:
             tensors = not holds_no_tensors(self.ctx.module, payload.value, self.ctx.enclosing_function())
-            self.add_fact("save", {"path": written, "tensors": tensors})
+            model, moved_to_cpu = saved_model(self.ctx, payload.value)
+            cpu = tensors and (moved_to_cpu or cpu_only_writer(self.ctx, payload.value))
+            name = file_name_pattern(self.ctx, node, "f", 1)
+            self.add_fact("save", {"path": written, "tensors": tensors, "cpu": cpu, "name": name, "model": model})
 
     def _note_call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Name):
@@ -606,26 +796,42 @@ class LoadWithoutMapLocation(Rule):
             self.order.main_calls.append((node.func.value, self._calls_seen))
 
     def finish(self) -> None:
-        for handle, function, loaded, at, node in self._loads:
+        for handle, function, loaded, name, model, at, node in self._loads:
             if loaded is not None and self.order.saved_before(function, loaded, at):
                 self.withdraw(handle)  # the same process wrote it just before
                 continue
             # Every load this file reports, for the project phase (and for TL302, which
             # leaves a call to this rule where this rule's finding stands).
             line, column = self.ctx.position(node)[:2]
-            self.add_fact("load", {"line": line, "column": column, "path": loaded})
+            self.add_fact("load", {"line": line, "column": column, "path": loaded, "name": name, "model": model})
 
     @classmethod
     def keep_in_project(cls, project, finding) -> bool:
         if not project_uses_accelerator(project, finding.path):
             return False  # nothing in the project ever puts a tensor on an accelerator
         loads = project.facts.get(finding.path, {}).get(cls.code, {}).get("load", [])
-        loaded = next((f["path"] for f in loads if (f["line"], f["column"]) == (finding.location.line, finding.location.column)), None)
-        if loaded is None:
+        load = next((f for f in loads if (f["line"], f["column"]) == (finding.location.line, finding.location.column)), None)
+        if load is None or (load["path"] is None and load.get("name") is None and load.get("model") is None):
             return True
-        saves = [fact for facts in project.facts.values() for fact in facts.get(cls.code, {}).get("save", []) if fact["path"] == loaded]
-        # The project writes this file only with payloads that hold no tensors.
-        return not saves or any(save["tensors"] for save in saves)
+        root = project.roots.get(finding.path, "")
+        all_saves = [
+            fact
+            for path, facts in project.facts.items()
+            if project.roots.get(path, "") == root
+            for fact in facts.get(cls.code, {}).get("save", [])
+        ]
+        saves = [fact for fact in all_saves if load["path"] is not None and fact["path"] == load["path"]]
+        if not saves and load.get("name") is not None:
+            # The same file name written to another folder: the script that prepares
+            # `destination / "train.pt"` and the one that reads `data_dir / "train.pt"`.
+            saves = [fact for fact in all_saves if fact.get("name") == load["name"]]
+        if not saves and load.get("model") is not None:
+            # Weights for the same model class: `style_model = TransformerNet()` loads what
+            # the training code saved from `transformer = TransformerNet()`.
+            saves = [fact for fact in all_saves if fact.get("model") == load["model"]]
+        # The project writes this file only with payloads that hold no tensors, or only
+        # from code that never speaks of devices (its tensors are on the CPU).
+        return not saves or any(save["tensors"] and not save.get("cpu") for save in saves)
 
     @classmethod
     def errors_proving(cls, finding) -> tuple:
@@ -718,6 +924,21 @@ class LoadWithoutMapLocation(Rule):
                 numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
         return reads > 0 and numpy_reads == reads
 
+    def _annotated_tensor_free(self) -> bool:
+        """`return torch.load(p)` in a function annotated `-> dict[str, int]`, or
+        `x: list[str] = torch.load(p)`: the annotation says what the file holds, and it
+        holds no tensors."""
+        ancestors = self.ctx.ancestors
+        if not ancestors:
+            return False
+        parent = ancestors[-1]
+        if type(parent) is cst.AnnAssign:
+            return _tensor_free_annotation(parent.annotation.annotation)
+        if type(parent) is cst.Return:
+            function = self.ctx.enclosing_function()
+            return function is not None and function.returns is not None and _tensor_free_annotation(function.returns.annotation)
+        return False
+
     def _numpy_call(self, call: cst.BaseExpression) -> bool:
         if type(call) is not cst.Call:
             return False
@@ -781,3 +1002,31 @@ class LoadWithoutMapLocation(Rule):
 
 def _with_map_location(call: cst.Call, device: str) -> cst.Call:
     return with_keyword(call, "map_location", device)
+
+
+#: Annotations of values that hold no tensors, and the containers that keep it so.
+_PLAIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "complex", "None", "Ellipsis"})
+_PLAIN_CONTAINERS = frozenset({
+    "list", "List", "tuple", "Tuple", "dict", "Dict", "set", "Set", "frozenset", "FrozenSet", "Optional", "Union",
+    "Sequence", "Mapping", "OrderedDict", "DefaultDict", "defaultdict",
+})
+
+
+def _tensor_free_annotation(annotation: cst.BaseExpression) -> bool:
+    """`dict[str, list[int]]`, `tuple[dict[str, str], list[str]]`, `Optional[str]`: built only
+    from plain values. A bare container (`dict`) or any other name (`Tensor`, `Any`) may hold
+    tensors."""
+    kind = type(annotation)
+    if kind is cst.Name:
+        return annotation.value in _PLAIN_TYPES
+    if kind is cst.Ellipsis:
+        return True
+    if kind is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
+        return _tensor_free_annotation(annotation.left) and _tensor_free_annotation(annotation.right)
+    if kind is cst.Subscript:
+        container = annotation.value
+        name = container.attr.value if type(container) is cst.Attribute else container.value if type(container) is cst.Name else None
+        if name not in _PLAIN_CONTAINERS:
+            return False
+        return all(type(element.slice) is cst.Index and _tensor_free_annotation(element.slice.value) for element in annotation.slice)
+    return False

@@ -35,7 +35,9 @@ class LoadWithoutWeightsOnly(Rule):
     `torch.serialization.add_safe_globals`; an object of any other class (a numpy array or
     numpy scalar, an `argparse.Namespace`, your own classes, a whole pickled `nn.Module`)
     makes it raise `pickle.UnpicklingError`. Set `target-torch = "2.6"` (or newer) to turn the
-    rule off.
+    rule off. Without the setting, a project whose pyproject.toml requires `torch>=2.6` (or
+    newer) in `[project] dependencies` is checked for that torch, as ruff reads
+    `requires-python`: there a bare `torch.load` already means `weights_only=True`.
 
     When TL301 (`load-without-map-location`) also runs and reports the same call, that one
     finding names both keywords and this rule stays quiet on the call; run alone, this rule

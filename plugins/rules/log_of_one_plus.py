@@ -5,7 +5,7 @@ import libcst as cst
 from torchlint.fix import SAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 
-from ._integer_values import WholeNumbers
+from ._integer_values import WholeNumbers, annotation_kind
 from ._numerics import LocalTags, is_one, only_positional
 
 LOG_FUNCTIONS = frozenset({"torch.log"})
@@ -26,7 +26,10 @@ class LogOfOnePlus(LocalTags):
     left alone when it certainly holds them: an integer literal, `len(...)`, `int(...)`,
     `round(v)`, `math.ceil(...)`, `a // b`, `t.numel()`, `t.size(0)`, `t.shape[0]`, a count of
     `(pred == y).sum()`, `t.long()`, `torch.tensor(len(...))`, a local name assigned one of
-    those, or a name spelled like a count (`n`, `num_*`, `n_*`, `*_count`, `step`, `epoch`).
+    those, a parameter annotated `int` (or an item of one annotated `Tuple[int, int]`), a
+    `torch.meshgrid`/`ndgrid` of such tensors with the views, casts and differences taken of
+    it (integer grid offsets), or a name spelled like a count (`n`, `num_*`, `n_*`, `*_count`,
+    `step`, `epoch`). A binding in the other arm of the same `if` does not count against a use.
     So is a stored tensor cast to floating point right there (`torch.log(lengths.float() + 1)`):
     float data needs no cast, and the cast is how integer counts become loggable.
 
@@ -158,10 +161,51 @@ class LogOfOnePlus(LocalTags):
             """,
             note="a ratio of counts is a fraction, and so is a count times one",
         ),
+        Good(
+            """
+            from typing import Tuple
+            import torch
+
+            def log_coords(win_size: Tuple[int, int], mode: str):
+                h = torch.arange(-(win_size[0] - 1), win_size[0]).to(torch.float32)
+                w = torch.arange(-(win_size[1] - 1), win_size[1]).to(torch.float32)
+                table = torch.stack(ndgrid(h, w)).permute(1, 2, 0).contiguous()
+                if mode == "swin":
+                    table = table / (win_size[0] - 1) * 8
+                    table = torch.sign(table) * torch.log2(1.0 + table.abs())
+                else:
+                    table = torch.sign(table) * torch.log(1.0 + table.abs())
+                return table
+
+            def pairwise(size: int):
+                grid = torch.stack(torch.meshgrid(torch.arange(size), torch.arange(size), indexing="ij")).flatten(1)
+                offsets = grid[:, :, None] - grid[:, None, :]
+                return torch.log(1 + offsets.permute(1, 2, 0).float().abs())
+            """,
+            note="grid offsets of aranges are whole numbers; the else arm does not see the if arm's division",
+        ),
+        Bad(
+            """
+            from typing import Tuple
+            import torch
+
+            def log_coords(win_size: Tuple[float, float], scale: bool):
+                table = torch.stack(ndgrid(torch.arange(-win_size[0], win_size[0]), torch.arange(3)))
+                a = torch.log(1.0 + table.abs())  # error
+                grid = torch.stack(torch.meshgrid(torch.arange(4), torch.arange(4)))
+                if scale:
+                    grid = grid / 3
+                return a, torch.log(1 + grid.abs())  # error
+            """,
+            note="a float start, and a binding that may have run before the use",
+        ),
     ]
 
     def tag_of(self, expr: cst.BaseExpression) -> str | None:
         return self._whole_numbers().kind(expr)
+
+    def param_tag(self, param: cst.Param) -> str | None:
+        return annotation_kind(param.annotation.annotation if param.annotation is not None else None)
 
     def _whole_numbers(self) -> WholeNumbers:
         return WholeNumbers(self.lookup, self.ctx.qualname, by_spelling=True)

@@ -98,7 +98,11 @@ class TensorWithoutDevice(Rule):
     `torch.set_default_device`, dataset/sampler methods and collate functions (they build batches
     on the CPU by design), a function whose every caller in the file moves its result to the
     device (`preprocess(x).cuda()`, `fabric.to_device(jitter(batch))`), a project none of whose
-    files names an accelerator, and functions that want CPU index or length tensors
+    files names an accelerator, a function that calls `.numpy()` (with no `.cpu()` first) on
+    what its tensor parameters compute (CPU-only preprocessing: `.numpy()` raises on a device
+    tensor), a CPU tensor passed to a method `torch.Tensor` does not have (the receiver, moved
+    with `.to(device)`, is a model whose method may not compute with it: `f0_model.inference(
+    tokens, speaker_id)`), and functions that want CPU index or length tensors
     (`pack_padded_sequence`, `ctc_loss` lengths, `tensor_split`, `*_for_cpu` kernels).
 
     A function other than `forward` is read only when one of its parameters is evidently a
@@ -624,6 +628,43 @@ class TensorWithoutDevice(Rule):
             """,
             note="dataset methods and collate functions build batches on the CPU by design",
         ),
+        Good(
+            """
+            import numpy as np
+            import torch
+            import torch.nn.functional as F
+
+            def extract_energy(waveform: torch.Tensor, n_fft: int = 1024):
+                basis = torch.FloatTensor(np.eye(n_fft)[:, None, :])
+                spectrum = F.conv1d(waveform, basis)
+                return torch.norm(spectrum, dim=1).squeeze(0).numpy()
+
+            def synthesize(path, units, speaker, device="cuda"):
+                f0_model = load_pitch_model(path).to(device)
+                tokens = torch.LongTensor(units).to(device)
+                speaker_id = torch.LongTensor([speaker])
+                return f0_model.inference(tokens, speaker_id)
+            """,
+            note="`.numpy()` of what the tensors compute: CPU code; a method torch.Tensor lacks is a model's",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def energy(waveform: torch.Tensor):
+                basis = torch.ones(3, 1, 4)  # error
+                spectrum = F.conv1d(waveform, basis)
+                return torch.norm(spectrum, dim=1).cpu().numpy()
+
+            def synthesize(path, units, speaker, device="cuda"):
+                f0_model = load_pitch_model(path).to(device)
+                tokens = torch.LongTensor(units).to(device)
+                speaker_id = torch.LongTensor([speaker])  # error
+                return f0_model.inference(tokens.masked_fill(tokens < 0, 0) + speaker_id)
+            """,
+            note="moved to the CPU before `.numpy()`: the tensors may be on the device; arithmetic still meets",
+        ),
     ]
 
     #: A project that never names an accelerator runs everything on the CPU.
@@ -766,6 +807,8 @@ class TensorWithoutDevice(Rule):
             return None  # CPU preprocessing: `preprocess(x).cuda()`, `fabric.to_device(jitter(b))`
         else:
             setup = self._helper_setup(node, scan, qualname)
+            if _numpy_of_tensor_params(node, set(setup.tensor_params)):
+                return None  # `.numpy()` of what its tensors compute, with no `.cpu()`: they are CPU tensors
         class_name = cls.name.value if cls is not None else None
         setup.module_of = self._module_of(node, class_name)
         setup.returns = self._returns(class_name)
@@ -955,6 +998,48 @@ RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "normal", 
 #: Calls that put their argument on a device (Lightning's `fabric.to_device`, accelerate's
 #: `send_to_device`, a project's `move_to(...)`).
 MOVING_FUNCTIONS = ("to_device", "send_to_device", "move_to", "move_to_device")
+
+
+def _numpy_of_tensor_params(function: cst.FunctionDef, params: set[str]) -> bool:
+    """The function calls `.numpy()` on a value computed from its tensor parameters without
+    moving it to the CPU first (`energy = torch.norm(spec, dim=1).numpy()`): `.numpy()` raises
+    on a device tensor, so this code only ever runs on CPU tensors (audio or image
+    preprocessing), and its CPU factories meet nothing on a device."""
+    if not params:
+        return False
+    derived = set(params)
+    assignments = [
+        inner for inner in iter_nodes(function.body, skip=_nested_scopes()) if type(inner) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
+    ]
+    for _ in range(2):  # a loop may use a name before the statement that derives it
+        for assign in assignments:
+            value = assign.value
+            if value is None or not _mentions(value, derived):
+                continue
+            targets = [t.target for t in assign.targets] if type(assign) is cst.Assign else [assign.target]
+            for target in targets:
+                derived.update(n.value for n in iter_nodes(target) if type(n) is cst.Name)
+    for inner in iter_nodes(function.body, skip=_nested_scopes()):
+        if type(inner) is not cst.Call or inner.args or type(inner.func) is not cst.Attribute or inner.func.attr.value != "numpy":
+            continue
+        receiver = inner.func.value
+        if not _moves_off_device(receiver) and _mentions(receiver, derived):
+            return True
+    return False
+
+
+def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
+    return any(type(n) is cst.Name and n.value in names for n in iter_nodes(expr))
+
+
+def _moves_off_device(expr: cst.BaseExpression) -> bool:
+    """`x.cpu()`, `x.detach().cpu()`, `x.to("cpu")` somewhere in a method chain."""
+    while type(expr) is cst.Call and type(expr.func) is cst.Attribute:
+        method = expr.func.attr.value
+        if method == "cpu" or (method == "to" and any(type(a.value) is cst.SimpleString and "cpu" in a.value.value for a in expr.args)):
+            return True
+        expr = expr.func.value
+    return False
 
 
 def _moved_call(node: cst.Call) -> Optional[str]:

@@ -37,6 +37,7 @@ from typing import Callable, Iterator, Optional, Union
 
 import libcst as cst
 
+from torchlint.semantic.tensor_methods import TENSOR_ATTRIBUTE_NAMES
 from torchlint.static.names import dotted_name
 
 
@@ -794,6 +795,11 @@ class Flow:
                 if destination is None and self._moves_to_device(node):
                     return Device("", moved=True)
                 return destination
+            if method not in TENSOR_ATTRIBUTE_NAMES:
+                # Not a tensor method: the receiver is no tensor (`load_model(p).to(device)` is a
+                # model). What its method does with the arguments is unknown (no meeting); what
+                # it returns is computed on the model's device.
+                return receiver
             if method not in CROSS_DEVICE_METHODS and not method.startswith("index_put"):
                 for cpu in (v for v in flat if isinstance(v, Cpu)):
                     self.meet(cpu, receiver, receiver_node, node)
