@@ -1,0 +1,75 @@
+"""Findings in a notebook's joined source, moved to (cell, line in the cell).
+
+Everything inside the engine (suppressions, fixes, the cache, the project phase, runtime
+evidence) works in joined-source lines; this runs once, on the final findings, so every
+output format gets the cell and the line a user sees in Jupyter.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Mapping
+
+from torchlint.findings import Finding, Location
+from torchlint.notebook.document import Notebook
+
+# "line 17" in a message about the same file (rules say "(line 17)", "at line 17").
+_SAME_FILE_LINE = re.compile(r"\bline (\d+)\b")
+
+
+def to_cells(findings: list[Finding], notebooks: Mapping[str, Notebook], *, key=lambda path: path) -> list[Finding]:
+    """`findings` with those in `notebooks` (by `key(path)`) in cell coordinates, sorted."""
+    if not notebooks:
+        return findings
+    out = []
+    for finding in findings:
+        notebook = notebooks.get(key(finding.path))
+        if notebook is None or finding.cell is not None or not notebook.cells:
+            out.append(_mention_cells(finding, notebooks, key, None))
+            continue
+        loc = finding.location
+        cell, line = notebook.cell_position(loc.line)
+        end_cell, end_line = notebook.cell_position(loc.end_line)
+        end_column = loc.end_column
+        if end_cell != cell:  # a span across a cell boundary ends with its first cell
+            end_line, end_column = line, loc.column + 1
+        moved = replace(finding, location=Location(line, loc.column, end_line, end_column), cell=cell)
+        out.append(_mention_cells(moved, notebooks, key, notebook))
+    return sorted(out, key=Finding.sort_key)
+
+
+def _mention_cells(finding: Finding, notebooks: Mapping[str, Notebook], key, own: Notebook | None) -> Finding:
+    """Line numbers in the message and evidence that point into a notebook, as cells."""
+    def rewrite(text: str) -> str:
+        if own is not None:
+            text = _SAME_FILE_LINE.sub(lambda m: _cell_line(own, int(m.group(1))), text)
+        for path, notebook in notebooks.items():
+            if path in text:
+                text = re.sub(re.escape(path) + r":(\d+)\b", lambda m: f"{path}:cell {_short(notebook, int(m.group(1)))}", text)
+        return text
+
+    message = rewrite(finding.message)
+    evidence = tuple(replace(e, detail=rewrite(e.detail)) for e in finding.evidence)
+    if message == finding.message and evidence == finding.evidence:
+        return finding
+    return replace(finding, message=message, evidence=evidence)
+
+
+def _cell_line(notebook: Notebook, line: int) -> str:
+    cell, in_cell = notebook.cell_position(line)
+    return f"line {in_cell} of cell {cell}"
+
+
+def _short(notebook: Notebook, line: int) -> str:
+    cell, in_cell = notebook.cell_position(line)
+    return f"{cell}:{in_cell}"
+
+
+def location_text(finding: Finding) -> str:
+    """`line:column` in a .py file, `cell N:line:column` in a notebook (what text formats print)."""
+    loc = finding.location
+    if finding.cell is None:
+        return f"{loc.line}:{loc.column}"
+    return f"cell {finding.cell}:{loc.line}:{loc.column}"
+
