@@ -26,7 +26,7 @@ SUFFIX = ".ipynb"
 _PYTHON_NAMES = ("python", "python3", "ipython", "ipython3")
 
 
-class NotebookError(Exception):
+class NotebookError(ValueError):
     """The file is not a notebook torchlint can read (or a fixed one it can write)."""
 
     def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
