@@ -105,3 +105,21 @@ def test_file_positions_walk_json_escapes():
         column = 'msg = "é\\t"; z = '.__len__() + 1
         line, raw_column = book.file_position(1, 2, column)
         assert raw.splitlines()[line - 1][raw_column - 1 :].startswith("torch.load(p)")
+
+
+def test_a_cell_that_is_not_python_is_left_out_and_the_others_are_checked():
+    document = notebook(code("import torch", 1), code("criterion = # TODO: pick a loss\n", 2), code("y = torch.ones(2)", 3))
+    book = Notebook.parse(json.dumps(document).encode())
+    assert [(c.number, c.line, c.column) for c in book.broken] == [(2, 1, 13)]
+    assert "TODO" not in book.source and "y = torch.ones(2)" in book.source
+    assert [cell.number for cell in book.cells] == [1, 3]
+
+
+def test_an_indented_cell_is_checked_as_ipython_runs_it_and_written_back_indented():
+    text = "    # pasted from a function\n    x = torch.load(p)\n\n    y = x"
+    book = Notebook.parse(json.dumps(notebook(code(text, 1))).encode())
+    assert not book.broken and book.source.startswith("# pasted from a function\nx = torch.load(p)\n")
+    assert book.column_shift(1, 2) == 4 and book.column_shift(1, 3) == 0
+    fixed = book.source.replace("torch.load(p)", "torch.load(p, weights_only=True)")
+    written = json.loads(book.splice(fixed))
+    assert "".join(written["cells"][0]["source"]) == text.replace("torch.load(p)", "torch.load(p, weights_only=True)")

@@ -278,3 +278,17 @@ def test_the_pre_commit_hook_covers_notebooks():
 
     manifest = (Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml").read_text()
     assert "types_or: [python, pyi, jupyter]" in manifest
+
+
+def test_an_exercise_blank_is_one_tl000_and_the_rest_of_the_notebook_is_checked(workdir):
+    cells = [
+        code("import torch\nimport torch.nn.functional as F", 1),
+        code("criterion = # TODO: define the loss", 2),
+        code("    logits = torch.randn(4, 3)\n    loss = F.cross_entropy(F.softmax(logits, dim=1), torch.zeros(4).long())", 3),
+    ]
+    write_notebook(workdir / "exercise.ipynb", notebook(*cells))
+    findings = json.loads(run("--output-format", "json", "exercise.ipynb").output)
+    assert [(f["code"], f["cell"], f["location"]["row"], f["location"]["column"]) for f in findings] == [
+        ("TL000", 2, 1, 13),
+        ("TL101", 3, 2, 12),  # the cell's own columns: IPython strips its indentation, we count it
+    ]

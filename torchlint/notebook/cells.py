@@ -34,9 +34,22 @@ def to_cells(findings: list[Finding], notebooks: Mapping[str, Notebook], *, key=
         end_column = loc.end_column
         if end_cell != cell:  # a span across a cell boundary ends with its first cell
             end_line, end_column = line, loc.column + 1
-        moved = replace(finding, location=Location(line, loc.column, end_line, end_column), cell=cell)
+        column = loc.column + notebook.column_shift(cell, line)
+        end_column += notebook.column_shift(cell, end_line) if end_cell == cell else column - loc.column
+        moved = replace(finding, location=Location(line, column, end_line, end_column), cell=cell)
         out.append(_mention_cells(moved, notebooks, key, notebook))
     return sorted(out, key=Finding.sort_key)
+
+
+def broken_cell_findings(path: str, notebook: Notebook) -> list[Finding]:
+    """One TL000 per code cell that is not Python; the notebook's other cells are checked."""
+    from torchlint.static.engine_rules import FileNotChecked, engine_finding
+
+    return [
+        replace(engine_finding(FileNotChecked, path, f"{cell.message} (this cell is not checked; the others are)",
+                               cell.line, cell.column), cell=cell.number)
+        for cell in notebook.broken
+    ]
 
 
 def _mention_cells(finding: Finding, notebooks: Mapping[str, Notebook], key, own: Notebook | None) -> Finding:

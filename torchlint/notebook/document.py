@@ -13,6 +13,8 @@ Cells are numbered as the notebook lists them, 1-based, markdown cells included:
 
 from __future__ import annotations
 
+import ast
+import difflib
 import json
 from dataclasses import dataclass
 
@@ -38,6 +40,17 @@ def is_notebook(path) -> bool:
     return str(path).lower().endswith(SUFFIX)
 
 
+@dataclass(frozen=True)
+class BrokenCell:
+    """A code cell that is not Python (a TODO blank in an exercise: `loss = `). Jupyter
+    fails on that cell alone; it is left out of the joined source so the rest is checked."""
+
+    number: int
+    message: str
+    line: int
+    column: int
+
+
 @dataclass
 class CodeCell:
     index: int  # 0-based position in the notebook's `cells`
@@ -58,16 +71,37 @@ class Notebook:
     def __init__(self, raw: str, document: dict, bom: bool) -> None:
         self.raw, self.document, self.bom = raw, document, bom
         self.cells: list[CodeCell] = []
+        self.broken: list[BrokenCell] = []
         #: for each joined line (index line - 1): (cell number, line in cell), None on a separator
         self._where: list[tuple[int, int] | None] = []
-        chunks = []
+        candidates = []
         for index, cell in enumerate(document["cells"]) if _is_python(document) else ():
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                 continue
             text = _source_text(cell, index)
             masked = mask_cell(text)
-            if not text.strip() or not masked.python:
-                continue
+            if text.strip() and masked.python:
+                candidates.append((index, text, masked))
+        self._join(candidates)
+        if self.cells and not _parses(self.source):
+            # One parse of the joined code tells a healthy notebook (the common case) apart;
+            # only a broken one is parsed cell by cell, to check the cells that are Python.
+            kept = []
+            for index, text, masked in candidates:
+                problem = _syntax_problem(masked.text)
+                if problem is None:
+                    kept.append((index, text, masked))
+                else:
+                    message, line, column = problem
+                    column += len(masked.indent) if line - 1 in masked.dedented else 0
+                    self.broken.append(BrokenCell(index + 1, message, line, column))
+            if self.broken:
+                self.cells, self._where = [], []
+                self._join(kept)
+
+    def _join(self, candidates) -> None:
+        chunks = []
+        for index, text, masked in candidates:
             if chunks:
                 chunks.append(SEPARATOR + "\n")
                 self._where.append(None)
@@ -86,6 +120,8 @@ class Notebook:
     @classmethod
     def parse(cls, data: bytes) -> Notebook:
         bom = data.startswith(b"\xef\xbb\xbf")
+        if not data.strip():
+            raise NotebookError("not a notebook: the file is empty")
         try:
             raw = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -121,6 +157,14 @@ class Notebook:
             where = self._where[line - 2]
             return where[0], where[1] + 1
         return where
+
+    def column_shift(self, number: int, line: int) -> int:
+        """Columns to add to a joined-source column on `line` of cell `number`: the
+        indentation IPython removed from it (see `MaskedCell.indent`)."""
+        for cell in self.cells:
+            if cell.number == number:
+                return len(cell.masked.indent) if line - 1 in cell.masked.dedented else 0
+        return 0
 
     def cell_lines(self, number: int) -> list[str]:
         """The lines of cell `number` as the notebook stores them (magics and all)."""
@@ -170,6 +214,8 @@ class Notebook:
                 raise NotebookError(f"a fix changed an IPython magic line in cell {cell.number}", cell.first_line)
             if not cell.text.endswith(("\n", "\r")) and restored.endswith("\n"):
                 restored = restored[:-1]
+            if cell.masked.indent:
+                restored = _reindent(cell, restored)
             if restored != cell.text:
                 changed[cell.index] = restored
         return changed
@@ -232,3 +278,37 @@ def _source_text(cell: dict, index: int) -> str:
     if isinstance(source, list) and all(isinstance(part, str) for part in source):
         return "".join(source)
     raise NotebookError(f"not a notebook: the source of cell {index + 1} is not text")
+
+
+def _reindent(cell: CodeCell, restored: str) -> str:
+    """Put back the indentation IPython strips from a cell's lines: a line a fix left alone
+    is the original line; a changed or new one gets the cell's indentation."""
+    original = split_lines(cell.text)
+    dedented = [line[len(cell.masked.indent):] if i in cell.masked.dedented else line for i, line in enumerate(original)]
+    fixed = split_lines(restored)
+    out = []
+    matcher = difflib.SequenceMatcher(None, dedented, fixed, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out.extend(original[i1:i2])
+        else:
+            out.extend(cell.masked.indent + line if line.strip() else line for line in fixed[j1:j2])
+    return "".join(out)
+
+
+def _parses(source: str) -> bool:
+    return _syntax_problem(source) is None
+
+
+def _syntax_problem(source: str) -> tuple[str, int, int] | None:
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source)
+    except SyntaxError as exc:
+        return f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1
+    except (ValueError, RecursionError, MemoryError):
+        return None  # not a syntax error: the engine says what it is
+    return None

@@ -51,6 +51,10 @@ class MaskedCell:
     lines: list[str]  # with their line ends, same count as the cell's
     masks: list[Mask] = field(default_factory=list)
     python: bool = True  # False: a `%%bash`-like cell, not Python at all
+    #: IPython removes the first line's indentation from every line that has it (a cell
+    #: pasted from inside a function runs); those lines are checked without it.
+    indent: str = ""
+    dedented: frozenset[int] = frozenset()
 
     @property
     def text(self) -> str:
@@ -79,6 +83,11 @@ def mask_cell(text: str) -> MaskedCell:
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     start = 0
     if first is not None:
+        indent = lines[first][: len(lines[first]) - len(lines[first].lstrip(" \t"))]
+        if indent:
+            cell.indent = indent
+            cell.dedented = frozenset(i for i, line in enumerate(lines) if line.startswith(indent))
+            cell.lines = lines = [line[len(indent):] if i in cell.dedented else line for i, line in enumerate(lines)]
         magic = _CELL_MAGIC.match(lines[first])
         if magic is not None:
             if magic.group("name") not in PYTHON_CELL_MAGICS:

@@ -68,6 +68,9 @@ def _check_notebook(data: bytes, path: Path, shown: str) -> None:
         notebook = Notebook.parse(data)
     except NotebookError as exc:
         raise TargetError(f"{shown}: {exc}") from None
+    if notebook.broken:  # "Run All" stops at the first cell that fails
+        cell = notebook.broken[0]
+        raise TargetError(f"{shown} is not valid Python: {cell.message} (cell {cell.number}, line {cell.line})")
     try:
         compile(notebook.source, str(path), "exec", dont_inherit=True)
     except SyntaxError as exc:

@@ -200,6 +200,17 @@ class ProjectRoots:
         return found
 
 
+def _add_broken_cells(results: list[FileResult | None], notebooks: dict[str, Notebook]) -> None:
+    """A notebook cell that is not Python was left out of its notebook's code: say so (not
+    cached with the code, which does not contain it)."""
+    from torchlint.notebook.cells import broken_cell_findings
+
+    for result in results:
+        notebook = notebooks.get(result.path) if result is not None else None
+        if notebook is not None and notebook.broken:
+            result.findings.extend(broken_cell_findings(result.path, notebook))
+
+
 def _word(token: str) -> re.Pattern[bytes]:
     """`token` not inside a longer word: "xla" is not in "xlabel", "cuda" is in "use_cuda"."""
     return re.compile(rb"(?<![A-Za-z])" + re.escape(token.encode()) + rb"(?![A-Za-z])")
@@ -370,6 +381,8 @@ class StaticEngine:
             results[index] = result
             if cache is not None and key is not None:
                 cache.put(key, result.to_json())
+        if notebooks:
+            _add_broken_cells(results, notebooks)
         done = [r for r in results if r is not None]
         # Suppressions are read from the bytes that were checked (no second read from disk,
         # and a file edited meanwhile cannot be judged against other text).
@@ -400,6 +413,7 @@ class StaticEngine:
                 continue
             texts[item.display] = source.text or ""
             results.append(self.check_text(item.display, source.text or ""))
+        _add_broken_cells(results, notebooks)
         tokens = TokenIndex({p: text.encode() for p, text in texts.items()}, self._project_tokens, self._assumed)
         return self._finish(items, results, texts, tokens, notebooks)
 
