@@ -179,11 +179,11 @@ class Notebook:
         .ipynb file must point. The cell's first line when the spot cannot be found."""
         try:
             span = self._spans()[number - 1]
-        except (KeyError, SpanError, ValueError):
+            lines = split_lines(_source_text(self.document["cells"][number - 1], number - 1))
+        except (KeyError, IndexError, SpanError, ValueError):
             return 1, 1
-        lines = self.cell_lines(number)
         line = min(max(line, 1), max(len(lines), 1))
-        offset = sum(len(text) + 1 for text in lines[: line - 1]) + max(column - 1, 0)
+        offset = sum(len(text) for text in lines[: line - 1]) + max(column - 1, 0)
         offset = raw_offset(self.raw, span, offset)
         start = self.raw.rfind("\n", 0, offset) + 1
         return self.raw.count("\n", 0, offset) + 1, offset - start + 1
