@@ -176,7 +176,7 @@ class Notebook:
 
     def file_position(self, number: int, line: int, column: int) -> tuple[int, int]:
         """Line and column in the raw file of (cell, line, column): where an annotation on the
-        .ipynb file must point. The cell's first line when the spot cannot be found."""
+        .ipynb file must point; line 1, column 1 when the cell cannot be found in the JSON."""
         try:
             span = self._spans()[number - 1]
             lines = split_lines(_source_text(self.document["cells"][number - 1], number - 1))
