@@ -123,3 +123,22 @@ def test_an_indented_cell_is_checked_as_ipython_runs_it_and_written_back_indente
     fixed = book.source.replace("torch.load(p)", "torch.load(p, weights_only=True)")
     written = json.loads(book.splice(fixed))
     assert "".join(written["cells"][0]["source"]) == text.replace("torch.load(p)", "torch.load(p, weights_only=True)")
+
+
+def test_file_positions_in_a_cell_with_windows_line_ends():
+    document = notebook(code("import torch", 1))
+    document["cells"][0]["source"] = ["import torch\r\n", "x = torch.load(p)\r\n", "y = 1"]
+    raw = json.dumps(document, indent=1)
+    line, column = Notebook.parse(raw.encode()).file_position(1, 2, 5)
+    assert raw.splitlines()[line - 1][column - 1 :].startswith("torch.load(p)")
+
+
+def test_run_refuses_a_notebook_with_a_cell_that_is_not_python(tmp_path):
+    from torchlint.runtime.target import TargetError, parse_target
+
+    path = tmp_path / "exercise.ipynb"
+    path.write_text(json.dumps(notebook(code("import torch", 1), code("model = # TODO", 2))))
+    with pytest.raises(TargetError, match=r"cell 2, line 1"):
+        parse_target("exercise.ipynb", tmp_path)
+    path.write_text(json.dumps(notebook(code("%pip install torch\nimport torch", 1))))
+    assert parse_target("exercise.ipynb", tmp_path).path == path
