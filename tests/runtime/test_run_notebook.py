@@ -33,6 +33,7 @@ def test_an_error_in_a_cell_is_reported_at_that_cell(tmp_path):
     write_notebook(tmp_path / "crash.ipynb", notebook(*cells))
     result = torchlint_run("crash.ipynb", "--output-format", "json", cwd=tmp_path)
     assert result.report["outcome"]["status"] == "raised"
+    assert "at crash.ipynb:cell 3:3 " in result.report["outcome"]["summary"]  # not the joined line (6)
     crashes = [f for f in result.findings() if f.get("cell") is not None]
     assert crashes and all(f["cell"] == 3 for f in crashes), result.report["findings"]
     assert any(f["location"]["row"] == 3 for f in crashes), result.report["findings"]

@@ -18,15 +18,19 @@ from torchlint.notebook.document import Notebook
 _SAME_FILE_LINE = re.compile(r"\bline (\d+)\b")
 
 
-def to_cells(findings: list[Finding], notebooks: Mapping[str, Notebook], *, key=lambda path: path) -> list[Finding]:
-    """`findings` with those in `notebooks` (by `key(path)`) in cell coordinates, sorted."""
+def to_cells(findings: list[Finding], notebooks: Mapping[str, Notebook], *, key=lambda path: path,
+             mentions: Mapping[str, Notebook] | None = None) -> list[Finding]:
+    """`findings` with those in `notebooks` (by `key(path)`) in cell coordinates, sorted.
+    `path:line` in messages is rewritten for each name in `mentions` (default: the paths of
+    `notebooks`; a run's messages name files by their base name)."""
     if not notebooks:
         return findings
+    mentions = notebooks if mentions is None else mentions
     out = []
     for finding in findings:
         notebook = notebooks.get(key(finding.path))
         if notebook is None or finding.cell is not None or not notebook.cells:
-            out.append(_mention_cells(finding, notebooks, key, None))
+            out.append(_mention_cells(finding, mentions, None))
             continue
         loc = finding.location
         cell, line = notebook.cell_position(loc.line)
@@ -37,7 +41,7 @@ def to_cells(findings: list[Finding], notebooks: Mapping[str, Notebook], *, key=
         column = loc.column + notebook.column_shift(cell, line)
         end_column += notebook.column_shift(cell, end_line) if end_cell == cell else column - loc.column
         moved = replace(finding, location=Location(line, column, end_line, end_column), cell=cell)
-        out.append(_mention_cells(moved, notebooks, key, notebook))
+        out.append(_mention_cells(moved, mentions, notebook))
     return sorted(out, key=Finding.sort_key)
 
 
@@ -52,15 +56,21 @@ def broken_cell_findings(path: str, notebook: Notebook) -> list[Finding]:
     ]
 
 
-def _mention_cells(finding: Finding, notebooks: Mapping[str, Notebook], key, own: Notebook | None) -> Finding:
+def mention_cells(text: str, mentions: Mapping[str, Notebook]) -> str:
+    """`nb.ipynb:47` (a joined-source line) in `text` as `nb.ipynb:cell 3:2`, for each name."""
+    for path, notebook in mentions.items():
+        if path in text:
+            text = re.sub(r"(?<![\w./-])" + re.escape(path) + r":(\d+)\b",
+                          lambda m, path=path, notebook=notebook: f"{path}:cell {_short(notebook, int(m.group(1)))}", text)
+    return text
+
+
+def _mention_cells(finding: Finding, mentions: Mapping[str, Notebook], own: Notebook | None) -> Finding:
     """Line numbers in the message and evidence that point into a notebook, as cells."""
     def rewrite(text: str) -> str:
         if own is not None:
             text = _SAME_FILE_LINE.sub(lambda m: _cell_line(own, int(m.group(1))), text)
-        for path, notebook in notebooks.items():
-            if path in text:
-                text = re.sub(re.escape(path) + r":(\d+)\b", lambda m: f"{path}:cell {_short(notebook, int(m.group(1)))}", text)
-        return text
+        return mention_cells(text, mentions)
 
     message = rewrite(finding.message)
     evidence = tuple(replace(e, detail=rewrite(e.detail)) for e in finding.evidence)

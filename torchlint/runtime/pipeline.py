@@ -118,7 +118,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         return _error(error["message"])
     findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
                               rules=session.rules)
-    findings = _in_cells(findings, closure, cwd)
+    findings = _in_cells(findings, outcome, closure, cwd)
     header = f"torchlint run {target.display} --device {options.device}"
     results = _probe_results(result)
     if options.output_format == "json" and results:
@@ -149,9 +149,10 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     return EXIT_FINDINGS if any(_fails(f) for f in findings) else EXIT_CLEAN
 
 
-def _in_cells(findings: list[Finding], files: list[Path], cwd: Path) -> list[Finding]:
-    """Notebook findings by cell. Until here every position, static or from the run, counts
-    lines of the joined cells: that is how static findings and evidence are matched."""
+def _in_cells(findings: list[Finding], outcome, files: list[Path], cwd: Path) -> list[Finding]:
+    """Notebook findings (and the outcome's `nb.ipynb:47`) by cell. Until here every position,
+    static or from the run, counts lines of the joined cells: that is how static findings and
+    evidence are matched."""
     notebooks = {}
     for path in files:
         if path.suffix.lower() == ".ipynb":
@@ -163,9 +164,13 @@ def _in_cells(findings: list[Finding], files: list[Path], cwd: Path) -> list[Fin
                 continue
     if not notebooks:
         return findings
-    from torchlint.notebook.cells import to_cells
+    from torchlint.notebook.cells import mention_cells, to_cells
 
-    return to_cells(findings, notebooks, key=lambda shown: os.path.realpath(cwd / shown))
+    # the run names files by base name (`crash.ipynb:6`), the static check by display path
+    mentions = {os.path.basename(real): notebook for real, notebook in notebooks.items()}
+    mentions.update({os.path.relpath(real, cwd): notebook for real, notebook in notebooks.items()})
+    outcome.summary, outcome.short = mention_cells(outcome.summary, mentions), mention_cells(outcome.short, mentions)
+    return to_cells(findings, notebooks, key=lambda shown: os.path.realpath(cwd / shown), mentions=mentions)
 
 
 def _probe_results(result) -> dict:
