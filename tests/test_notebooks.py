@@ -220,19 +220,23 @@ def test_a_syntax_error_in_a_cell_is_reported_at_that_cell(workdir):
     assert (finding["code"], finding["cell"], finding["location"]["row"]) == ("TL000", 3, 2)
 
 
+def shown_files(*args) -> list[str]:
+    return [line for line in run("--show-files", *args).output.splitlines() if not line.startswith("warning:")]
+
+
 def test_folders_include_notebooks_unless_configured_otherwise(workdir):
     write_notebook(workdir / "tutorial.ipynb", TUTORIAL)
     (workdir / ".ipynb_checkpoints").mkdir()
     write_notebook(workdir / ".ipynb_checkpoints" / "tutorial-checkpoint.ipynb", TUTORIAL)
-    assert run("--show-files", ".").output.split() == ["tutorial.ipynb"]
+    assert shown_files(".") == ["tutorial.ipynb"]
     assert run(".").exit_code == 1
     (workdir / "pyproject.toml").write_text('[tool.torchlint]\ninclude = ["*.py", "*.pyi"]\n')
-    assert run("--show-files", ".").output.split() == []
+    assert shown_files(".") == []
     assert run("tutorial.ipynb").exit_code == 1  # a notebook named on the command line is checked
     (workdir / "pyproject.toml").write_text('[tool.torchlint]\ninclude = ["*.py"]\nextend-include = ["*.ipynb"]\n')
-    assert run("--show-files", ".").output.split() == ["tutorial.ipynb"]
+    assert shown_files(".") == ["tutorial.ipynb"]
     (workdir / "pyproject.toml").write_text('[tool.torchlint]\nextend-exclude = ["*.ipynb"]\n')
-    assert run("--show-files", ".").output.split() == []
+    assert shown_files(".") == []
 
 
 def test_a_notebook_of_another_language_has_no_python(workdir):
@@ -292,3 +296,26 @@ def test_an_exercise_blank_is_one_tl000_and_the_rest_of_the_notebook_is_checked(
         ("TL000", 2, 1, 13),
         ("TL101", 3, 2, 12),  # the cell's own columns: IPython strips its indentation, we count it
     ]
+
+
+def test_stdin_named_as_a_notebook_is_read_as_one(workdir):
+    text = json.dumps(FIXABLE, indent=1)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", "--select", "TL302",
+                                       "--stdin-filename", "resume.ipynb", "-"], input=text)
+    assert [(f["cell"], f["location"]["row"]) for f in json.loads(result.stdout)] == [(2, 3), (4, 2)]
+    fixed = CliRunner().invoke(main, ["check", "--no-cache", "--fix", "--unsafe-fixes", "--select", "TL302", "--stdin-filename", "resume.ipynb", "-"],
+                               input=text)
+    document = json.loads(fixed.stdout)
+    assert document["cells"][1]["source"][2] == "state = torch.load('ckpt.pt', weights_only=True)\n"
+    assert [c.get("outputs") for c in document["cells"]] == [c.get("outputs") for c in FIXABLE["cells"]]
+
+
+def test_add_noqa_comments_the_lines_of_the_cells(workdir):
+    path = write_notebook(workdir / "resume.ipynb", FIXABLE)
+    result = run("--add-noqa", "--select", "TL302", "resume.ipynb")
+    assert result.exit_code == 0, result.output
+    cells = json.loads(path.read_text())["cells"]
+    assert cells[1]["source"][2] == "state = torch.load('ckpt.pt')  # noqa: TL302\n"
+    assert cells[3]["source"][1] == "    %time weights = torch.load(path)  # noqa: TL302\n"
+    assert cells[1]["outputs"] == FIXABLE["cells"][1]["outputs"]
+    assert run("--select", "TL302", "resume.ipynb").exit_code == 0

@@ -158,6 +158,13 @@ class Notebook:
             return where[0], where[1] + 1
         return where
 
+    def joined_line(self, number: int, line: int) -> int | None:
+        """The joined-source line of line `line` of cell `number` (None: not a checked cell)."""
+        for cell in self.cells:
+            if cell.number == number:
+                return cell.first_line + min(max(line, 1), cell.line_count) - 1
+        return None
+
     def column_shift(self, number: int, line: int) -> int:
         """Columns to add to a joined-source column on `line` of cell `number`: the
         indentation IPython removed from it (see `MaskedCell.indent`)."""
