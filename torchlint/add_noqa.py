@@ -72,7 +72,7 @@ def _add_to_file(path: Path, display: str, findings: list[Finding], outcome: Noq
     lines = _PHYSICAL_LINE.findall(source.text)
     wanted: dict[int, set[str]] = {}
     for finding in sorted(findings, key=Finding.sort_key):
-        line = _comment_line(finding, len(lines), layout)
+        line = _comment_line(finding, len(lines), layout, source.notebook)
         if line is None:
             outcome.skipped.append(
                 f"{display}:{finding.location.line}: {finding.code} not silenced: its line ends inside a multi-line string or a "
@@ -94,6 +94,9 @@ def _add_to_file(path: Path, display: str, findings: list[Finding], outcome: Noq
         return
     try:
         write_through_link(path, source.encode(text))
+    except ValueError as exc:  # a notebook whose cells cannot take the text back (NotebookError)
+        outcome.skipped.append(f"{display}: {exc}; left unchanged")
+        return
     except OSError as exc:
         outcome.skipped.append(f"{display}: cannot write the file ({exc.strerror or exc}); left unchanged")
         return
@@ -118,9 +121,12 @@ def silencing_line(text: str, finding: Finding) -> tuple[int, str] | None:
     return line, edited.rstrip("\r\n")
 
 
-def _comment_line(finding: Finding, count: int, layout: _Layout) -> int | None:
-    """The finding's first line, else its last, whichever can end in a comment."""
+def _comment_line(finding: Finding, count: int, layout: _Layout, notebook=None) -> int | None:
+    """The finding's first line, else its last, whichever can end in a comment. In a notebook
+    the finding counts lines in its cell; the text edited is the joined cells."""
     first, last = finding.location.line, finding.location.end_line
+    if notebook is not None and finding.cell is not None:
+        first, last = (notebook.joined_line(finding.cell, n) or 0 for n in (first, last))
     return next((n for n in (first, last) if 1 <= n <= count and n not in layout.no_comment), None)
 
 

@@ -74,6 +74,8 @@ def settings_rows(config, rules, enabled: set[str], fixable: set[str], isolated:
         ("ignore", _listed(config.ignore)),
         ("exclude", _listed(config.exclude)),
         ("extend-exclude", _listed(config.extend_exclude)),
+        ("include", _listed(config.include)),
+        ("extend-include", _listed(config.extend_include)),
         ("per-file-ignores", "; ".join(f"{glob} = {', '.join(codes)}" for glob, codes in config.per_file_ignores) or "-"),
         ("respect-gitignore", str(config.respect_gitignore).lower()),
         ("target-torch", (f"{config.target_torch} (from {config.target_torch_source})" if config.target_torch_source else config.target_torch) or "installed or latest"),

@@ -168,6 +168,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
         _add_noqa(result.findings, quiet)
     if fix or diff:
         from torchlint.fix.runner import fix_findings
+        from torchlint.notebook.cells import location_text
 
         if reading_stdin:
             outcome, fixed_source = fix_stdin(engine, stdin_name, data, result, unsafe=unsafe_fixes)
@@ -178,7 +179,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
             outcome = fix_findings(engine, result.findings, unsafe=unsafe_fixes, write=fix and not diff)
         if diff:
             for rejected in outcome.rejections():
-                click.echo(f"{rejected.path}:{rejected.location.line}:{rejected.location.column}: {rejected.code} {rejected.message}", err=True)
+                click.echo(f"{rejected.path}:{location_text(rejected)}: {rejected.code} {rejected.message}", err=True)
             sys.stdout.write("".join(f.diff for f in outcome.files))
             changed = sum(1 for f in outcome.files if f.diff)
             if not quiet:
@@ -191,7 +192,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
         if fix_only:
             # Fixes and nothing else; a fix that could not be written is still said (TL002).
             for rejected in outcome.rejections():
-                click.echo(f"{rejected.path}:{rejected.location.line}:{rejected.location.column}: {rejected.code} {rejected.message}", err=True)
+                click.echo(f"{rejected.path}:{location_text(rejected)}: {rejected.code} {rejected.message}", err=True)
             if not quiet:
                 click.echo(f"Fixed {count(outcome.fixed, 'finding')}.", err=True)
             failed = bool(outcome.rejections()) or (exit_non_zero_on_fix and outcome.fixed > 0)

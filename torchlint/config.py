@@ -22,7 +22,12 @@ DEFAULT_EXCLUDE = (
     "dist", "node_modules", "site-packages", "venv",
 )
 
-_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "plugins", "fixable", "extend-fixable", "unfixable")
+#: Files a folder walk checks (a file named on the command line is checked whatever its name).
+#: Notebooks are on by default; `include = ["*.py", "*.pyi"]` turns them off.
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
+
+_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "include", "extend-include", "plugins", "fixable",
+              "extend-fixable", "unfixable")
 _BOOL_KEYS = ("respect-gitignore", "fix", "unsafe-fixes")
 _KNOWN_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-torch", "cache-dir"}
 #: The cache folder, in the project root unless `cache-dir` / `--cache-dir` says otherwise.
@@ -42,6 +47,8 @@ class Config:
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    extend_include: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     plugins: tuple[str, ...] = ()
     respect_gitignore: bool = True
@@ -79,6 +86,10 @@ class Config:
         parts = [str(self.config_file)] if self.config_file else []
         parts += [f"--config {text!r}" for text in self.overrides]
         return " + ".join(parts) or "command line"
+
+    @property
+    def includes(self) -> tuple[str, ...]:
+        return self.include + self.extend_include
 
 
 #: Standalone files, found before pyproject.toml in the same folder (as ruff finds

@@ -65,15 +65,18 @@ class Finding:
     severity: Severity = Severity.WARNING
     fix: Fix | None = None
     evidence: tuple[Evidence, ...] = ()
+    #: In a Jupyter notebook: the 1-based cell (as listed in the file, markdown included);
+    #: `location` then counts lines within that cell. None in a .py file.
+    cell: int | None = None
 
     def sort_key(self) -> tuple:
         loc = self.location
-        return (self.path, loc.line, loc.column, self.code, loc.end_line, loc.end_column, self.message)
+        return (self.path, self.cell or 0, loc.line, loc.column, self.code, loc.end_line, loc.end_column, self.message)
 
     def to_json(self) -> dict[str, Any]:
-        """The ruff-style object used by `--output-format json`."""
+        """The ruff-style object used by `--output-format json`; `cell` only for a notebook."""
         loc = self.location
-        return {
+        data = {
             "code": self.code,
             "name": self.name,
             "message": self.message,
@@ -84,6 +87,9 @@ class Finding:
             "fix": _fix_to_json(self.fix),
             "evidence": [asdict(e) for e in self.evidence],
         }
+        if self.cell is not None:
+            data["cell"] = self.cell
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
@@ -117,6 +123,7 @@ class Finding:
                 ),
             ),
             evidence=tuple(Evidence(**e) for e in data.get("evidence", ())),
+            cell=data.get("cell"),
         )
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import sys
 
-from torchlint.static.source import MAX_FILE_BYTES, decode_source
+from torchlint.static.source import MAX_FILE_BYTES, decode_file
 
 if TYPE_CHECKING:
     from torchlint.fix.runner import FixOutcome
@@ -44,11 +44,21 @@ def fix_stdin(engine: StaticEngine, name: str, data: bytes | None, result: Check
     no fix, or cannot be decoded, is printed back as it came."""
     from torchlint.fix.runner import FixOutcome, fix_text, wanted
 
-    source = decode_source(data) if data is not None else None
+    source = decode_file(name, data) if data is not None else None
     if source is None or source.text is None or not any(wanted(f, unsafe) for f in result.findings):
         return FixOutcome(), data or b""
     file_fix, text = fix_text(engine, name, source.text, unsafe=unsafe)
-    return FixOutcome([file_fix]), source.encode(text) if text != source.text else data
+    if text == source.text:
+        return FixOutcome([file_fix]), data
+    file_fix.notebook = source.notebook
+    try:
+        return FixOutcome([file_fix]), source.encode(text)  # a notebook: its JSON, cells fixed
+    except ValueError as exc:  # NotebookError: the fixed code no longer fits the cells
+        from torchlint.fix.runner import Rejection
+
+        file_fix.applied, file_fix.diff = [], ""
+        file_fix.rejected.append(Rejection(f"the fixes cannot be written back into the notebook: {exc}; left unchanged"))
+        return FixOutcome([file_fix]), data
 
 
 def write_source(data: bytes) -> None:

@@ -14,12 +14,12 @@ _SEVERITY = {Severity.ERROR: "major", Severity.WARNING: "minor", Severity.INFO: 
 def write_gitlab(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
     issues = []
     for finding, fingerprint in zip(findings, ctx.fingerprints(findings)):
-        loc = finding.location
+        loc = ctx.file_location(finding)
         issues.append(
             {
                 "type": "issue",
                 "check_name": finding.code,
-                "description": f"{finding.code} {finding.message}",
+                "description": f"{ctx.notebook_label(finding)}{finding.code} {finding.message}",
                 "categories": ["Bug Risk"],
                 "severity": _SEVERITY[finding.severity],
                 "fingerprint": fingerprint,

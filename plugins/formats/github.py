@@ -27,7 +27,7 @@ def escape_property(text: str) -> str:
 
 def write_github(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
     for finding in findings:
-        loc = finding.location
+        loc = ctx.file_location(finding)
         properties = ",".join(
             f"{key}={escape_property(str(value))}"
             for key, value in (
@@ -39,4 +39,4 @@ def write_github(findings: list[Finding], stream: TextIO, ctx: ReportContext) ->
                 ("title", f"{finding.code} ({finding.name})"),
             )
         )
-        stream.write(f"::{_LEVEL[finding.severity]} {properties}::{escape_data(f'{finding.code} {finding.message}')}\n")
+        stream.write(f"::{_LEVEL[finding.severity]} {properties}::{escape_data(f'{ctx.notebook_label(finding)}{finding.code} {finding.message}')}\n")

@@ -26,7 +26,8 @@ def write_junit(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> 
             case = ET.SubElement(suite, "testcase", name=f"torchlint.{finding.code}", classname=path, line=str(loc.line))
             message = escape_control(finding.message)
             failure = ET.SubElement(case, "failure", message=message, type=finding.code)
-            failure.text = f"line {loc.line}, col {loc.column}, {finding.code} ({finding.name}): {message}"
+            cell = f"cell {finding.cell}, " if finding.cell is not None else ""
+            failure.text = f"{cell}line {loc.line}, col {loc.column}, {finding.code} ({finding.name}): {message}"
     ET.indent(root) if hasattr(ET, "indent") else None
     stream.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     stream.write(ET.tostring(root, encoding="unicode"))

@@ -47,13 +47,13 @@ def write_sarif(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> 
     ]
     results = []
     for finding, fingerprint in zip(findings, ctx.fingerprints(findings)):
-        loc = finding.location
+        loc = ctx.file_location(finding)
         results.append(
             {
                 "ruleId": finding.code,
                 "ruleIndex": index[finding.code],
                 "level": _LEVEL[finding.severity],
-                "message": {"text": finding.message},
+                "message": {"text": ctx.notebook_label(finding) + finding.message},
                 "locations": [
                     {
                         "physicalLocation": {
@@ -70,6 +70,9 @@ def write_sarif(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> 
                 "partialFingerprints": {"torchlint/v1": fingerprint},
             }
         )
+        if finding.cell is not None:  # the region is in the .ipynb's JSON; this is where Jupyter shows it
+            results[-1]["properties"] = {"notebookCell": finding.cell, "cellLine": finding.location.line,
+                                         "cellColumn": finding.location.column}
     log = {
         "$schema": SCHEMA,
         "version": "2.1.0",

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import TextIO
 
 from torchlint.findings import Finding
+from torchlint.notebook.cells import location_text
 from torchlint.plugins.formats.escape import escape_control
 from torchlint.report import ReportContext
 
 
 def headline(finding: Finding) -> str:
-    loc = finding.location
     fixable = " [*]" if finding.fix is not None and finding.fix.applicability == "safe" else ""
     path, message = escape_control(finding.path), escape_control(finding.message)
-    return f"{path}:{loc.line}:{loc.column}: {finding.code}{fixable} {message}"
+    return f"{path}:{location_text(finding)}: {finding.code}{fixable} {message}"
 
 
 def write_concise(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
@@ -24,7 +24,8 @@ def write_concise(findings: list[Finding], stream: TextIO, ctx: ReportContext) -
 def write_pylint(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
     for finding in findings:
         path, message = escape_control(finding.path), escape_control(finding.message)
-        stream.write(f"{path}:{finding.location.line}: [{finding.code}] {message}\n")
+        where = f"cell {finding.cell}:{finding.location.line}" if finding.cell is not None else finding.location.line
+        stream.write(f"{path}:{where}: [{finding.code}] {message}\n")
 
 
 def write_full(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
@@ -38,7 +39,7 @@ def write_full(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> N
 
 
 def _snippet(finding: Finding, ctx: ReportContext) -> str:
-    lines = ctx.source_lines(finding.path)
+    lines = ctx.finding_lines(finding)
     loc = finding.location
     if not lines or not (1 <= loc.line <= len(lines)):
         return ""

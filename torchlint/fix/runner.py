@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torchlint.atomic import write_through_link
 from torchlint.fix import SAFE
@@ -37,10 +37,16 @@ class FileFix:
     applied: list[Fix] = field(default_factory=list)
     diff: str = ""
     rejected: list[Rejection] = field(default_factory=list)
+    notebook: Any = None  # a notebook's map from joined lines to cells
 
     def findings(self) -> list[Finding]:
         """Each rejection as a TL002 finding, so it is reported and sets the exit code."""
-        return [engine_finding(FixNotApplied, self.path, r.reason, r.line, r.column) for r in self.rejected]
+        found = [engine_finding(FixNotApplied, self.path, r.reason, r.line, r.column) for r in self.rejected]
+        if self.notebook is not None:
+            from torchlint.notebook.cells import to_cells
+
+            found = to_cells(found, {self.path: self.notebook})
+        return found
 
 
 @dataclass
@@ -78,9 +84,26 @@ def _fix_file(engine: StaticEngine, path: str, findings: list[Finding], *, unsaf
         result.rejected.append(Rejection(f"cannot read the file again: {source.problem}"))
         return result
     result, text = fix_text(engine, path, source.text, unsafe=unsafe)
-    if write and text != source.text:
+    if text == source.text:
+        return result
+    data = None
+    if source.notebook is not None:
+        # The fixed joined cells go back into the cells they came from; the diff is per cell.
+        from torchlint.notebook import NotebookError
+        from torchlint.notebook.diff import notebook_diff
+
+        result.notebook = source.notebook
         try:
-            write_through_link(Path(path), source.encode(text))
+            changed = source.notebook.cell_sources(text)
+            data = source.notebook.with_sources(changed)
+        except NotebookError as exc:
+            result.rejected.append(Rejection(f"the fixes cannot be written back into the notebook: {exc}; left unchanged", exc.line, exc.column))
+            result.applied, result.diff = [], ""
+            return result
+        result.diff = notebook_diff(path, source.notebook, changed)
+    if write:
+        try:
+            write_through_link(Path(path), data if data is not None else source.encode(text))
         except OSError as exc:
             result.rejected.append(Rejection(f"the fixes could not be written ({exc.strerror or exc}); the file is unchanged"))
             result.applied = []

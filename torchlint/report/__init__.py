@@ -20,6 +20,7 @@ class ReportContext:
     config: Config
     rules: dict[str, type[Rule]] = field(default_factory=dict)
     _lines: dict[str, list[str] | None] = field(default_factory=dict)
+    _notebooks: dict[str, object] = field(default_factory=dict)
 
     def source_lines(self, path: str) -> list[str] | None:
         if path not in self._lines:
@@ -31,9 +32,52 @@ class ReportContext:
             self._lines[path] = data.decode("utf-8", errors="replace").splitlines() if data is not None else None
         return self._lines[path]
 
+    def notebook(self, path: str):
+        """The notebook at `path` (read once), or None when it is not one that can be read."""
+        if path not in self._notebooks:
+            from torchlint.notebook import Notebook, NotebookError
+            from torchlint.static.source import read_bytes
+
+            data, _ = read_bytes(Path(path))
+            try:
+                self._notebooks[path] = Notebook.parse(data) if data is not None else None
+            except NotebookError:
+                self._notebooks[path] = None
+        return self._notebooks[path]
+
+    def finding_lines(self, finding: Finding) -> list[str] | None:
+        """The lines `finding.location` counts in: its file's, or in a notebook its cell's."""
+        if finding.cell is not None:
+            notebook = self.notebook(finding.path)
+            return notebook.cell_lines(finding.cell) if notebook is not None else None
+        return self.source_lines(finding.path)
+
+    def file_location(self, finding: Finding):
+        """Where the finding is in the file on disk. In a notebook that is a line and column
+        of its JSON text, where a tool that opens the raw .ipynb (SARIF viewers, GitHub and
+        GitLab annotations) must point; `notebook_label` names the cell for people."""
+        loc = finding.location
+        notebook = self.notebook(finding.path) if finding.cell is not None else None
+        if notebook is None:
+            return loc
+        from torchlint.findings import Location
+
+        line, column = notebook.file_position(finding.cell, loc.line, loc.column)
+        end_line, end_column = notebook.file_position(finding.cell, loc.end_line, loc.end_column)
+        if (end_line, end_column) < (line, column):
+            end_line, end_column = line, column + 1
+        return Location(line, column, end_line, end_column)
+
+    @staticmethod
+    def notebook_label(finding: Finding) -> str:
+        """`cell 3, line 2: ` before a notebook finding's message; empty for a .py file."""
+        if finding.cell is None:
+            return ""
+        return f"cell {finding.cell}, line {finding.location.line}: "
+
     def snippet(self, finding: Finding) -> str:
         """The flagged lines' text with whitespace normalised: stable while code moves."""
-        lines = self.source_lines(finding.path)
+        lines = self.finding_lines(finding)
         if not lines:
             return ""
         start, end = finding.location.line, min(finding.location.end_line, finding.location.line + 20)

@@ -290,6 +290,11 @@ def _run_script(script: Path, args: list[str]) -> None:
     # As `python train.py` would: argv[0] is the script, sys.path[0] its folder.
     sys.argv = [str(script), *args]
     sys.path[0] = str(script.parent)
+    if script.suffix.lower() == ".ipynb":
+        from torchlint.runtime.notebook_run import run_notebook
+
+        run_notebook(script)
+        return
     runpy.run_path(str(script), run_name="__main__")
 
 

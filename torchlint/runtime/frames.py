@@ -15,12 +15,21 @@ from typing import NamedTuple
 USER, LIBRARY, INTERNAL = 0, 1, 2
 
 
+#: Notebooks run as scripts: absolute path -> joined line -> (cell, line in cell). Set by the
+#: child before it runs a notebook, so every message names the cell a user sees.
+CELL_MAPS: dict = {}
+
+
 class Site(NamedTuple):
     path: str  # absolute
     line: int
     function: str
 
     def short(self) -> str:
+        cells = CELL_MAPS.get(self.path)
+        if cells is not None:
+            cell, line = cells(self.line)
+            return f"{os.path.basename(self.path)}:cell {cell}:{line}"
         return f"{os.path.basename(self.path)}:{self.line}"
 
 

@@ -111,17 +111,31 @@ def _clip(text: str, n: int) -> str:
 
 # -- sections -------------------------------------------------------------------------------------
 
-def snippet(path: str, line: int, context: int = 2) -> str:
+def snippet(path: str, line: int, context: int = 2, cell: int | None = None) -> str:
     if not path or not line or not os.path.isfile(path):
         return ""
+    lines = _cell_lines(path, cell) if cell is not None else None
     rows = []
     for number in range(max(1, line - context), line + context + 1):
-        text = linecache.getline(path, number)
+        if lines is not None:
+            text = lines[number - 1] if number <= len(lines) else ""
+        else:
+            text = linecache.getline(path, number)
         if not text and number > line:
             break
         cls = ' class="hl"' if number == line else ""
         rows.append(f"<span{cls}><i>{number}</i>{e(text.rstrip())}</span>")
     return f'<pre class="src">{"".join(rows)}</pre>' if rows else ""
+
+
+def _cell_lines(path: str, cell: int) -> list[str]:
+    """The lines of a notebook's cell: a notebook finding's line counts in its cell."""
+    from torchlint.notebook import Notebook, NotebookError
+
+    try:
+        return Notebook.parse(Path(path).read_bytes()).cell_lines(cell)
+    except (OSError, NotebookError):
+        return []
 
 
 def findings_section(findings: list[Finding], cwd: Path) -> str:
@@ -133,6 +147,7 @@ def findings_section(findings: list[Finding], cwd: Path) -> str:
         status = status_of(finding)
         path = finding.path if os.path.isabs(finding.path) else str(cwd / finding.path)
         evidence = finding.evidence[0] if finding.evidence else None
+        where = f"cell {finding.cell}:{finding.location.line}" if finding.cell is not None else str(finding.location.line)
         extra = ""
         data = evidence.data if evidence else {}
         if status not in ("runtime only",) and evidence and evidence.detail:
@@ -144,8 +159,8 @@ def findings_section(findings: list[Finding], cwd: Path) -> str:
         items.append(
             f'<div class="finding" style="border-color:{SEVERITY_COLORS.get(severity, "#999")}">'
             f'<div class="head"><span class="pill" style="background:{SEVERITY_COLORS.get(severity, "#999")}">{e(finding.code)}</span>'
-            f'<span class="status">{e(status)}</span>{e(finding.path)}:{finding.location.line} · {e(finding.name)}</div>'
-            f'<div class="msg">{e(finding.message)}</div>{extra}{snippet(path, finding.location.line)}</div>')
+            f'<span class="status">{e(status)}</span>{e(finding.path)}:{where} · {e(finding.name)}</div>'
+            f'<div class="msg">{e(finding.message)}</div>{extra}{snippet(path, finding.location.line, cell=finding.cell)}</div>')
     return f'<section><h2>Findings ({len(findings)})</h2>{"".join(items)}</section>'
 
 

@@ -118,6 +118,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         return _error(error["message"])
     findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
                               rules=session.rules)
+    findings = _in_cells(findings, outcome, closure, cwd)
     header = f"torchlint run {target.display} --device {options.device}"
     results = _probe_results(result)
     if options.output_format == "json" and results:
@@ -146,6 +147,30 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         if not options.quiet:
             sys.stderr.write(f"torchlint: report written to {where}\n")
     return EXIT_FINDINGS if any(_fails(f) for f in findings) else EXIT_CLEAN
+
+
+def _in_cells(findings: list[Finding], outcome, files: list[Path], cwd: Path) -> list[Finding]:
+    """Notebook findings (and the outcome's `nb.ipynb:47`) by cell. Until here every position,
+    static or from the run, counts lines of the joined cells: that is how static findings and
+    evidence are matched."""
+    notebooks = {}
+    for path in files:
+        if path.suffix.lower() == ".ipynb":
+            from torchlint.notebook import Notebook, NotebookError
+
+            try:
+                notebooks[os.path.realpath(path)] = Notebook.parse(path.read_bytes())
+            except (OSError, NotebookError):
+                continue
+    if not notebooks:
+        return findings
+    from torchlint.notebook.cells import mention_cells, to_cells
+
+    # the run names files by base name (`crash.ipynb:6`), the static check by display path
+    mentions = {os.path.basename(real): notebook for real, notebook in notebooks.items()}
+    mentions.update({os.path.relpath(real, cwd): notebook for real, notebook in notebooks.items()})
+    outcome.summary, outcome.short = mention_cells(outcome.summary, mentions), mention_cells(outcome.short, mentions)
+    return to_cells(findings, notebooks, key=lambda shown: os.path.realpath(cwd / shown), mentions=mentions)
 
 
 def _probe_results(result) -> dict:
@@ -197,6 +222,7 @@ def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, q
     if device != "cpu":
         # Run on an accelerator, the project uses one, whatever its files say.
         engine.assume_mentioned("cuda")
+    engine.map_cells = False  # evidence counts joined notebook lines; mapped after merging
     result = engine.check_paths(files, cwd=cwd)
     if not quiet:
         sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s): {what}\n")

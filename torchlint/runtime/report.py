@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any, TextIO
 
 from torchlint.findings import Finding
+from torchlint.notebook.cells import location_text
 from torchlint.runtime.matching import CONFIRMED, NOT_PROBED, NOT_REACHED, NOT_REPRODUCED, RUNTIME_ONLY, Outcome
 
 STATUS_ORDER = (CONFIRMED, RUNTIME_ONLY, NOT_REPRODUCED, NOT_REACHED, NOT_PROBED)
@@ -26,9 +27,8 @@ def write_text(findings: list[Finding], outcome: Outcome, header: str, stream: T
     if findings:
         stream.write("\n")  # one blank line before the findings, and one before the tally
     for finding in findings:
-        loc = finding.location
         status = status_of(finding)
-        stream.write(f"{finding.path}:{loc.line}:{loc.column}: {finding.code} [{status}] {finding.message}\n")
+        stream.write(f"{finding.path}:{location_text(finding)}: {finding.code} [{status}] {finding.message}\n")
         evidence = finding.evidence[0] if finding.evidence else None
         if evidence is None:
             continue

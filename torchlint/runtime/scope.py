@@ -47,8 +47,13 @@ def import_closure(target: Path, roots: list[Path]) -> list[Path]:
 
 def _imports_of(path: Path, search: list[Path]) -> list[Path]:
     try:
-        tree = ast.parse(path.read_bytes(), str(path))
-    except (OSError, SyntaxError, ValueError):
+        data = path.read_bytes()
+        if path.suffix.lower() == ".ipynb":
+            from torchlint.notebook import Notebook
+
+            data = Notebook.parse(data).source
+        tree = ast.parse(data, str(path))
+    except (OSError, SyntaxError, ValueError):  # a NotebookError is a ValueError
         return []
     found: list[Path] = []
     for node in ast.walk(tree):

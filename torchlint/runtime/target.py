@@ -47,6 +47,9 @@ def _check_python(path: Path, shown: str) -> None:
         data = path.read_bytes()
     except OSError as exc:
         raise TargetError(f"cannot read {shown}: {exc.strerror or exc}") from None
+    if path.suffix.lower() == ".ipynb":
+        _check_notebook(data, path, shown)
+        return
     if b"\x00" in data:
         raise TargetError(f"{shown} is not a Python file (it contains NUL bytes)")
     try:
@@ -55,3 +58,21 @@ def _check_python(path: Path, shown: str) -> None:
         raise TargetError(f"{shown} is not valid Python: {exc.msg} (line {exc.lineno})") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise TargetError(f"{shown} is not a Python file: {exc}") from None
+
+
+def _check_notebook(data: bytes, path: Path, shown: str) -> None:
+    """A notebook runs as its code cells joined, magics skipped: they must compile."""
+    from torchlint.notebook import Notebook, NotebookError
+
+    try:
+        notebook = Notebook.parse(data)
+    except NotebookError as exc:
+        raise TargetError(f"{shown}: {exc}") from None
+    if notebook.broken:  # "Run All" stops at the first cell that fails
+        cell = notebook.broken[0]
+        raise TargetError(f"{shown} is not valid Python: {cell.message} (cell {cell.number}, line {cell.line})")
+    try:
+        compile(notebook.source, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        cell, line = notebook.cell_position(exc.lineno or 1)
+        raise TargetError(f"{shown} is not valid Python: {exc.msg} (cell {cell}, line {line})") from None

@@ -1,7 +1,8 @@
 """Turn command-line paths into the list of files to check.
 
 Folders are walked (not following symlinked folders, so loops cannot happen); default and
-configured excludes and .gitignore files prune the walk. A path named explicitly is checked
+configured excludes and .gitignore files prune the walk; `include` globs (Python files and
+Jupyter notebooks by default) pick the files in it. A path named explicitly is checked
 even if excluded, unless `--force-exclude` (what pre-commit passes) is given.
 """
 
@@ -17,6 +18,13 @@ from torchlint.config import Config
 from torchlint.static.gitignore import GitIgnore
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def is_included(path: Path, config: Config) -> bool:
+    """Whether a folder walk checks this file: its name (or root-relative path) matches an
+    `include`/`extend-include` glob (`*.py`, `*.pyi` and `*.ipynb` by default)."""
+    relative = _relative_to_root(path, config.root)
+    return any(fnmatch.fnmatch(path.name, pattern) or fnmatch.fnmatch(relative, pattern) for pattern in config.includes)
 
 
 @dataclass(frozen=True)
@@ -146,9 +154,9 @@ def _walk(top: Path, config: Config, gitignore: GitIgnore | None, cwd: Path):
             kept.append(name)
         dirnames[:] = kept
         for name in sorted(filenames):
-            if not name.endswith(PYTHON_SUFFIXES):
-                continue
             child = directory / name
+            if not is_included(child, config):
+                continue
             if is_excluded(child, config, top):
                 continue
             if gitignore is not None and gitignore.ignored(child.absolute(), False):

@@ -20,10 +20,11 @@ from torchlint.static.discover import Discovered, discover
 from torchlint.static.engine_rules import ALWAYS_REPORTED, ENGINE_RULES, FileNotChecked, UnusedSuppression, engine_finding
 from torchlint.static.cache import Cache, content_hash
 from torchlint.static.parallel import run_checks
-from torchlint.static.source import decode_source, read_bytes, read_source
+from torchlint.static.source import decode_file, decode_notebook, decode_source, read_bytes, read_source
 from torchlint.static.suppress import parse_suppressions
 
 if TYPE_CHECKING:
+    from torchlint.notebook import Notebook
     from torchlint.static.context import ProjectContext
     import pluggy
 
@@ -199,6 +200,17 @@ class ProjectRoots:
         return found
 
 
+def _add_broken_cells(results: list[FileResult | None], notebooks: dict[str, Notebook]) -> None:
+    """A notebook cell that is not Python was left out of its notebook's code: say so (not
+    cached with the code, which does not contain it)."""
+    from torchlint.notebook.cells import broken_cell_findings
+
+    for result in results:
+        notebook = notebooks.get(result.path) if result is not None else None
+        if notebook is not None and notebook.broken:
+            result.findings.extend(broken_cell_findings(result.path, notebook))
+
+
 def _word(token: str) -> re.Pattern[bytes]:
     """`token` not inside a longer word: "xla" is not in "xlabel", "cuda" is in "use_cuda"."""
     return re.compile(rb"(?<![A-Za-z])" + re.escape(token.encode()) + rb"(?![A-Za-z])")
@@ -226,6 +238,10 @@ class StaticEngine:
         self._assumed: set[str] = set()
         #: The last run's project phase (`keep_in_project` judges `--fix` re-checks by it).
         self.project: ProjectContext | None = None
+        #: Report notebook findings by cell (False: keep joined-source lines, for a caller
+        #: that matches them against other positions first, like `torchlint run`).
+        self.map_cells = True
+        self.notebooks: dict[str, Notebook] = {}
         self._per_file_ignores = [
             (pattern, codes_for(codes, rules, where=f"{config.config_file or 'configuration'}: [tool.torchlint] per-file-ignores {pattern!r}"))
             for pattern, codes in config.per_file_ignores
@@ -314,7 +330,9 @@ class StaticEngine:
         return result
 
     def check_bytes(self, path: str, data: bytes) -> FileResult:
-        source = decode_source(data)
+        """Check a file's bytes: Python source, or for a `.ipynb` path the notebook's JSON
+        (its code cells are checked as one module; lines count in the joined cells)."""
+        source = decode_file(path, data)
         if source.text is None:
             return FileResult(
                 path, [engine_finding(FileNotChecked, path, f"cannot check: {source.problem}", source.line, source.column)]
@@ -327,14 +345,26 @@ class StaticEngine:
         results: list[FileResult | None] = [None] * len(items)
         todo: list[tuple[int, str, bytes, str | None]] = []
         contents: dict[str, bytes] = {}  # what was checked, for suppression comments later
+        notebooks: dict[str, Notebook] = {}
         hits = 0
         for index, item in enumerate(items):
             data, problem = (None, item.problem) if item.problem else read_bytes(item.path)
             if data is None:
                 results[index] = FileResult(item.display, [engine_finding(FileNotChecked, item.display, f"cannot check: {problem}")])
                 continue
-            contents[item.display] = data
-            key = content_hash(data) if cache is not None else None
+            code = data
+            if item.path.suffix.lower() == ".ipynb":
+                # Read here once for the cell map; what rules, suppressions and the cache see
+                # is the joined code, so a run that only changed outputs hits the cache.
+                source = decode_notebook(data)
+                if source.text is None:
+                    finding = engine_finding(FileNotChecked, item.display, f"cannot check: {source.problem}", source.line, source.column)
+                    results[index] = FileResult(item.display, [finding])
+                    continue
+                notebooks[item.display] = source.notebook
+                code = source.text.encode("utf-8")
+            contents[item.display] = code
+            key = (content_hash(b"ipynb\0" + code) if item.display in notebooks else content_hash(data)) if cache is not None else None
             if cache is not None:
                 cached = cache.get(key)
                 if cached is not None:
@@ -351,17 +381,19 @@ class StaticEngine:
             results[index] = result
             if cache is not None and key is not None:
                 cache.put(key, result.to_json())
+        if notebooks:
+            _add_broken_cells(results, notebooks)
         done = [r for r in results if r is not None]
         # Suppressions are read from the bytes that were checked (no second read from disk,
         # and a file edited meanwhile cannot be judged against other text).
         # (and from every file with a suppression comment, to tell the ones that silence nothing)
         texts = {
-            r.path: decode_source(contents[r.path]).text or ""
+            r.path: (contents[r.path].decode("utf-8") if r.path in notebooks else decode_source(contents[r.path]).text) or ""
             for r in done
             if r.path in contents and (r.findings or _has_directive(contents[r.path]))
         }
         tokens = TokenIndex(contents, self._project_tokens, self._assumed)
-        check = self._finish(items, done, texts, tokens)
+        check = self._finish(items, done, texts, tokens, notebooks)
         check.cache_hits = hits
         return check
 
@@ -369,21 +401,36 @@ class StaticEngine:
         """Check in-memory files (used by rule-case tests and editor integrations)."""
         items = [Discovered(Path(name), name) for name in sorted(sources)]
         results = []
+        texts: dict[str, str] = {}
+        notebooks: dict[str, Notebook] = {}
         for item in items:
-            source = decode_source(sources[item.display].encode("utf-8"))
+            source = decode_file(item.display, sources[item.display].encode("utf-8"))
+            if source.notebook is not None:
+                notebooks[item.display] = source.notebook
+            if source.text is None and source.notebook is None and item.display.lower().endswith(".ipynb"):
+                problem = f"cannot check: {source.problem}"
+                results.append(FileResult(item.display, [engine_finding(FileNotChecked, item.display, problem, source.line, source.column)]))
+                continue
+            texts[item.display] = source.text or ""
             results.append(self.check_text(item.display, source.text or ""))
-        tokens = TokenIndex({p: text.encode() for p, text in sources.items()}, self._project_tokens, self._assumed)
-        return self._finish(items, results, dict(sources), tokens)
+        _add_broken_cells(results, notebooks)
+        tokens = TokenIndex({p: text.encode() for p, text in texts.items()}, self._project_tokens, self._assumed)
+        return self._finish(items, results, texts, tokens, notebooks)
 
     def check_stdin(self, display: str, data: bytes) -> CheckResult:
         """Check source read from stdin as if it were the file `display` (`--stdin-filename`,
-        else `-`): per-file ignores and the report use that name. Never cached."""
+        else `-`): per-file ignores and the report use that name. Never cached. A `.ipynb`
+        name means the bytes are a notebook's JSON."""
         item = Discovered(Path(display), display)
         result = self.check_bytes(display, data)
-        texts = {display: decode_source(data).text or ""}
-        return self._finish([item], [result], texts, TokenIndex({display: data}, self._project_tokens, self._assumed))
+        source = decode_file(display, data)
+        notebooks = {display: source.notebook} if source.notebook is not None else {}
+        texts = {display: source.text or ""}
+        code = texts[display].encode("utf-8") if notebooks else data
+        return self._finish([item], [result], texts, TokenIndex({display: code}, self._project_tokens, self._assumed), notebooks)
 
-    def _finish(self, items: list[Discovered], results: list[FileResult], texts: dict[str, str], tokens: TokenIndex) -> CheckResult:
+    def _finish(self, items: list[Discovered], results: list[FileResult], texts: dict[str, str], tokens: TokenIndex,
+                notebooks: dict[str, Notebook] | None = None) -> CheckResult:
         # A file that could not be read or parsed, a rule that crashed, a fix that could not be
         # written: reported whatever the selection, or `--select TL3 broken.py` would pass.
         findings = [f for result in results for f in result.findings if f.code in self.enabled or f.code in ALWAYS_REPORTED]
@@ -393,6 +440,12 @@ class StaticEngine:
         kept, suppressed = self._apply_suppressions(items, findings, texts)
         kept = self.drop_unfixable(kept)
         kept.sort(key=Finding.sort_key)
+        #: The notebooks of this run, by display path (`torchlint run` maps its own findings).
+        self.notebooks = dict(notebooks or {})
+        if notebooks and self.map_cells:
+            from torchlint.notebook.cells import to_cells
+
+            kept = to_cells(kept, notebooks)
         return CheckResult(
             findings=kept,
             checked_paths={item.display for item in items},

@@ -11,6 +11,7 @@ import tokenize
 from dataclasses import dataclass
 import re
 from pathlib import Path
+from typing import Any
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
 
@@ -23,9 +24,14 @@ class Source:
     column: int = 1
     encoding: str = "utf-8"
     bom: bool = False
+    #: Set for a Jupyter notebook: `text` is its code cells joined (torchlint.notebook).
+    notebook: Any = None
 
     def encode(self, text: str) -> bytes:
-        """Bytes for `text` in this file's own encoding (fixes keep a latin-1 file latin-1)."""
+        """Bytes for `text` in this file's own encoding (fixes keep a latin-1 file latin-1);
+        for a notebook, its JSON with `text` (the fixed joined cells) put back into the cells."""
+        if self.notebook is not None:
+            return self.notebook.splice(text)
         data = text.encode(self.encoding)
         return (b"\xef\xbb\xbf" + data) if self.bom else data
 
@@ -35,7 +41,11 @@ class Source:
 MAX_FILE_BYTES = 10_000_000
 
 
-def read_bytes(path: Path) -> tuple[bytes | None, str | None]:
+#: Notebooks carry their outputs (plots, images) inline; their code is what gets parsed.
+MAX_NOTEBOOK_BYTES = 100_000_000
+
+
+def read_bytes(path: Path, limit: int | None = None) -> tuple[bytes | None, str | None]:
     """(content, None) or (None, why it cannot be read). Only regular files are read: a FIFO
     would block forever and a device (a link to /dev/zero) never ends. The file is opened
     without blocking and judged by `fstat` on the open descriptor, so it cannot be swapped
@@ -52,14 +62,16 @@ def read_bytes(path: Path) -> tuple[bytes | None, str | None]:
         if exc.errno == errno.ELOOP:
             return None, "symbolic link loop"
         return None, f"cannot read: {exc.strerror or exc}"
+    if limit is None:
+        limit = MAX_NOTEBOOK_BYTES if str(path).lower().endswith(".ipynb") else MAX_FILE_BYTES
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             return None, "is a directory, not a file"
         if not stat.S_ISREG(info.st_mode):
             return None, f"not a regular file ({_kind(info.st_mode)}); only regular files are read"
-        if info.st_size > MAX_FILE_BYTES:
-            return None, f"file is larger than {MAX_FILE_BYTES // 1_000_000} MB ({info.st_size:,} bytes); not read"
+        if info.st_size > limit:
+            return None, f"file is larger than {limit // 1_000_000} MB ({info.st_size:,} bytes); not read"
         chunks = []
         size = 0
         while True:
@@ -68,8 +80,8 @@ def read_bytes(path: Path) -> tuple[bytes | None, str | None]:
                 break
             chunks.append(chunk)
             size += len(chunk)
-            if size > MAX_FILE_BYTES:  # grew while being read
-                return None, f"file is larger than {MAX_FILE_BYTES // 1_000_000} MB; not read"
+            if size > limit:  # grew while being read
+                return None, f"file is larger than {limit // 1_000_000} MB; not read"
         return b"".join(chunks), None
     except OSError as exc:
         return None, f"cannot read: {exc.strerror or exc}"
@@ -85,10 +97,28 @@ def _kind(mode: int) -> str:
 
 
 def read_source(path: Path) -> Source:
+    """The Python text of `path`: a .py file decoded, a notebook's code cells joined."""
     data, problem = read_bytes(path)
     if data is None:
         return Source(None, problem)
-    return decode_source(data)
+    return decode_file(path, data)
+
+
+def decode_file(path: Path | str, data: bytes) -> Source:
+    from torchlint.notebook import is_notebook
+
+    return decode_notebook(data) if is_notebook(path) else decode_source(data)
+
+
+def decode_notebook(data: bytes) -> Source:
+    """A notebook's joined code cells, or why the file is not a notebook that can be read."""
+    from torchlint.notebook import Notebook, NotebookError
+
+    try:
+        notebook = Notebook.parse(data)
+    except NotebookError as exc:
+        return Source(None, str(exc), line=exc.line, column=exc.column)
+    return Source(notebook.source, notebook=notebook)
 
 
 def decode_source(data: bytes) -> Source:
