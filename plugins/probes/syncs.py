@@ -29,10 +29,14 @@ class SyncsProbe(Probe):
     summary = "host-device syncs repeated within each optimizer step, by user line"
 
     def install(self) -> None:
-        self.by_line: Counter = Counter()
+        #: Syncs per line since the last step; closed into `fewest` at each step.
+        self.window: Counter = Counter()
+        #: Per line, the fewest syncs it made in any closed step (lines absent from a step drop out).
+        self.fewest: dict[tuple[str, int], int] | None = None
+        self.total: Counter = Counter()
         self.ops: dict[tuple[str, int], Counter] = {}
         self.sites: dict[tuple[str, int], Any] = {}
-        self.steps = 0
+        self.windows = 0
         self.log = None  # the device mode's sync log exists once the program runs: see _stepped
         self.handle = optimizer_hooks.register_optimizer_step_post_hook(self._stepped)
 
@@ -43,43 +47,48 @@ class SyncsProbe(Probe):
         self._judge()
 
     def _stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self.steps += 1
         if self.log is None:
+            # Listening starts at the first step: set-up before training (loading, a first
+            # print) is not per step.
             self.log = getattr(self.ctx.device, "syncs", None)
             if self.log is not None:
                 self.log.listeners.append(self._synced)
+            return
+        window, self.window = self.window, Counter()
+        self.windows += 1
+        if self.fewest is None:
+            self.fewest = dict(window)
+        else:
+            self.fewest = {key: min(count, window[key]) for key, count in self.fewest.items() if window[key]}
 
     def _synced(self, op: str) -> None:
-        # Listening starts at the first step: set-up before training (loading, a first
-        # print) is not per step.
         site = self.ctx.site()
         if site is None:
             return
         key = (site.path, site.line)
-        self.by_line[key] += 1
+        self.window[key] += 1
+        self.total[key] += 1
         self.ops.setdefault(key, Counter())[op] += 1
         self.sites.setdefault(key, site)
 
     def _judge(self) -> None:
-        # The syncs after the last step belong to an unfinished step: count whole steps only.
-        steps = self.steps
-        if steps < 2:
+        # A line counts when it synced more than PER_STEP times in every whole step seen.
+        if self.windows < 2 or not self.fewest:
             return
-        for key, count in self.by_line.most_common():
-            per_step = count / steps
-            if per_step <= PER_STEP:
-                break
+        for key, fewest in sorted(self.fewest.items(), key=lambda item: -item[1]):
+            if fewest <= PER_STEP:
+                continue
             ops = ", ".join(f"`{op}` x{n}" for op, n in self.ops[key].most_common(3))
             self.ctx.evidence(
                 self,
                 code=None,
                 at=self.sites[key],
                 message=(
-                    f"this line synchronises the host with the GPU {per_step:.0f} times per optimizer step "
-                    f"({count} in {steps} steps: {ops}); each sync waits for all queued GPU work: keep the values "
+                    f"this line synchronises the host with the GPU at least {fewest} times in every optimizer step "
+                    f"({self.total[key]} in all: {ops}); each sync waits for all queued GPU work: keep the values "
                     "on the device and read them once per step"
                 ),
-                data={"syncs": count, "steps": steps, "ops": dict(self.ops[key])},
+                data={"fewest_per_step": fewest, "syncs": self.total[key], "steps": self.windows, "ops": dict(self.ops[key])},
             )
 
 

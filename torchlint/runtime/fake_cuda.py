@@ -79,8 +79,12 @@ class SyncLog:
     total: int = 0
     by_op: Counter = field(default_factory=Counter)
     listeners: list[Callable[[str], None]] = field(default_factory=list)
+    #: Above 0 while a probe runs: a probe reading a value is no sync of the program.
+    paused: int = 0
 
     def note(self, op: str) -> None:
+        if self.paused:
+            return
         self.total += 1
         self.by_op[op] += 1
         for listener in self.listeners:

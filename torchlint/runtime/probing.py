@@ -202,26 +202,33 @@ class ProbeDispatch(TorchFunctionMode):
         befores, afters, faileds = entry
         if not (befores or afters or faileds):
             return func(*args, **kwargs)
-        for hook in befores:
-            try:
-                hook(func, args, kwargs)
-            except Exception as exc:
-                self.disable(hook.__self__, "before", exc)
+        # What the probes do to look (a value check's `bool`, a `.item()`) is not the
+        # program's work: the device mode's sync count must not see it.
+        syncs = getattr(self.ctx.device, "syncs", None)
+        if befores:
+            self._run(befores, "before", syncs, func, args, kwargs)
         try:
             result = func(*args, **kwargs)
         except Exception as exc:
-            for hook in faileds:
-                try:
-                    hook(func, args, kwargs, exc)
-                except Exception as probe_exc:
-                    self.disable(hook.__self__, "failed", probe_exc)
+            if faileds:
+                self._run(faileds, "failed", syncs, func, args, kwargs, exc)
             raise
-        for hook in afters:
-            try:
-                hook(func, args, kwargs, result)
-            except Exception as exc:
-                self.disable(hook.__self__, "after", exc)
+        if afters:
+            self._run(afters, "after", syncs, func, args, kwargs, result)
         return result
+
+    def _run(self, hooks: tuple, where: str, syncs: Any, *arguments: Any) -> None:
+        if syncs is not None:
+            syncs.paused += 1
+        try:
+            for hook in hooks:
+                try:
+                    hook(*arguments)
+                except Exception as exc:
+                    self.disable(hook.__self__, where, exc)
+        finally:
+            if syncs is not None:
+                syncs.paused -= 1
 
 
 class WarningDispatch:
