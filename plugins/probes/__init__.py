@@ -11,7 +11,7 @@ import importlib
 
 from torchlint.pluginmanager import hookimpl
 
-PROBE_MODULES = ("device", "loss", "autograd", "checkpoint", "torch_warnings", "errors", "compile", "profile")
+PROBE_MODULES = ("device", "loss", "autograd", "checkpoint", "torch_warnings", "errors", "compile", "profile", "distributed")
 
 
 @hookimpl

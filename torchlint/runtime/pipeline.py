@@ -39,12 +39,18 @@ class RunOptions:
     profile: bool = False
     profile_steps: int = 5
     report_dir: str | None = None
+    nproc_per_node: int = 1  # ranks started through torch's launcher (runtime.dist_launch)
 
     def probe_options(self, cwd: Path) -> dict:
         """What the optional probes (compile, profile) read in the child as ``ctx.options``."""
         options: dict = {}
-        if self.fake_devices != 1:
-            options["fake_devices"] = self.fake_devices
+        fake_devices = self.fake_devices
+        if self.nproc_per_node > 1:
+            options["distributed"] = {"nproc": self.nproc_per_node}
+            if self.device == "fake-cuda":
+                fake_devices = max(fake_devices, self.nproc_per_node)  # one simulated GPU per local rank
+        if fake_devices != 1:
+            options["fake_devices"] = fake_devices
         if self.compile:
             options["compile"] = self.compile
         if self.profile:
@@ -94,7 +100,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     )
     try:
         with stopped_by_signals():
-            child = RunningChild(spec, cwd=cwd)
+            child = RunningChild(spec, cwd=cwd, monitor=_monitor(options))
             try:
                 # Only the target and what it imports: a sibling script never used is not read.
                 closure = import_closure(target.path, _roots(session.config.root, target.path))
@@ -116,9 +122,17 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     error = result.first("error")
     if error is not None:
         return _error(error["message"])
-    findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
-                              rules=session.rules)
+    if options.nproc_per_node > 1:
+        from torchlint.runtime.dist_report import merge_ranks
+
+        findings, outcome = merge_ranks(static, result, world=options.nproc_per_node, enabled=enabled, cwd=cwd,
+                                        timeout=options.timeout, rules=session.rules)
+    else:
+        findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
+                                  rules=session.rules)
     header = f"torchlint run {target.display} --device {options.device}"
+    if options.nproc_per_node > 1:
+        header += f" --nproc-per-node {options.nproc_per_node}"
     results = _probe_results(result)
     if options.output_format == "json" and results:
         import io
@@ -146,6 +160,15 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         if not options.quiet:
             sys.stderr.write(f"torchlint: report written to {where}\n")
     return EXIT_FINDINGS if any(_fails(f) for f in findings) else EXIT_CLEAN
+
+
+def _monitor(options: RunOptions):
+    """With several ranks, the parent watches their collectives while they run."""
+    if options.nproc_per_node <= 1:
+        return None
+    from torchlint.runtime.dist_monitor import DivergenceMonitor
+
+    return DivergenceMonitor(options.nproc_per_node)
 
 
 def _probe_results(result) -> dict:
