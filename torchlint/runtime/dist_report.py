@@ -146,6 +146,8 @@ def _with_ranks(finding: Finding, primary: int, ranks: dict[int, list[dict]], cw
         data.setdefault("rank", primary)
         message = finding.message.replace("the program ", f"rank {primary} ", 1)
         more = list(data.get("more", ()))
+        if finding.code == "TL702":
+            more += _other_ranks(primary, ranks, cwd)
         if finding.code == "TL703":
             stacks = {}
             for rank, events in sorted(ranks.items()):
@@ -162,6 +164,26 @@ def _with_ranks(finding: Finding, primary: int, ranks: dict[int, list[dict]], cw
         data["ranks"] = sorted(set(data["ranks"]))
         return replace(finding, evidence=(replace(evidence, data=data),))
     return finding
+
+
+def _other_ranks(primary: int, ranks: dict[int, list[dict]], cwd: Path) -> list[str]:
+    """Where each other rank was when the failing rank took the run down."""
+    lines = []
+    for rank, events in sorted(ranks.items()):
+        if rank == primary:
+            continue
+        outcome = next((e for e in events if e["event"] == "outcome"), None)
+        exception = (outcome or {}).get("exception") or {}
+        calls = [e for e in events if e["event"] == "collective"]
+        if outcome and outcome.get("status") == "raised":
+            lines.append(f"rank {rank} then raised {exception.get('type')} at {_where(exception.get('at'), cwd)}")
+        elif outcome:
+            lines.append(f"rank {rank} had {outcome.get('status')}")
+        elif calls:
+            lines.append(f"rank {rank} was stopped; its last collective was `{calls[-1].get('op')}` at {_where(calls[-1].get('at'), cwd)}")
+        else:
+            lines.append(f"rank {rank} was stopped")
+    return lines
 
 
 def _divergence_finding(divergence: Divergence, cwd: Path) -> Finding:
@@ -235,7 +257,7 @@ def _parameter_findings(events: list[dict], world: int, cwd: Path) -> list[Findi
         message = (f"after the first optimizer step, {len(rows)} of {total} {kind}s of `{step.get('model')}` differ across "
                    f"ranks: {names}{more}; {why}")
         finding = _runtime_finding("TL721", message, step["at"], cwd)
-        data = {"tensors": [{"name": name, "ranks": groups} for name, groups in rows], "kind": kind}
+        data = {"tensors": [{"name": name, "ranks": groups} for name, groups in rows], "kind": kind, "ranks": sorted(tables)}
         findings.append(replace(finding, evidence=(Evidence(RUNTIME_ONLY, message, data),)))
     return findings
 
@@ -276,11 +298,15 @@ def _drop_unneeded_flag_twins(findings: list[Finding]) -> list[Finding]:
 def _label_outcome(outcome: Outcome, primary: int, ranks: dict, world: int, divergence: Divergence | None, cwd: Path) -> None:
     finished = [rank for rank in range(world) if rank != primary and any(
         e["event"] == "outcome" and e.get("status") in ("completed", "steps-reached") for e in ranks.get(rank, ()))]
-    stopped = [rank for rank in range(world) if rank != primary and rank not in finished]
+    failed = [rank for rank in range(world) if rank != primary and any(
+        e["event"] == "outcome" and e.get("status") in _FAILED for e in ranks.get(rank, ()))]
+    stopped = [rank for rank in range(world) if rank != primary and rank not in finished and rank not in failed]
     if outcome.status in ("raised", "exited", "killed", "no-outcome", "timed-out"):
         others = ""
         if finished:
             others += f"; {_ranks(finished)} had finished"
+        if failed:
+            others += f"; {_ranks(failed)} failed next"
         if stopped and outcome.status != "timed-out":
             others += f"; {_ranks(stopped)} {'were' if len(stopped) > 1 else 'was'} stopped"
         outcome.summary = f"rank {primary} {outcome.summary}{others}"

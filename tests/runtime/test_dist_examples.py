@@ -1,0 +1,88 @@
+"""`torchlint run --nproc-per-node 2` on the bundled distributed examples: two real ranks on
+gloo started by torch's launcher. Each buggy program is reported at its line well within the
+timeout; its fixed twin is clean. One run per program, shared by the tests that read it."""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ranks reach the channel by an abstract socket")
+
+from conftest import ROOT, torchlint_run  # noqa: E402
+
+EXAMPLES = ROOT / "examples" / "distributed" / "runtime"
+TIMEOUT = 90  # torchlint's own --timeout; the subprocess gets a little more
+
+
+PROGRAMS = [(example, variant) for example in ("rank_conditional", "shape_mismatch", "rank_init", "rank_crash")
+            for variant in ("buggy", "fixed")]
+
+
+def _run(program: tuple[str, str]):
+    example, variant = program
+    return torchlint_run("train.py", "--nproc-per-node", "2", "--timeout", str(TIMEOUT), "-q", "--output-format", "json",
+                         cwd=EXAMPLES / example / variant, timeout=TIMEOUT + 60)
+
+
+@functools.lru_cache(maxsize=None)
+def _all_runs() -> dict:
+    """Every program once, a few at a time: a run spends most of its time starting processes
+    and waiting for its ranks to meet, so overlapping them keeps the suite's added time low."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(PROGRAMS, pool.map(_run, PROGRAMS)))
+
+
+def run(example: str, variant: str):
+    return _all_runs()[(example, variant)]
+
+
+def runtime_findings(result, code):
+    return [f for f in result.findings() if f["code"] == code]
+
+
+def test_a_collective_only_rank_0_calls_is_reported_at_its_line():
+    result = run("rank_conditional", "buggy")
+    found = runtime_findings(result, "TL719")
+    assert result.returncode == 1 and len(found) == 1, result.stdout
+    assert found[0]["location"]["row"] == 12 and "train.py:12 ran on rank 0 only" in found[0]["message"]
+    assert "rank 1 called `all_reduce(float32[1])` at train.py:14" in found[0]["message"]
+    assert result.seconds < TIMEOUT
+
+
+def test_different_shapes_across_ranks_are_reported_with_both_shapes():
+    result = run("shape_mismatch", "buggy")
+    found = runtime_findings(result, "TL720")
+    assert result.returncode == 1 and len(found) == 1, result.stdout
+    assert found[0]["location"]["row"] == 12
+    assert "float32[3]" in found[0]["message"] and "float32[2]" in found[0]["message"]
+    assert result.report["outcome"]["status"] == "stopped" and result.seconds < TIMEOUT
+
+
+def test_a_rank_dependent_initialisation_is_reported_after_the_first_step():
+    result = run("rank_init", "buggy")
+    found = runtime_findings(result, "TL721")
+    assert result.returncode == 1 and len(found) == 1, result.stdout
+    assert found[0]["location"]["row"] == 27 and "weight (rank 0 vs rank 1)" in found[0]["message"]
+
+
+def test_a_rank_that_crashes_is_named_with_its_line_and_the_other_rank_is_stopped():
+    result = run("rank_crash", "buggy")
+    crash = runtime_findings(result, "TL702")
+    assert result.returncode == 1 and len(crash) == 1, result.stdout
+    assert crash[0]["rank"] == 1 and crash[0]["location"]["row"] == 12
+    assert crash[0]["message"].startswith("rank 1 raised KeyError")
+    assert result.report["outcome"]["status"] == "raised" and result.seconds < TIMEOUT
+
+
+@pytest.mark.parametrize("example", ["rank_conditional", "shape_mismatch", "rank_init", "rank_crash"])
+def test_the_fixed_twin_is_clean(example):
+    result = run(example, "fixed")
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.findings() == [] and result.report["outcome"]["status"] == "completed"
+    assert result.report["outcome"]["world_size"] == 2
