@@ -38,7 +38,9 @@ SAMPLER_INDICES_SENT = 64
 
 class DistributedProbe(Probe):
     name = "distributed"
-    confirms = ("TL807",)
+    #: TL803 (a collective under a rank condition) is confirmed in the parent, where the ranks'
+    #: collectives are compared (``runtime.dist_report``); here each collective line is noted.
+    confirms = ("TL803", "TL807")
     runtime_code = "TL723"
     summary = "collectives, parameters, samplers and DDP flags compared across ranks"
 
@@ -48,7 +50,7 @@ class DistributedProbe(Probe):
 
     def install(self) -> None:
         ctx = self.ctx
-        self.recorder = CollectiveRecorder(ctx.events.emit, lambda _: ctx.frames.user_site(sys._getframe(1)), ctx.source)
+        self.recorder = CollectiveRecorder(ctx.events.emit, self._collective_site, ctx.source)
         self.recorder.install()
         self._modules: weakref.WeakSet = weakref.WeakSet()
         self._digested = False
@@ -67,6 +69,11 @@ class DistributedProbe(Probe):
             restore()
         for watch in self._ddps:
             watch.report(final=True)
+
+    def _collective_site(self, _: Any) -> Any:
+        site = self.ctx.frames.user_site(sys._getframe(1))
+        self.ctx.observed(self, "TL803", site, "the ranks' collectives did not diverge here")
+        return site
 
     # -- the model, and its digest at the first step -----------------------------------------
     def _note_module(self, module: Any, args: Any) -> None:

@@ -18,7 +18,7 @@ EXAMPLES = ROOT / "examples" / "distributed" / "runtime"
 TIMEOUT = 90  # torchlint's own --timeout; the subprocess gets a little more
 
 
-PROGRAMS = [(example, variant) for example in ("rank_conditional", "shape_mismatch", "rank_init", "rank_crash")
+PROGRAMS = [(example, variant) for example in ("rank_conditional", "shape_mismatch", "rank_init", "rank_crash", "ddp_sampler")
             for variant in ("buggy", "fixed")]
 
 
@@ -48,10 +48,12 @@ def runtime_findings(result, code):
 
 def test_a_collective_only_rank_0_calls_is_reported_at_its_line():
     result = run("rank_conditional", "buggy")
-    found = runtime_findings(result, "TL719")
+    # TL719 on its own, or the static TL803 (collective under a rank condition) confirmed by it.
+    found = runtime_findings(result, "TL719") or [f for f in result.findings("confirmed") if f["code"] == "TL803"]
     assert result.returncode == 1 and len(found) == 1, result.stdout
-    assert found[0]["location"]["row"] == 12 and "train.py:12 ran on rank 0 only" in found[0]["message"]
-    assert "rank 1 called `all_reduce(float32[1])` at train.py:14" in found[0]["message"]
+    detail = found[0]["evidence"][0]["detail"]
+    assert found[0]["location"]["row"] == 12 and "train.py:12 ran on rank 0 only" in detail
+    assert "rank 1 called `all_reduce(float32[1])` at train.py:14" in detail
     assert result.seconds < TIMEOUT
 
 
@@ -80,7 +82,18 @@ def test_a_rank_that_crashes_is_named_with_its_line_and_the_other_rank_is_stoppe
     assert result.report["outcome"]["status"] == "raised" and result.seconds < TIMEOUT
 
 
-@pytest.mark.parametrize("example", ["rank_conditional", "shape_mismatch", "rank_init", "rank_crash"])
+def test_a_sampler_without_the_ranks_share_and_a_needless_find_unused_parameters():
+    result = run("ddp_sampler", "buggy")
+    sampler, flag = runtime_findings(result, "TL722"), runtime_findings(result, "TL723")
+    assert result.returncode == 1 and len(sampler) == 1 and sampler[0]["location"]["row"] == 14, result.stdout
+    assert "num_replicas=1" in sampler[0]["message"]
+    # TL807 (the static rule) is confirmed instead when it reports this line.
+    flag = flag or [f for f in result.findings("confirmed") if f["code"] == "TL807"]
+    assert len(flag) == 1 and flag[0]["location"]["row"] == 16
+    assert "in each of the first 3 optimizer steps" in (flag[0]["evidence"][0]["detail"])
+
+
+@pytest.mark.parametrize("example", ["rank_conditional", "shape_mismatch", "rank_init", "rank_crash", "ddp_sampler"])
 def test_the_fixed_twin_is_clean(example):
     result = run(example, "fixed")
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]

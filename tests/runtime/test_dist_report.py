@@ -112,3 +112,23 @@ def test_a_needless_find_unused_parameters_is_tl723_without_a_static_twin():
                 "message": "all 4 parameters got a gradient", "at": [SCRIPT, 15], "sites": [], "data": {}}
     findings, _ = merged([start(0), start(1), dict(evidence, rank=0), dict(evidence, rank=1)])
     assert [f.code for f in findings if f.code.startswith("TL72")] == ["TL723"]
+
+
+def test_a_static_collective_under_a_rank_condition_is_confirmed_by_the_divergence():
+    from torchlint.findings import Finding, Location
+
+    def collective(rank, index, line):
+        return {"event": "collective", "rank": rank, "index": index, "op": "all_reduce", "group": "world",
+                "fingerprint": [["tensor", "float32[1]"]], "at": [SCRIPT, line], "t": 2.0}
+
+    static = Finding(code="TL803", name="collective-under-rank-condition", message="only some ranks", path=SCRIPT,
+                     location=Location(12, 9, 12, 30))
+    events = [start(0), start(1), collective(0, 0, 12), collective(0, 1, 14), collective(1, 0, 14),
+              {"event": "collective-done", "rank": 0, "index": 0, "group": "world"},
+              {"event": "collective-done", "rank": 1, "index": 0, "group": "world"},
+              {"event": "collective-done", "rank": 0, "index": 1, "group": "world", "error": "RuntimeError"},
+              {"event": "outcome", "rank": 0, "t": 3.0, "status": "raised", "exception": {"type": "RuntimeError", "at": [SCRIPT, 14]}},
+              {"event": "outcome", "rank": 1, "t": 2.5, "status": "completed"}]
+    findings, _ = merge_ranks([static], result(events), world=2, enabled={"TL803"}, cwd=Path("/p"), timeout=30.0)
+    assert [(f.code, f.evidence[0].status) for f in findings] == [("TL803", "confirmed")]
+    assert "train.py:12 ran on rank 0 only" in findings[0].evidence[0].detail

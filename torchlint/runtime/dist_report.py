@@ -14,6 +14,8 @@ Every rank is an ordinary probed child and sends its own events, each naming its
 
 from __future__ import annotations
 
+import functools
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,7 +48,11 @@ def merge_ranks(static: list[Finding], child: ChildResult, *, world: int, enable
     findings = [_with_ranks(finding, primary, ranks, cwd, outcome) for finding in findings]
     extra: list[Finding] = []
     if divergence is not None and divergence.culprit and divergence.culprit.at:
-        extra.append(_divergence_finding(divergence, cwd))
+        found = _divergence_finding(divergence, cwd)
+        confirmed = _confirm_rank_condition(findings, found, cwd)
+        findings = [confirmed.get(id(f), f) for f in findings]
+        if not confirmed:
+            extra.append(found)
         if _failed_in_collective(ranks.get(primary, [])):
             # The backend's error (a peer gone, its timeout) is what the divergence caused.
             findings = [f for f in findings if f.code != "TL702"]
@@ -218,6 +224,24 @@ def _side(side: Side, cwd: Path) -> str:
     arguments = ", ".join(f"{value}" if name in ("tensor", "input", "output") else f"{name}={value}"
                           for name, value in (pair if isinstance(pair, (list, tuple)) else (pair, "") for pair in side.call.fingerprint))
     return f"{_ranks(side.ranks)} called `{side.call.op}({arguments})` at {_where(side.call.at, cwd)}"
+
+
+def _confirm_rank_condition(findings: list[Finding], divergence: Finding, cwd: Path) -> dict[int, Finding]:
+    """The static finding of a collective under a rank condition (TL803) on the line only some
+    ranks ran is what the divergence proves: confirmed, by id of the finding it replaces."""
+    line = divergence.location.line
+    same_file = functools.partial(_same_file, cwd, divergence.path)
+    confirmed = {}
+    for finding in findings:
+        loc = finding.location
+        if finding.code == "TL803" and same_file(finding.path) and loc.line <= line <= max(loc.end_line, loc.line):
+            evidence = divergence.evidence[0]
+            confirmed[id(finding)] = replace(finding, evidence=(Evidence(CONFIRMED, evidence.detail, dict(evidence.data)),))
+    return confirmed
+
+
+def _same_file(cwd: Path, first: str, second: str) -> bool:
+    return os.path.realpath(os.path.join(cwd, first)) == os.path.realpath(os.path.join(cwd, second))
 
 
 def _failed_in_collective(events: list[dict]) -> bool:
