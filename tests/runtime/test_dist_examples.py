@@ -22,9 +22,15 @@ PROGRAMS = [(example, variant) for example in ("rank_conditional", "shape_mismat
             for variant in ("buggy", "fixed")]
 
 
+#: Programs run with more than the defaults: the NCCL script on simulated GPUs, its output shown.
+SPECIAL = {("nccl_ddp", ""): ("--device", "fake-cuda")}
+PROGRAMS += list(SPECIAL)
+
+
 def _run(program: tuple[str, str]):
     example, variant = program
-    return torchlint_run("train.py", "--nproc-per-node", "2", "--timeout", str(TIMEOUT), "-q", "--output-format", "json",
+    extra = SPECIAL.get(program, ("-q",))
+    return torchlint_run("train.py", "--nproc-per-node", "2", "--timeout", str(TIMEOUT), "--output-format", "json", *extra,
                          cwd=EXAMPLES / example / variant, timeout=TIMEOUT + 60)
 
 
@@ -99,3 +105,12 @@ def test_the_fixed_twin_is_clean(example):
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert result.findings() == [] and result.report["outcome"]["status"] == "completed"
     assert result.report["outcome"]["world_size"] == 2
+
+
+def test_an_nccl_ddp_script_runs_on_simulated_gpus_one_per_rank_with_gloo():
+    result = run("nccl_ddp", "")
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.findings() == [] and result.report["outcome"]["optimizer_steps"] == 2
+    assert result.report["outcome"]["distributed_notes"] == ["backend 'nccl' run as 'gloo' (no GPU)"]
+    assert "0 cuda:0 tensor([2., 2.], device='cuda:0')" in result.stderr
+    assert "1 cuda:1 tensor([2., 2.], device='cuda:1')" in result.stderr

@@ -64,6 +64,7 @@ def merge_ranks(static: list[Finding], child: ChildResult, *, world: int, enable
     notes = sorted({e["message"] for e in child.events if e["event"] == "distributed-note"})
     if notes:
         outcome.extra["distributed_notes"] = notes
+        outcome.summary += f" ({'; '.join(notes)})"
     return sorted(findings, key=Finding.sort_key), outcome
 
 
