@@ -112,5 +112,5 @@ def test_an_nccl_ddp_script_runs_on_simulated_gpus_one_per_rank_with_gloo():
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert result.findings() == [] and result.report["outcome"]["optimizer_steps"] == 2
     assert result.report["outcome"]["distributed_notes"] == ["backend 'nccl' run as 'gloo' (no GPU)"]
-    assert "0 cuda:0 tensor([2., 2.], device='cuda:0')" in result.stderr
-    assert "1 cuda:1 tensor([2., 2.], device='cuda:1')" in result.stderr
+    # Each rank prints its reduced tensor (the two ranks' lines may interleave).
+    assert "tensor([2., 2.], device='cuda:0')" in result.stderr and "tensor([2., 2.], device='cuda:1')" in result.stderr

@@ -30,14 +30,15 @@ class EntryError(Exception):
 
 
 class Progress:
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, rank: int | None = None) -> None:
         self.quiet = quiet
+        self.label = "torchlint" if rank is None else f"torchlint (rank {rank})"
 
     def __call__(self, message: str) -> None:
         if not self.quiet:
             stream = sys.__stderr__
             if stream is not None:
-                stream.write(f"torchlint: {message}\n")
+                stream.write(f"{self.label}: {message}\n")
                 stream.flush()
 
 
@@ -58,7 +59,7 @@ def main() -> int:
     # One of several ranks (--nproc-per-node): every event names its rank.
     events = ranked(ChannelWriter(spec["channel"]), spec.get("options") or {})
     watchdog = _start_watchdog(spec, events)
-    progress = Progress(spec.get("quiet", False))
+    progress = Progress(spec.get("quiet", False), getattr(events, "rank", None))
     try:
         import torch
     except ImportError as exc:

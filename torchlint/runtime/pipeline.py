@@ -75,6 +75,11 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         return _error(str(exc))
     if target.entry and options.script_args:
         return _error(f"{options.target} is an entry; arguments after -- are for scripts only")
+    if options.nproc_per_node > 1:
+        from torchlint.runtime.channel import HAS_ABSTRACT_SOCKETS
+
+        if not HAS_ABSTRACT_SOCKETS:
+            return _error("--nproc-per-node needs Linux: the ranks send their evidence through an abstract socket")
 
     from torchlint.config import ConfigError
     from torchlint.pluginmanager import PluginError
