@@ -86,6 +86,7 @@ def test_buffers_that_differ_mention_syncbatchnorm():
     findings, _ = merged([start(0), start(1), digest(0, 1.0, buffer=1.0), digest(1, 1.0, buffer=3.0)])
     found = [f for f in findings if f.code == "TL721"]
     assert len(found) == 1 and "buffers" in found[0].message and "SyncBatchNorm" in found[0].message
+    assert found[0].severity.value == "warning"
 
 
 def test_equal_digests_are_clean():

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from torchlint.findings import Evidence, Finding
+from torchlint.findings import Evidence, Finding, Severity
 from torchlint.runtime.dist_divergence import Divergence, Side, timelines_of
 from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, Outcome, _runtime_finding, display_path, merge
 from torchlint.runtime.runner import ChildResult
@@ -281,7 +281,9 @@ def _parameter_findings(events: list[dict], world: int, cwd: Path) -> list[Findi
                "nn.SyncBatchNorm.convert_sync_batchnorm, or keep DDP's broadcast_buffers")
         message = (f"after the first optimizer step, {len(rows)} of {total} {kind}s of `{step.get('model')}` differ across "
                    f"ranks: {names}{more}; {why}")
-        finding = _runtime_finding("TL721", message, step["at"], cwd)
+        # Buffers that differ are usually BatchNorm statistics, which DDP re-broadcasts from rank 0
+        # at the next forward: worth knowing, not the error different weights are.
+        finding = _runtime_finding("TL721", message, step["at"], cwd, severity=None if kind == "parameter" else Severity.WARNING)
         data = {"tensors": [{"name": name, "ranks": groups} for name, groups in rows], "kind": kind, "ranks": sorted(tables)}
         findings.append(replace(finding, evidence=(Evidence(RUNTIME_ONLY, message, data),)))
     return findings
