@@ -16,6 +16,7 @@ from conftest import ROOT, torchlint_run  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "distributed" / "runtime"
 TIMEOUT = 90  # torchlint's own --timeout; the subprocess gets a little more
+WAIT_TIMEOUT = 45  # for the program that only the timeout ends (the later --timeout wins)
 
 
 PROGRAMS = [(example, variant) for example in ("rank_conditional", "shape_mismatch", "rank_init", "rank_crash", "ddp_sampler")
@@ -23,8 +24,8 @@ PROGRAMS = [(example, variant) for example in ("rank_conditional", "shape_mismat
 
 
 #: Programs run with more than the defaults: the NCCL script on simulated GPUs, its output shown.
-SPECIAL = {("nccl_ddp", ""): ("--device", "fake-cuda")}
-PROGRAMS += list(SPECIAL)
+SPECIAL = {("nccl_ddp", ""): ("--device", "fake-cuda"), ("all_ranks_wait", ""): ("-q", "--timeout", str(WAIT_TIMEOUT))}
+PROGRAMS[:0] = list(SPECIAL)  # the longest first, so they overlap the others
 
 
 def _run(program: tuple[str, str]):
@@ -114,3 +115,15 @@ def test_an_nccl_ddp_script_runs_on_simulated_gpus_one_per_rank_with_gloo():
     assert result.report["outcome"]["distributed_notes"] == ["backend 'nccl' run as 'gloo' (no GPU)"]
     # Each rank prints its reduced tensor (the two ranks' lines may interleave).
     assert "tensor([2., 2.], device='cuda:0')" in result.stderr and "tensor([2., 2.], device='cuda:1')" in result.stderr
+
+
+def test_ranks_that_all_wait_forever_are_stopped_at_the_timeout_with_each_ranks_line():
+    result = run("all_ranks_wait", "")
+    timeout = runtime_findings(result, "TL703")
+    assert result.returncode == 1 and len(timeout) == 1, result.stdout + result.stderr[-3000:]
+    assert timeout[0]["location"]["row"] == 12 and timeout[0]["message"].startswith("rank 0 timed out")
+    evidence = timeout[0]["evidence"][0]["data"]
+    assert "more" in evidence, (result.seconds, {k: v for k, v in evidence.items() if k != "output_tail"}, result.stderr[-2000:])
+    assert "rank 1 was at train.py:12 `time.sleep(0.2)`" in evidence["more"]
+    assert {rank: stack[-1][1] for rank, stack in evidence["ranks"].items()} == {"0": 12, "1": 12}
+    assert result.seconds < WAIT_TIMEOUT + 15

@@ -23,6 +23,7 @@ from torchlint.runtime.channel import ChannelWriter
 from torchlint.runtime.events import EventWriter
 
 EXIT_OK, EXIT_USAGE, EXIT_SETUP = 0, 2, 3
+RANK_LINGER_S = 2.0  # under watchdog.PARENT_GRACE_S, after which `torchlint run` kills every rank
 
 
 class EntryError(Exception):
@@ -59,6 +60,8 @@ def main() -> int:
     # One of several ranks (--nproc-per-node): every event names its rank.
     events = ranked(ChannelWriter(spec["channel"]), spec.get("options") or {})
     watchdog = _start_watchdog(spec, events)
+    if hasattr(events, "rank"):
+        watchdog.linger = RANK_LINGER_S  # the other ranks report where they were too
     progress = Progress(spec.get("quiet", False), getattr(events, "rank", None))
     try:
         import torch

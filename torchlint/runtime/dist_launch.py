@@ -24,7 +24,7 @@ MONITOR_INTERVAL_S = 0.1
 
 def rank_command(launcher: list[str], nproc: int, child: list[str]) -> list[str]:
     """The command that starts ``nproc`` ranks, each running ``child`` (python and its
-    arguments). ``launcher`` runs the ``torch.distributed.run`` module."""
+    arguments). ``launcher`` runs torch's launcher (``runtime.dist_agent``)."""
     return [*launcher, "--standalone", f"--nproc-per-node={nproc}", "--max-restarts=0",
             f"--monitor-interval={MONITOR_INTERVAL_S}", "--no-python", *child]
 

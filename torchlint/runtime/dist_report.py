@@ -84,11 +84,12 @@ def _primary_rank(ranks: dict[int, list[dict]]) -> int:
         return sorted((float(e.get("t", 0)), rank) for rank, events in ranks.items() for e in events
                       if e["event"] == kind and test(e))
 
-    for candidates in (first("outcome", lambda e: e.get("status") in _FAILED), first("os-exit", lambda e: True),
-                       first("timed-out", lambda e: True)):
+    for candidates in (first("outcome", lambda e: e.get("status") in _FAILED), first("os-exit", lambda e: True)):
         if candidates:
             return candidates[0][1]
-    return min(ranks, default=0)
+    # Every rank times out at the same deadline: the lowest one speaks for the run.
+    timed_out = [rank for _, rank in first("timed-out", lambda e: True)]
+    return min(timed_out or ranks or [0])
 
 
 _ONE_PER_RUN = ("start", "outcome", "timed-out", "os-exit", "progress")

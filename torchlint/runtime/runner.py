@@ -131,7 +131,7 @@ class RunningChild:
             from torchlint.runtime.dist_launch import rank_command, rank_environment
 
             # Ranks are the launcher's children: they reach the channel by its socket.
-            command = rank_command(module_command(python, "torch.distributed.run"), int(nproc), command)
+            command = rank_command(module_command(python, "torchlint.runtime.dist_agent"), int(nproc), command)
             settings, pass_fd = dict(settings, fd=None), []
             env.update(rank_environment())
         env[SPEC_ENV] = json.dumps(spec.to_json(settings))
