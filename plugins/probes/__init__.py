@@ -11,7 +11,7 @@ import importlib
 
 from torchlint.pluginmanager import hookimpl
 
-PROBE_MODULES = ("device", "loss", "autograd", "checkpoint", "torch_warnings", "errors", "gradient_flow", "shapes", "syncs", "compile", "profile")
+PROBE_MODULES = ("device", "loss", "autograd", "checkpoint", "torch_warnings", "errors", "gradient_flow", "shapes", "syncs", "compile", "profile", "distributed")
 
 
 @hookimpl

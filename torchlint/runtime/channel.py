@@ -75,6 +75,12 @@ class EvidenceChannel:
             routes = [bytes(route) for route in self._routes]
         return [event for route in routes for event in parse_events(route)]
 
+    def received(self) -> list[bytes]:
+        """What each route has brought so far (the pipe first), while the child still runs:
+        for watching a run live (``runtime.dist_monitor``)."""
+        with self._lock:
+            return [bytes(route) for route in self._routes]
+
     def close(self) -> None:
         self._closing.set()
         if self._listener is not None:

@@ -23,6 +23,7 @@ from torchlint.runtime.channel import ChannelWriter
 from torchlint.runtime.events import EventWriter
 
 EXIT_OK, EXIT_USAGE, EXIT_SETUP = 0, 2, 3
+RANK_LINGER_S = 2.0  # under watchdog.PARENT_GRACE_S, after which `torchlint run` kills every rank
 
 
 class EntryError(Exception):
@@ -30,14 +31,15 @@ class EntryError(Exception):
 
 
 class Progress:
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, rank: int | None = None) -> None:
         self.quiet = quiet
+        self.label = "torchlint" if rank is None else f"torchlint (rank {rank})"
 
     def __call__(self, message: str) -> None:
         if not self.quiet:
             stream = sys.__stderr__
             if stream is not None:
-                stream.write(f"torchlint: {message}\n")
+                stream.write(f"{self.label}: {message}\n")
                 stream.flush()
 
 
@@ -48,12 +50,19 @@ def main() -> int:
 
     # Never outlive the supervisor; the target does not see our settings.
     parent = os.environ.pop(ENV_PARENT, None)
+    if os.environ.get("TORCHELASTIC_RUN_ID"):
+        parent = None  # a rank: its parent is torch's launcher, whose death ends it as well
     if not die_with_parent(signal.SIGKILL, int(parent) if parent else None):
         return EXIT_SETUP
     spec = json.loads(os.environ.pop(SPEC_ENV))
-    events = ChannelWriter(spec["channel"])
+    from torchlint.runtime.dist_rank import ranked
+
+    # One of several ranks (--nproc-per-node): every event names its rank.
+    events = ranked(ChannelWriter(spec["channel"]), spec.get("options") or {})
     watchdog = _start_watchdog(spec, events)
-    progress = Progress(spec.get("quiet", False))
+    if hasattr(events, "rank"):
+        watchdog.linger = RANK_LINGER_S  # the other ranks report where they were too
+    progress = Progress(spec.get("quiet", False), getattr(events, "rank", None))
     try:
         import torch
     except ImportError as exc:
@@ -102,6 +111,7 @@ def _start_watchdog(spec: dict, events: EventWriter) -> Any:
 def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any,
                       watchdog: Any) -> int:
     from torchlint.runtime.devices import SimulationLimit
+    from torchlint.runtime.dist_rank import rank_setup
     from torchlint.runtime.frames import default_classifier
     from torchlint.runtime.probing import ProbeContext, ProbeDispatch, WarningDispatch
     from torchlint.runtime.user_warnings import UserWarnings, own_dirs
@@ -146,6 +156,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         stack.callback(counter.uninstall)
         getattr(mode, "configure", lambda options: None)(ctx.options)
         stack.enter_context(mode.active())
+        stack.enter_context(rank_setup(ctx.options, mode.name, watchdog.deadline, events))
         stack.enter_context(_noting_os_exit(events, ctx))
         shown = UserWarnings(ctx.frames, own_dirs(), os.path.dirname(torch.__file__), WarningDispatch(installed, ctx))
         shown.install()

@@ -40,10 +40,13 @@ class _Backend(click.Choice):
 @click.option("--profile", is_flag=True, help="Profile the training loop: hot user lines and modules, time split, FLOPs per module.")
 @click.option("--profile-steps", type=click.IntRange(min=1), default=5, show_default=True,
               help="Steps to profile (after one warm-up step).")
+@click.option("--nproc-per-node", "nproc_per_node", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Run the script on N ranks through torch's launcher (torchrun): probes in every rank, collectives "
+                   "compared across ranks, one report.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False),
               help="Write report.html, findings.json and (with --profile) trace.json to this folder.")
 def run(target, script_args, device, fake_devices, steps, timeout, quiet, output_format, config_path, compile_backend, profile,
-        profile_steps, report_dir):
+        profile_steps, report_dir, nproc_per_node):
     """Run TARGET under runtime probes and report static findings with evidence.
 
     TARGET is a script (train.py, run as __main__ with the arguments after --) or an entry
@@ -66,5 +69,6 @@ def run(target, script_args, device, fake_devices, steps, timeout, quiet, output
         profile=profile,
         profile_steps=profile_steps,
         report_dir=report_dir,
+        nproc_per_node=nproc_per_node,
     )
     sys.exit(execute(options, cwd=Path.cwd(), out=sys.stdout))

@@ -39,12 +39,18 @@ class RunOptions:
     profile: bool = False
     profile_steps: int = 5
     report_dir: str | None = None
+    nproc_per_node: int = 1  # ranks started through torch's launcher (runtime.dist_launch)
 
     def probe_options(self, cwd: Path) -> dict:
         """What the optional probes (compile, profile) read in the child as ``ctx.options``."""
         options: dict = {}
-        if self.fake_devices != 1:
-            options["fake_devices"] = self.fake_devices
+        fake_devices = self.fake_devices
+        if self.nproc_per_node > 1:
+            options["distributed"] = {"nproc": self.nproc_per_node}
+            if self.device == "fake-cuda":
+                fake_devices = max(fake_devices, self.nproc_per_node)  # one simulated GPU per local rank
+        if fake_devices != 1:
+            options["fake_devices"] = fake_devices
         if self.compile:
             options["compile"] = self.compile
         if self.profile:
@@ -69,6 +75,11 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         return _error(str(exc))
     if target.entry and options.script_args:
         return _error(f"{options.target} is an entry; arguments after -- are for scripts only")
+    if options.nproc_per_node > 1:
+        from torchlint.runtime.channel import HAS_ABSTRACT_SOCKETS
+
+        if not HAS_ABSTRACT_SOCKETS:
+            return _error("--nproc-per-node needs Linux: the ranks send their evidence through an abstract socket")
 
     from torchlint.config import ConfigError
     from torchlint.pluginmanager import PluginError
@@ -94,7 +105,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     )
     try:
         with stopped_by_signals():
-            child = RunningChild(spec, cwd=cwd)
+            child = RunningChild(spec, cwd=cwd, monitor=_monitor(options))
             try:
                 # Only the target and what it imports: a sibling script never used is not read.
                 closure = import_closure(target.path, _roots(session.config.root, target.path))
@@ -116,10 +127,18 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     error = result.first("error")
     if error is not None:
         return _error(error["message"])
-    findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
-                              rules=session.rules)
+    if options.nproc_per_node > 1:
+        from torchlint.runtime.dist_report import merge_ranks
+
+        findings, outcome = merge_ranks(static, result, world=options.nproc_per_node, enabled=enabled, cwd=cwd,
+                                        timeout=options.timeout, rules=session.rules)
+    else:
+        findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
+                                  rules=session.rules)
     findings = _in_cells(findings, outcome, closure, cwd)
     header = f"torchlint run {target.display} --device {options.device}"
+    if options.nproc_per_node > 1:
+        header += f" --nproc-per-node {options.nproc_per_node}"
     results = _probe_results(result)
     if options.output_format == "json" and results:
         import io
@@ -171,6 +190,15 @@ def _in_cells(findings: list[Finding], outcome, files: list[Path], cwd: Path) ->
     mentions.update({os.path.relpath(real, cwd): notebook for real, notebook in notebooks.items()})
     outcome.summary, outcome.short = mention_cells(outcome.summary, mentions), mention_cells(outcome.short, mentions)
     return to_cells(findings, notebooks, key=lambda shown: os.path.realpath(cwd / shown), mentions=mentions)
+
+
+def _monitor(options: RunOptions):
+    """With several ranks, the parent watches their collectives while they run."""
+    if options.nproc_per_node <= 1:
+        return None
+    from torchlint.runtime.dist_monitor import DivergenceMonitor
+
+    return DivergenceMonitor(options.nproc_per_node)
 
 
 def _probe_results(result) -> dict:

@@ -34,6 +34,9 @@ def write_text(findings: list[Finding], outcome: Outcome, header: str, stream: T
             continue
         if status != RUNTIME_ONLY and evidence.detail:
             stream.write(f"    {'evidence' if status == CONFIRMED else 'runtime'}: {evidence.detail}\n")
+        ranks = evidence.data.get("ranks")
+        if isinstance(ranks, list) and ranks:
+            stream.write(f"    {'rank' if len(ranks) == 1 else 'ranks'}: {', '.join(str(r) for r in ranks)}\n")
         for more in evidence.data.get("more", ()):
             stream.write(f"    evidence: {more}\n")
         tail = evidence.data.get("output_tail")
@@ -47,6 +50,12 @@ def write_text(findings: list[Finding], outcome: Outcome, header: str, stream: T
     stream.write(f"; {tally[RUNTIME_ONLY]} runtime-only finding{'s' * (tally[RUNTIME_ONLY] != 1)}.\n")
 
 
+def _rank_of(finding: Finding) -> dict[str, Any]:
+    """``rank``: the rank whose evidence this is, in a run of several ranks (absent otherwise)."""
+    rank = finding.evidence[0].data.get("rank") if finding.evidence else None
+    return {"rank": rank} if isinstance(rank, int) else {}
+
+
 def write_json(findings: list[Finding], outcome: Outcome, target: dict[str, Any], stream: TextIO) -> None:
     document = {
         "target": target,
@@ -58,7 +67,7 @@ def write_json(findings: list[Finding], outcome: Outcome, target: dict[str, Any]
             "seconds": outcome.seconds,
             **outcome.extra,
         },
-        "findings": [dict(f.to_json(), status=status_of(f)) for f in findings],
+        "findings": [dict(f.to_json(), status=status_of(f), **_rank_of(f)) for f in findings],
         "summary": counts(findings),
     }
     json.dump(document, stream, indent=2, ensure_ascii=False)

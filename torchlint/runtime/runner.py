@@ -26,7 +26,8 @@ from torchlint.runtime.target import Target
 from torchlint.runtime.watchdog import PARENT_GRACE_S
 
 OUTPUT_TAIL_BYTES = 64 * 1024
-SPEC_ENV = "TORCHLINT_RUN_SPEC"  # the child reads its RunSpec here (and removes it)
+SPEC_ENV = "TORCHLINT_RUN_SPEC"
+MONITOR_POLL_S = 0.25  # the child reads its RunSpec here (and removes it)
 
 
 @dataclass(frozen=True)
@@ -108,23 +109,37 @@ class RunningChild:
     ``runtime.channel``'s pipe, so no file or folder exists that a target could delete or that
     a killed run could leave behind."""
 
-    def __init__(self, spec: RunSpec, *, cwd: Path, python: str | None = None) -> None:
+    def __init__(self, spec: RunSpec, *, cwd: Path, python: str | None = None, monitor: Any = None) -> None:
         self.spec = spec
+        #: Watches the events while the child runs (``check(routes)`` -> an event to end the
+        #: run with, or None); `--nproc-per-node` uses it to stop ranks that diverged.
+        self.monitor = monitor
         self.channel = EvidenceChannel()
         python = python or sys.executable
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1", TORCHLINT_RUN_CHILD="1",
-                   **{SPEC_ENV: json.dumps(spec.to_json(self.channel.child_settings()))})
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1", TORCHLINT_RUN_CHILD="1")
         fd = str(self.channel.child_fd)
         self.started = time.monotonic()
         if spec.deadline is None:
             spec = self.spec = replace(spec, deadline=self.started + spec.timeout)
-        env[SPEC_ENV] = json.dumps(spec.to_json(self.channel.child_settings()))
+        settings = self.channel.child_settings()
+        # The script's arguments on the command line, as the user's were: one environment
+        # string would hold only 128 KiB of them.
+        command = [*module_command(python, "torchlint.runtime.child"), *spec.args]
+        pass_fd = ["--pass-fd", fd]
+        nproc = (spec.options.get("distributed") or {}).get("nproc")
+        if nproc:
+            from torchlint.runtime.dist_launch import rank_command, rank_environment
+
+            # Ranks are the launcher's children: they reach the channel by its socket.
+            command = rank_command(module_command(python, "torchlint.runtime.dist_agent"), int(nproc), command)
+            settings, pass_fd = dict(settings, fd=None), []
+            env.update(rank_environment())
+        env[SPEC_ENV] = json.dumps(spec.to_json(settings))
+        self.extra_events: list[dict[str, Any]] = []
         try:
             self.proc = subprocess.Popen(
-                [*module_command(python, "torchlint.runtime.supervisor"), "--parent", str(os.getpid()), "--pass-fd", fd,
-                 # The script's arguments on the command line, as the user's were: one environment
-                 # string would hold only 128 KiB of them.
-                 "--", *module_command(python, "torchlint.runtime.child"), *spec.args],
+                [*module_command(python, "torchlint.runtime.supervisor"), "--parent", str(os.getpid()), *pass_fd,
+                 "--", *command],
                 cwd=cwd,
                 env=env,
                 # A script waiting for keyboard input would otherwise hang until the timeout.
@@ -155,15 +170,18 @@ class RunningChild:
             # The child ends itself at the deadline, saying where it was (runtime.watchdog); we
             # kill it only if it could not.
             remaining = max(0.0, self.spec.deadline - time.monotonic()) + PARENT_GRACE_S
-            try:
-                self.proc.wait(timeout=remaining)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _stop(self.proc)
+            if self.monitor is None:
+                try:
+                    self.proc.wait(timeout=remaining)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    _stop(self.proc)
+            else:
+                timed_out = self._wait_watching(time.monotonic() + remaining)
             ended = time.monotonic()
             seconds = min(ended, self.spec.deadline) - self.started if ended > self.spec.deadline else ended - self.started
             self.pump.join(timeout=5)
-            events = self.channel.collect()
+            events = self.channel.collect() + self.extra_events
             # Ended at the deadline by the watchdog (an event), or by faulthandler (none).
             timed_out = timed_out or any(e["event"] == "timed-out" for e in events) or (
                 ended >= self.spec.deadline and not any(e["event"] == "outcome" for e in events))
@@ -185,6 +203,25 @@ class RunningChild:
             raise
         finally:
             self.channel.close()
+
+
+    def _wait_watching(self, until: float) -> bool:
+        """Wait for the child, showing the monitor what has arrived every ``MONITOR_POLL_S``;
+        stop the child when the monitor gives an event to end with. True: timed out."""
+        while True:
+            try:
+                self.proc.wait(timeout=max(0.0, min(MONITOR_POLL_S, until - time.monotonic())))
+                return False
+            except subprocess.TimeoutExpired:
+                pass
+            if time.monotonic() >= until:
+                _stop(self.proc)
+                return True
+            verdict = self.monitor.check(self.channel.received())
+            if verdict is not None:
+                self.extra_events.append(verdict)
+                _stop(self.proc)
+                return False
 
 
 def run_child(spec: RunSpec, *, cwd: Path, python: str | None = None) -> ChildResult:

@@ -47,6 +47,9 @@ class Watchdog:
         self._main = threading.main_thread().ident
         self._exit = os._exit  # the real one: the child replaces os._exit while the target runs
         self._thread = threading.Thread(target=self._wait, name="torchlint-watchdog", daemon=True)
+        #: Seconds to stay alive after reporting: a rank's exit makes torch's launcher stop the
+        #: other ranks at once, before their own watchdogs (same deadline) could report.
+        self.linger = 0.0
 
     def start(self) -> None:
         remaining = max(0.0, self.deadline - time.monotonic())
@@ -66,6 +69,9 @@ class Watchdog:
             time.sleep(min(remaining, 1.0))
         try:
             self._report()
+            if self.linger:
+                faulthandler.cancel_dump_traceback_later()  # reported: no dump needed while lingering
+                time.sleep(self.linger)
         finally:
             self._exit(EXIT_TIMED_OUT)
 
@@ -75,12 +81,14 @@ class Watchdog:
         counts = self.counter.as_dict() if self.counter is not None else {"optimizer_steps": 0, "forward_calls": 0}
         threads = self._threads_keeping_alive() if self.phase == EXITING else []
         at = stack[-1][:2] if stack else (threads[0]["at"] if threads else None)
+        # Where it was first: listing the imported files can take longer than faulthandler waits
+        # on a loaded machine.
+        self.events.emit("timed-out", phase=self.phase, at=at, stack=stack, threads=threads,
+                         seconds=round(time.monotonic() - self.started, 3), **counts)
         if self.frames is not None and self.phase == TARGET:
             from torchlint.runtime.scope import imported_files
 
             self.events.emit("imported", files=imported_files(self.frames))
-        self.events.emit("timed-out", phase=self.phase, at=at, stack=stack, threads=threads,
-                         seconds=round(time.monotonic() - self.started, 3), **counts)
         stream = sys.__stderr__
         if stream is None:
             return
