@@ -114,9 +114,29 @@ def make_scratch(path: Path) -> Path:
     return path
 
 
-def environment(home: Path) -> dict[str, str]:
+def throwaway_venv(path: Path) -> Path:
+    """A virtual environment of its own (so a page's `pip install` changes only it) that also
+    sees this one's packages (torchlint, torch, libcst), with a `torchlint` command. Returns
+    its bin folder."""
+    import site
+
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True, timeout=300)
+    own = next(path.glob("lib/python*/site-packages"))
+    # addsitedir, not a bare path: it also reads this environment's .pth files (the editable
+    # torchlint install is one). Appended, so what the page installs comes first.
+    parents = "; ".join(f"site.addsitedir({p!r})" for p in site.getsitepackages())
+    (own / "_parent_environment.pth").write_text(f"import site; {parents}\n")
+    command = path / "bin" / "torchlint"
+    command.write_text(f"#!{path / 'bin' / 'python'}\nimport sys\nfrom torchlint.cli import main\nsys.exit(main())\n")
+    command.chmod(0o755)
+    return path / "bin"
+
+
+def environment(home: Path, bin_dir: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PATH"] = f"{bin_dir or Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("VIRTUAL_ENV", None)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["PYTHONUNBUFFERED"] = "1"  # stderr and stdout interleave as on a terminal
     env["HOME"] = str(home)
     env.pop("TORCHLINT_CACHE_DIR", None)
@@ -137,8 +157,19 @@ class Mismatch:
         )
 
 
-def run_document(text: str, scratch: Path, *, timeout: float = 300, keep_going: bool = True) -> list[Mismatch]:
-    env = environment(scratch.parent)
+def run_page(text: str, tmp: Path, *, runtime: bool = True) -> list[Mismatch]:
+    """Run a page in a fresh scratch folder under ``tmp``; a page that installs something
+    (`$ pip install`) runs in a throwaway virtual environment."""
+    scratch = make_scratch(tmp / "work")
+    installs = any(command.startswith("pip install") for command in commands_in(text))
+    bin_dir = throwaway_venv(tmp / "venv") if installs else None
+    return run_document(text, scratch, runtime=runtime, bin_dir=bin_dir)
+
+
+def run_document(text: str, scratch: Path, *, timeout: float = 300, runtime: bool = True, bin_dir: Path | None = None) -> list[Mismatch]:
+    """Run every command of ``text`` in ``scratch``; the ones whose output differs from the
+    document. ``runtime=False`` leaves out ``torchlint run`` commands (no torch installed)."""
+    env = environment(scratch.parent, bin_dir)
     failures: list[Mismatch] = []
     for step in steps(text):
         if step.file is not None:
@@ -149,6 +180,8 @@ def run_document(text: str, scratch: Path, *, timeout: float = 300, keep_going: 
         if step.skip:
             continue
         for command in step.commands:
+            if not runtime and "torchlint run" in command.line:
+                continue
             result = subprocess.run(
                 ["bash", "-c", command.line], cwd=scratch, env=env, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True, timeout=timeout,
@@ -158,8 +191,6 @@ def run_document(text: str, scratch: Path, *, timeout: float = 300, keep_going: 
             if not matches(expected, actual):
                 raw = "\n".join(line.rstrip() for line in result.stdout.replace(f"{scratch}/", "").splitlines()).rstrip("\n")
                 failures.append(Mismatch(command, expected, actual, raw))
-                if not keep_going:
-                    return failures
     return failures
 
 
@@ -173,8 +204,7 @@ def main(argv: list[str]) -> int:
     doc = Path(argv[0])
     text = doc.read_text()
     with tempfile.TemporaryDirectory() as tmp:
-        scratch = make_scratch(Path(tmp) / "work")
-        mismatches = run_document(text, scratch)
+        mismatches = run_page(text, Path(tmp))
     for mismatch in mismatches:
         print(mismatch)
     if "--fill" in argv:
