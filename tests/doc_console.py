@@ -13,9 +13,10 @@ An HTML comment right above a fence steers the test without showing in the rende
   scratch folder before the commands after it run (the plugin guide's example files);
 - ``<!-- docs-test: skip REASON -->`` above a ``console`` block: do not run it (say why).
 
-Comparison: ``...`` in the shown output stands for any text, as in doctest (timings-heavy
-tables, long messages); durations (``10.14 s``, ``0.155 ms``) and the scratch folder's path
-are normalised on both sides, and trailing spaces and blank lines are ignored.
+Comparison: ``...`` in the shown output stands for any text, as in doctest: a line of its own
+for any number of lines (timings-heavy tables, tracebacks), inside a line for the rest of a
+long message; durations (``10.14 s``, ``0.155 ms``) and the scratch folder's path
+are normalised on both sides (an absolute path into the scratch folder reads `.../`), and trailing spaces and blank lines are ignored.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def commands_in(text: str) -> list[str]:
 
 
 def normalise(output: str, scratch: Path) -> str:
-    output = output.replace(f"{scratch}/", "").replace(str(scratch), ".")
+    # An absolute path into the scratch folder reads as the reader's own: `.../examples/x.py`.
+    output = output.replace(f"{scratch}/", ".../").replace(str(scratch), "...")
     output = _DURATION.sub("<time>", output)
     lines = [line.rstrip() for line in output.splitlines()]
     while lines and not lines[-1]:
@@ -105,8 +107,15 @@ def normalise(output: str, scratch: Path) -> str:
 
 
 def matches(expected: str, actual: str) -> bool:
-    pattern = ".*?".join(re.escape(piece) for piece in expected.split(ELLIPSIS))
-    return re.fullmatch(pattern, actual, flags=re.S) is not None
+    """A line that is only `...` stands for any number of whole lines (none too); `...` inside a
+    line for any text within that line."""
+    pattern = []
+    for line in expected.split("\n"):
+        if line.strip() == ELLIPSIS:
+            pattern.append(r"(?:[^\n]*\n)*?")
+        else:
+            pattern.append("[^\n]*?".join(re.escape(piece) for piece in line.split(ELLIPSIS)) + r"\n")
+    return re.fullmatch("".join(pattern), actual + "\n") is not None
 
 
 def make_scratch(path: Path) -> Path:
@@ -189,7 +198,7 @@ def run_document(text: str, scratch: Path, *, timeout: float = 300, runtime: boo
             expected = normalise(command.expected, scratch)
             actual = normalise(result.stdout, scratch)
             if not matches(expected, actual):
-                raw = "\n".join(line.rstrip() for line in result.stdout.replace(f"{scratch}/", "").splitlines()).rstrip("\n")
+                raw = "\n".join(line.rstrip() for line in result.stdout.replace(f"{scratch}/", ".../").splitlines()).rstrip("\n")
                 failures.append(Mismatch(command, expected, actual, raw))
     return failures
 
