@@ -50,13 +50,13 @@ SETTINGS: tuple[Setting, ...] = (
         "per-file-ignores", "table of glob = list of selectors",
         "Rules not to report in files matching a glob, matched against the path relative to the "
         "project root and against the file name.",
-        '{ "tests/*" = ["TL301"], "scripts/*.py" = ["TL2"] }',
+        '{ "tests/*" = ["TL301"], "scripts/*.py" = ["TL2"] }', flags=("--per-file-ignores",),
     ),
     Setting(
         "exclude", "list of globs",
         "Paths never checked when a folder is walked. Setting it replaces the defaults; "
         "`extend-exclude` adds to them. A glob without `/` matches any path component.",
-        '[".git", ".venv", "build"]',
+        '[".git", ".venv", "build"]', flags=("--exclude",),
     ),
     Setting(
         "extend-exclude", "list of globs",
@@ -73,7 +73,39 @@ SETTINGS: tuple[Setting, ...] = (
         "The oldest torch the code must run on. Rules whose advice depends on the version read it: "
         "`torch.load` without `weights_only` is reported only for targets before 2.6 (from 2.6 it "
         "is the default), and the `torch.cuda.amp` fix is safe from 2.4.",
-        '"2.4"', default="unset: the code may run on any torch version",
+        '"2.4"', default="unset: the code may run on any torch version", flags=("--target-torch",),
+    ),
+    Setting(
+        "fix", "boolean",
+        "Apply safe fixes on every `torchlint check`, as if `--fix` were given (`--no-fix` turns it "
+        "off for one run).",
+        "true", flags=("--fix", "--no-fix"),
+    ),
+    Setting(
+        "unsafe-fixes", "boolean",
+        "Also offer and apply fixes that may change behaviour, as if `--unsafe-fixes` were given.",
+        "true", flags=("--unsafe-fixes", "--no-unsafe-fixes"),
+    ),
+    Setting(
+        "fixable", "list of selectors",
+        "The rules whose fixes may be applied; the others are reported but never fixed.",
+        '["TL4", "TL5"]', default="every rule", flags=("--fixable",),
+    ),
+    Setting(
+        "extend-fixable", "list of selectors",
+        "Rules whose fixes may be applied, on top of `fixable`.",
+        '["TL301"]', flags=("--extend-fixable",),
+    ),
+    Setting(
+        "unfixable", "list of selectors",
+        "Rules whose fixes are never applied, whatever `fixable` says.",
+        '["TL302"]', flags=("--unfixable",),
+    ),
+    Setting(
+        "cache-dir", "folder path",
+        "Where the per-file result cache goes, relative to the project root (`torchlint clean` "
+        "removes it).",
+        '".cache/torchlint"', default="`.torchlint_cache` in the project root", flags=("--cache-dir",),
     ),
     Setting(
         "plugins", "list of module names",

@@ -128,9 +128,12 @@ def render_configuration() -> str:
         "",
         "## Command-line flags and configuration",
         "",
-        "`--select` replaces the configured selection; `--extend-select`, `--ignore` and",
-        "`--extend-exclude` add to the configured values. `--force-exclude` applies the excludes to",
-        "paths named on the command line too (the pre-commit hook passes it).",
+        "`--select`, `--exclude` and `--fixable` replace the configured value; `--extend-select`,",
+        "`--ignore`, `--extend-exclude`, `--per-file-ignores`, `--extend-fixable` and `--unfixable` add",
+        "to it; `--target-torch`, `--fix`/`--no-fix`, `--unsafe-fixes`/`--no-unsafe-fixes` and",
+        "`--cache-dir` set it. `--config 'KEY = VALUE'` overrides any key for one run, as a TOML",
+        "fragment over the file. `--force-exclude` applies the excludes to paths named on the command",
+        "line too (the pre-commit hook passes it).",
         "",
     ]
     return "\n".join(lines)
