@@ -26,3 +26,20 @@ def test_readme_lists_every_builtin_rule():
     text = (ROOT / "README.md").read_text()
     for code, rule in builtin_rules().items():
         assert f"| [{code}](docs/rules/{code}.md) | {rule.name} |" in text, code
+
+
+def test_readme_links_the_guides():
+    text = (ROOT / "README.md").read_text()
+    for page in ("docs/user-guide.md", "docs/configuration.md", "docs/plugins.md", "docs/rules/README.md"):
+        assert f"]({page}" in text, page
+        assert (ROOT / page).exists(), page
+
+
+def test_ci_runs_the_readme_set_up_commands_verbatim():
+    """A fresh clone set up exactly as the README says is what CI tests."""
+    text = (ROOT / "README.md").read_text()
+    set_up = text[text.index("## Set up"):text.index("\n## ", text.index("## Set up") + 1)]
+    commands = [line.strip() for block in re.findall(r"```sh\n(.*?)```", set_up, flags=re.S) for line in block.splitlines() if line.strip()]
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert len(commands) == 3, commands
+    assert commands == [line for line in ci if line in commands], "CI must run the README's set-up commands, in order"

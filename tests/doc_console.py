@@ -1,0 +1,229 @@
+"""Run the commands a Markdown document shows and compare their output with the document.
+
+A document shows a command in a fenced ``console`` block: a ``$ command`` line followed by
+the output it prints (stdout and stderr together, as a terminal shows them). Every command
+of a document runs, in order, with ``bash`` in one scratch folder that starts as a copy of
+the repository's ``examples/`` (so ``--fix`` or a written baseline changes the copy, and a
+later block sees the change, as it would in the reader's session). Each ``$`` line runs in
+its own shell from the scratch folder's root, so ``cd x && ...`` affects that line only.
+
+An HTML comment right above a fence steers the test without showing in the rendered page:
+
+- ``<!-- docs-test: file PATH -->`` above any fenced block: write the block to PATH in the
+  scratch folder before the commands after it run (the plugin guide's example files);
+- ``<!-- docs-test: skip REASON -->`` above a ``console`` block: do not run it (say why).
+
+Comparison: ``...`` in the shown output stands for any text, as in doctest: a line of its own
+for any number of lines (timings-heavy tables, tracebacks), inside a line for the rest of a
+long message; durations (``10.14 s``, ``0.155 ms``) and the scratch folder's path
+are normalised on both sides (an absolute path into the scratch folder reads `.../`), and trailing spaces and blank lines are ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+_DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<kind>\w+)\s*(?P<arg>.*?)\s*-->\s*$")
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?(?:e[-+]?\d+)? ?(?:s|ms|us|µs)\b")
+ELLIPSIS = "..."
+
+
+@dataclass
+class Command:
+    line: str  # the command, without "$ "
+    expected: str  # the output the document shows
+    doc_line: int  # 1-based line of the "$" in the document
+
+
+@dataclass
+class Step:
+    """One fenced block, in document order: files to write or commands to run."""
+
+    doc_line: int
+    commands: list[Command] = field(default_factory=list)
+    file: tuple[str, str] | None = None  # (path, content)
+    skip: str | None = None
+
+
+def steps(text: str) -> list[Step]:
+    out = []
+    for match in _FENCE.finditer(text):
+        start_line = text.count("\n", 0, match.start()) + 1
+        preceding = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        directive = _DIRECTIVE.search(preceding)
+        info = match.group("info").strip().split()
+        body = _dedent(match.group("body"), len(match.group("indent")))
+        step = Step(doc_line=start_line)
+        if directive and directive["kind"] == "file":
+            step.file = (directive["arg"], body)
+        elif info and info[0] == "console":
+            if directive and directive["kind"] == "skip":
+                step.skip = directive["arg"] or "marked skip"
+            step.commands = _commands(body, start_line)
+        else:
+            continue
+        out.append(step)
+    return out
+
+
+def _dedent(body: str, indent: int) -> str:
+    if not indent:
+        return body
+    return "".join(line[indent:] if line[:indent].isspace() else line for line in body.splitlines(keepends=True))
+
+
+def _commands(body: str, fence_line: int) -> list[Command]:
+    commands: list[Command] = []
+    for offset, line in enumerate(body.splitlines()):
+        if line.startswith("$ "):
+            commands.append(Command(line[2:], "", fence_line + 1 + offset))
+        elif commands:
+            commands[-1].expected += line + "\n"
+    return commands
+
+
+def commands_in(text: str) -> list[str]:
+    """Every command a document shows in a console block (run or skipped)."""
+    return [c.line for step in steps(text) for c in step.commands]
+
+
+def normalise(output: str, scratch: Path) -> str:
+    # An absolute path into the scratch folder reads as the reader's own: `.../examples/x.py`.
+    output = output.replace(f"{scratch}/", ".../").replace(str(scratch), "...")
+    output = _DURATION.sub("<time>", output)
+    lines = [line.rstrip() for line in output.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
+
+
+def matches(expected: str, actual: str) -> bool:
+    """A line that is only `...` stands for any number of whole lines (none too); `...` inside a
+    line for any text within that line."""
+    pattern = []
+    for line in expected.split("\n"):
+        if line.strip() == ELLIPSIS:
+            pattern.append(r"(?:[^\n]*\n)*?")
+        else:
+            pattern.append("[^\n]*?".join(re.escape(piece) for piece in line.split(ELLIPSIS)) + r"\n")
+    return re.fullmatch("".join(pattern), actual + "\n") is not None
+
+
+def make_scratch(path: Path) -> Path:
+    shutil.copytree(ROOT / "examples", path / "examples", ignore=shutil.ignore_patterns("out", ".torchlint_cache", "__pycache__", "*.pt"))
+    return path
+
+
+def throwaway_venv(path: Path) -> Path:
+    """A virtual environment of its own (so a page's `pip install` changes only it) that also
+    sees this one's packages (torchlint, torch, libcst), with a `torchlint` command. Returns
+    its bin folder."""
+    import site
+
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True, timeout=300)
+    own = next(path.glob("lib/python*/site-packages"))
+    # addsitedir, not a bare path: it also reads this environment's .pth files (the editable
+    # torchlint install is one). Appended, so what the page installs comes first.
+    parents = "; ".join(f"site.addsitedir({p!r})" for p in site.getsitepackages())
+    (own / "_parent_environment.pth").write_text(f"import site; {parents}\n")
+    command = path / "bin" / "torchlint"
+    command.write_text(f"#!{path / 'bin' / 'python'}\nimport sys\nfrom torchlint.cli import main\nsys.exit(main())\n")
+    command.chmod(0o755)
+    return path / "bin"
+
+
+def environment(home: Path, bin_dir: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{bin_dir or Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("VIRTUAL_ENV", None)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"  # stderr and stdout interleave as on a terminal
+    env["HOME"] = str(home)
+    env.pop("TORCHLINT_CACHE_DIR", None)
+    return env
+
+
+@dataclass
+class Mismatch:
+    command: Command
+    expected: str
+    actual: str
+    raw: str = ""  # what the command printed, only the scratch folder's path normalised
+
+    def __str__(self) -> str:
+        return (
+            f"line {self.command.doc_line}: $ {self.command.line}\n"
+            f"--- the document shows\n{self.expected}\n--- the command printed\n{self.actual}\n"
+        )
+
+
+def run_page(text: str, tmp: Path, *, runtime: bool = True) -> list[Mismatch]:
+    """Run a page in a fresh scratch folder under ``tmp``; a page that installs something
+    (`$ pip install`) runs in a throwaway virtual environment."""
+    scratch = make_scratch(tmp / "work")
+    installs = any(command.startswith("pip install") for command in commands_in(text))
+    bin_dir = throwaway_venv(tmp / "venv") if installs else None
+    return run_document(text, scratch, runtime=runtime, bin_dir=bin_dir)
+
+
+def run_document(text: str, scratch: Path, *, timeout: float = 300, runtime: bool = True, bin_dir: Path | None = None) -> list[Mismatch]:
+    """Run every command of ``text`` in ``scratch``; the ones whose output differs from the
+    document. ``runtime=False`` leaves out ``torchlint run`` commands (no torch installed)."""
+    env = environment(scratch.parent, bin_dir)
+    failures: list[Mismatch] = []
+    for step in steps(text):
+        if step.file is not None:
+            target = scratch / step.file[0]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(step.file[1])
+            continue
+        if step.skip:
+            continue
+        for command in step.commands:
+            if not runtime and "torchlint run" in command.line:
+                continue
+            result = subprocess.run(
+                ["bash", "-c", command.line], cwd=scratch, env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, timeout=timeout,
+            )
+            expected = normalise(command.expected, scratch)
+            actual = normalise(result.stdout, scratch)
+            if not matches(expected, actual):
+                raw = "\n".join(line.rstrip() for line in result.stdout.replace(f"{scratch}/", ".../").splitlines()).rstrip("\n")
+                failures.append(Mismatch(command, expected, actual, raw))
+    return failures
+
+
+def main(argv: list[str]) -> int:
+    """`python tests/doc_console.py DOC.md [--fill]`: run the document's commands and print
+    each one whose output differs from the document. `--fill` writes the real output under
+    every command the document shows no output for (to write a new example from a real run;
+    cut what varies with `...` afterwards)."""
+    import tempfile
+
+    doc = Path(argv[0])
+    text = doc.read_text()
+    with tempfile.TemporaryDirectory() as tmp:
+        mismatches = run_page(text, Path(tmp))
+    for mismatch in mismatches:
+        print(mismatch)
+    if "--fill" in argv:
+        lines = text.splitlines(keepends=True)
+        for mismatch in sorted(mismatches, key=lambda m: -m.command.doc_line):
+            if not mismatch.command.expected.strip() and mismatch.raw:
+                lines.insert(mismatch.command.doc_line, mismatch.raw + "\n")
+        doc.write_text("".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,120 @@
+"""What each `[tool.torchlint]` key means, for docs/configuration.md.
+
+`torchlint.config` validates keys in code, one branch per key, so it cannot describe them; this
+table does, and the generator (`python -m torchlint.docsgen`) renders it. Defaults are read
+from `Config` itself where they are plain values, and tests/test_config_reference.py loads
+every example through `load_config`, so the page cannot drift from what the reader accepts:
+a key added to the reader without a row here fails that test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str  # as written in [tool.torchlint]
+    type: str  # the TOML type
+    summary: str  # what it does; Markdown
+    example: str  # a TOML value the reader accepts
+    default: str | None = None  # how to read the default; None: rendered from Config's field
+    flags: tuple[str, ...] = ()  # command-line flags that set or extend it
+
+    @property
+    def attribute(self) -> str:
+        """The `Config` field holding it."""
+        return self.key.replace("-", "_")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "select", "list of selectors",
+        "The rules to run. A selector is a code (`TL301`), a rule name (`load-without-map-location`), "
+        "a code prefix (`TL3`, `TL`) or `ALL`. Exact codes, names and `ALL` also enable default-off "
+        "rules; a prefix enables only the default-on rules under it.",
+        '["TL1", "TL301"]', default="every default-on rule", flags=("--select",),
+    ),
+    Setting(
+        "extend-select", "list of selectors",
+        "Rules to run on top of `select` (or of the default set): the way to turn on one "
+        "default-off rule without restating the selection.",
+        '["TL603"]', flags=("--extend-select",),
+    ),
+    Setting(
+        "ignore", "list of selectors",
+        "Rules not to run, whatever selected them.",
+        '["TL201", "dataloader-without-num-workers"]', flags=("--ignore",),
+    ),
+    Setting(
+        "per-file-ignores", "table of glob = list of selectors",
+        "Rules not to report in files matching a glob, matched against the path relative to the "
+        "project root and against the file name.",
+        '{ "tests/*" = ["TL301"], "scripts/*.py" = ["TL2"] }', flags=("--per-file-ignores",),
+    ),
+    Setting(
+        "exclude", "list of globs",
+        "Paths never checked when a folder is walked. Setting it replaces the defaults; "
+        "`extend-exclude` adds to them. A glob without `/` matches any path component.",
+        '[".git", ".venv", "build"]', flags=("--exclude",),
+    ),
+    Setting(
+        "extend-exclude", "list of globs",
+        "Paths to skip on top of `exclude`.",
+        '["legacy", "gen/*.py"]', flags=("--extend-exclude",),
+    ),
+    Setting(
+        "respect-gitignore", "boolean",
+        "Skip the files `.gitignore` files ignore when walking folders.",
+        "false",
+    ),
+    Setting(
+        "target-torch", "version string",
+        "The oldest torch the code must run on. Rules whose advice depends on the version read it: "
+        "`torch.load` without `weights_only` is reported only for targets before 2.6 (from 2.6 it "
+        "is the default), and the `torch.cuda.amp` fix is safe from 2.4.",
+        '"2.4"', default="unset: the code may run on any torch version", flags=("--target-torch",),
+    ),
+    Setting(
+        "fix", "boolean",
+        "Apply safe fixes on every `torchlint check`, as if `--fix` were given (`--no-fix` turns it "
+        "off for one run).",
+        "true", flags=("--fix", "--no-fix"),
+    ),
+    Setting(
+        "unsafe-fixes", "boolean",
+        "Also offer and apply fixes that may change behaviour, as if `--unsafe-fixes` were given.",
+        "true", flags=("--unsafe-fixes", "--no-unsafe-fixes"),
+    ),
+    Setting(
+        "fixable", "list of selectors",
+        "The rules whose fixes may be applied; the others are reported but never fixed.",
+        '["TL4", "TL5"]', default="every rule", flags=("--fixable",),
+    ),
+    Setting(
+        "extend-fixable", "list of selectors",
+        "Rules whose fixes may be applied, on top of `fixable`.",
+        '["TL301"]', flags=("--extend-fixable",),
+    ),
+    Setting(
+        "unfixable", "list of selectors",
+        "Rules whose fixes are never applied, whatever `fixable` says.",
+        '["TL302"]', flags=("--unfixable",),
+    ),
+    Setting(
+        "cache-dir", "folder path",
+        "Where the per-file result cache goes, relative to the project root (`torchlint clean` "
+        "removes it).",
+        '".cache/torchlint"', default="`.torchlint_cache` in the project root", flags=("--cache-dir",),
+    ),
+    Setting(
+        "plugins", "list of module names",
+        "Plugin modules to load, importable from the project root (the folder of the configuration "
+        "file). This imports code from the checked tree: `--isolated` turns configuration, and so "
+        "this, off for code you do not trust.",
+        '["my_local_rules"]',
+    ),
+)
+
+#: The table a plugin reads with `config.plugin_options(name)`; documented in its own section.
+PLUGIN_TABLE_EXAMPLE = '[tool.torchlint.my_local_rules]\nthreshold = 3\n'
