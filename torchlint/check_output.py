@@ -78,7 +78,7 @@ def settings_rows(config, rules, enabled: set[str], fixable: set[str], isolated:
         ("extend-include", _listed(config.extend_include)),
         ("per-file-ignores", "; ".join(f"{glob} = {', '.join(codes)}" for glob, codes in config.per_file_ignores) or "-"),
         ("respect-gitignore", str(config.respect_gitignore).lower()),
-        ("target-torch", (f"{config.target_torch} (from {config.target_torch_source})" if config.target_torch_source else config.target_torch) or "installed or latest"),
+        ("target-torch", (f"{config.target_torch} (from {config.target_torch_source})" if config.target_torch_source else config.target_torch) or "unset (any torch version)"),
         ("fix", str(config.fix).lower()),
         ("unsafe-fixes", str(config.unsafe_fixes).lower()),
         ("fixable", _listed(config.fixable, "ALL") if config.fixable is not None else "ALL"),

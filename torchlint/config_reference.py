@@ -53,6 +53,19 @@ SETTINGS: tuple[Setting, ...] = (
         '{ "tests/*" = ["TL301"], "scripts/*.py" = ["TL2"] }', flags=("--per-file-ignores",),
     ),
     Setting(
+        "include", "list of globs",
+        "Which files a folder walk checks, by name. The default takes Python files and Jupyter "
+        "notebooks; `[\"*.py\", \"*.pyi\"]` leaves notebooks out. A file named on the command line "
+        "is checked whatever it is called.",
+        '["*.py", "*.pyi"]',
+    ),
+    Setting(
+        "extend-include", "list of globs",
+        "More file names to check on top of `include` (a project's own Python files with another "
+        "suffix).",
+        '["*.pyw"]',
+    ),
+    Setting(
         "exclude", "list of globs",
         "Paths never checked when a folder is walked. Setting it replaces the defaults; "
         "`extend-exclude` adds to them. A glob without `/` matches any path component.",
@@ -73,7 +86,9 @@ SETTINGS: tuple[Setting, ...] = (
         "The oldest torch the code must run on. Rules whose advice depends on the version read it: "
         "`torch.load` without `weights_only` is reported only for targets before 2.6 (from 2.6 it "
         "is the default), and the `torch.cuda.amp` fix is safe from 2.4.",
-        '"2.4"', default="unset: the code may run on any torch version", flags=("--target-torch",),
+        '"2.4"', default="the lower bound of `torch` in the nearest pyproject.toml's `[project] dependencies` "
+        "(`torch>=2.7` reads as 2.7; `--show-settings` says where it came from); with none, unset: "
+        "the code may run on any torch version", flags=("--target-torch",),
     ),
     Setting(
         "fix", "boolean",
