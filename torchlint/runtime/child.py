@@ -124,6 +124,10 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     # An optional probe (compile, profile) says from the options whether this run wants it.
     probe_classes = [cls for cls in probe_classes if getattr(cls, "wanted", lambda options: True)(ctx.options)]
     probes = [cls(ctx) for cls in probe_classes]
+    for cls in probe_classes:
+        source = getattr(sys.modules.get(cls.__module__), "__file__", None)
+        if source:
+            ctx.frames.treat_as_internal(source)
     events.emit(
         "start",
         torch=torch.__version__,

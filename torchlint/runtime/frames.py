@@ -41,6 +41,12 @@ class FrameClassifier:
         self._verdicts: dict[str, int] = {}
         self._absolutes: dict[str, str] = {}
 
+    def treat_as_internal(self, filename: str) -> None:
+        """A plugin's probe module, which may sit in the user's project (`plugins = [...]`):
+        its frames are torchlint's, never the user line a finding points at."""
+        self._verdicts[filename] = INTERNAL
+        self._verdicts[os.path.realpath(filename)] = INTERNAL
+
     def verdict(self, filename: str) -> int:
         verdict = self._verdicts.get(filename)
         if verdict is None:

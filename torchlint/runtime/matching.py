@@ -79,9 +79,12 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
         findings.append(replace(finding, evidence=(_status_of(finding, evidence, observed, probe_codes, used, outcome, proof),)))
         if proof is not None:
             outcome.data["explained_by"] = outcome.data.get("explained_by") or finding.code
+    # A plugin's probe reports under the runtime-only rule its plugin declares, like the built-in ones.
+    known = {**RUNTIME_RULES, **{code: rule for code, rule in (rules or {}).items() if getattr(rule, "runtime_only", False)}}
     for index, event in enumerate(evidence):
-        if index not in used and event.get("runtime_code") in RUNTIME_RULES and event.get("at"):
-            findings.append(_runtime_finding(event["runtime_code"], event["message"], event["at"], cwd, event))
+        code = event.get("runtime_code")
+        if index not in used and code in known and event.get("at"):
+            findings.append(_runtime_finding(code, event["message"], event["at"], cwd, event, rule=known[code]))
     findings.extend(_outcome_findings(child, outcome, cwd))
     findings.extend(_probe_crashes(child, cwd))
     return _dedupe(findings), outcome
@@ -161,8 +164,8 @@ def _location(line: int) -> Location:
 
 
 def _runtime_finding(code: str, message: str, at: list, cwd: Path, event: dict | None = None,
-                     severity: Severity | None = None) -> Finding:
-    rule = RUNTIME_RULES[code]
+                     severity: Severity | None = None, rule: type | None = None) -> Finding:
+    rule = rule or RUNTIME_RULES[code]
     data = dict((event or {}).get("data", {}))
     if event and event.get("probe"):
         data["probe"] = event["probe"]
