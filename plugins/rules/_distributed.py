@@ -1,0 +1,360 @@
+"""Shared reading of distributed (DDP) training code for the TL8xx rules: which calls are
+collectives, samplers, loaders and wrappers, and which conditions split the ranks.
+Not part of the engine; never imports torch.
+
+A *rank-dependent* condition is one whose truth differs between the processes of one job:
+`rank == 0`, `dist.get_rank() % 2`, `is_main_process()`, `args.local_rank in [-1, 0]`,
+`master_process`. A condition that is the same on every rank is not: `world_size > 1`,
+`dist.is_initialized()`, and the "are we distributed at all?" checks written against the
+rank's sentinel (`rank != -1`, `local_rank is None`, `rank >= 0`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, Sequence
+
+import libcst as cst
+
+from torchlint.static.names import dotted_name
+from torchlint.static.walker import iter_nodes
+
+# -- what the calls are ---------------------------------------------------------------------
+
+DISTRIBUTED_SAMPLER = frozenset(
+    {"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"}
+)
+#: Every torch sampler: a call to one is never None.
+TORCH_SAMPLERS = DISTRIBUTED_SAMPLER | frozenset(
+    f"torch.utils.data{module}.{name}"
+    for module in ("", ".sampler")
+    for name in ("RandomSampler", "SequentialSampler", "SubsetRandomSampler", "WeightedRandomSampler")
+)
+DATALOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+DDP = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+    }
+)
+#: Wrappers whose `state_dict()` keys start with `module.`.
+PREFIXING_WRAPPERS = DDP | frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel"})
+INIT_PROCESS_GROUP = frozenset({"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"})
+
+#: Collective -> the 0-based position of its `group` parameter: a collective on a subgroup
+#: is meant to be called by that subgroup's ranks only.
+COLLECTIVES: dict[str, int] = {
+    "all_reduce": 2,
+    "all_reduce_coalesced": 2,
+    "all_gather": 2,
+    "all_gather_into_tensor": 2,
+    "all_gather_object": 2,
+    "all_gather_coalesced": 2,
+    "_all_gather_base": 2,
+    "broadcast": 2,
+    "broadcast_object_list": 2,
+    "reduce": 3,
+    "reduce_scatter": 3,
+    "reduce_scatter_tensor": 3,
+    "_reduce_scatter_base": 3,
+    "all_to_all": 2,
+    "all_to_all_single": 4,
+    "gather": 3,
+    "gather_object": 3,
+    "scatter": 3,
+    "scatter_object_list": 3,
+    "barrier": 0,
+    "monitored_barrier": 0,
+}
+_COLLECTIVE_MODULES = ("torch.distributed", "torch.distributed.distributed_c10d")
+
+
+def collective_name(qualname: str | None) -> str | None:
+    """`all_reduce` for `torch.distributed.all_reduce`; None for anything else (`send`,
+    `recv` and `model.no_sync()` are not collectives)."""
+    if qualname is None:
+        return None
+    module, _, name = qualname.rpartition(".")
+    return name if module in _COLLECTIVE_MODULES and name in COLLECTIVES else None
+
+
+def on_subgroup(call: cst.Call, name: str) -> bool:
+    """The collective names a process group other than the default one (or may, through
+    `*args`/`**kwargs`): only that group's ranks take part."""
+    for arg in call.args:
+        if arg.star:
+            return True
+        if arg.keyword is not None and arg.keyword.value == "group":
+            return not (type(arg.value) is cst.Name and arg.value.value == "None")
+    positional = [arg for arg in call.args if arg.keyword is None]
+    index = COLLECTIVES[name]
+    return len(positional) > index and not (type(positional[index].value) is cst.Name and positional[index].value.value == "None")
+
+
+# -- rank-dependent conditions ----------------------------------------------------------------
+
+#: `rank`, `local_rank`, `args.global_rank`, `RANK`, `ddp_local_rank`, `self.rank`.
+_RANK = re.compile(
+    r"^_*(?:(?:local|global|node|ddp|ddp_local|world|process|proc|my|dist|distributed|cur|current|this|group|gpu|worker)_)?rank$",
+    re.IGNORECASE,
+)
+#: Flags and predicates that name the primary process: `master_process`, `is_main_process()`,
+#: `accelerator.is_local_main_process`, `trainer.is_global_zero`, `is_world_process_zero()`.
+_PRIMARY = re.compile(
+    r"^_*(?:is_)?(?:local_|global_|world_)?"
+    r"(?:main|master|primary|chief|leader|rank_?0|rank_?zero|global_zero|process_zero|zero_rank)"
+    r"(?:_(?:process|proc|node|worker|rank|gpu|ordinal))?$",
+    re.IGNORECASE,
+)
+_RANK_GETTERS = re.compile(r"^_*get_(?:local_|global_|node_|world_)?rank$")
+_ENV_RANK = re.compile(r"""^[rRbBuU]*['"](?:LOCAL_RANK|RANK|GLOBAL_RANK|NODE_RANK|SLURM_PROCID|SLURM_LOCALID|OMPI_COMM_WORLD_RANK)['"]$""")
+
+
+def _last_name(node: cst.BaseExpression) -> str | None:
+    if type(node) is cst.Name:
+        return node.value
+    if type(node) is cst.Attribute:
+        return node.attr.value
+    return None
+
+
+def is_rank_value(node: cst.CSTNode) -> bool:
+    """An expression that is this process's rank: a rank variable, `dist.get_rank()`, or the
+    rank read from the launcher's environment (`int(os.environ["LOCAL_RANK"])`)."""
+    kind = type(node)
+    if kind is cst.Name or kind is cst.Attribute:
+        name = _last_name(node)
+        return name is not None and _RANK.match(name) is not None
+    if kind is cst.Call:
+        name = _last_name(node.func)
+        if name is not None and _RANK_GETTERS.match(name):
+            return True
+        if name in ("int", "str") and node.args:
+            return is_rank_value(node.args[0].value)
+        if name in ("get", "getenv") and node.args:
+            return _ENV_RANK.match(_string_text(node.args[0].value)) is not None
+        return False
+    if kind is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
+        return _ENV_RANK.match(_string_text(node.slice[0].slice.value)) is not None
+    return False
+
+
+def _string_text(node: cst.CSTNode) -> str:
+    return node.value if type(node) is cst.SimpleString else ""
+
+
+def is_primary_flag(node: cst.CSTNode) -> bool:
+    """`master_process`, `args.is_master`, `is_main_process()`, `accelerator.is_main_process`."""
+    if type(node) is cst.Call:
+        node = node.func
+    name = _last_name(node)
+    return name is not None and _PRIMARY.match(name) is not None
+
+
+def _mentions_rank(node: cst.CSTNode) -> bool:
+    return any(is_rank_value(child) or is_primary_flag(child) for child in iter_nodes(node, skip=(cst.Lambda,)))
+
+
+def _constant(node: cst.CSTNode) -> object:
+    """-1, 0, None (as Python values) for those literals; a sentinel for anything else."""
+    if type(node) is cst.Integer:
+        return int(node.value) if node.value.isdigit() else _OTHER
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) is cst.Integer:
+        return -int(node.expression.value) if node.expression.value.isdigit() else _OTHER
+    if type(node) is cst.Name and node.value == "None":
+        return None
+    return _OTHER
+
+
+_OTHER = object()
+_FLIPPED = {cst.LessThan: ">", cst.GreaterThanEqual: "<=", cst.GreaterThan: "<", cst.LessThanEqual: ">="}
+_OPERATOR = {cst.LessThan: "<", cst.GreaterThanEqual: ">=", cst.GreaterThan: ">", cst.LessThanEqual: "<="}
+
+
+def _is_mode_check(comparison: cst.Comparison) -> bool:
+    """`rank != -1`, `local_rank is None`, `rank >= 0`, `rank > -1`: whether the job is
+    distributed at all, the same answer on every rank."""
+    if len(comparison.comparisons) != 1:
+        return False
+    target = comparison.comparisons[0]
+    left, right = comparison.left, target.comparator
+    operator = type(target.operator)
+    if is_rank_value(left):
+        value, symbol = _constant(right), _OPERATOR.get(operator)
+    elif is_rank_value(right):
+        value, symbol = _constant(left), _FLIPPED.get(operator)
+    else:
+        return False
+    if value is None or value == -1:
+        return True
+    return value == 0 and symbol in (">=", "<")
+
+
+def rank_dependent(test: cst.BaseExpression) -> bool:
+    """Whether the condition `test` may be true on some ranks and false on others."""
+    kind = type(test)
+    if kind is cst.BooleanOperation:
+        return rank_dependent(test.left) or rank_dependent(test.right)
+    if kind is cst.UnaryOperation:
+        return rank_dependent(test.expression)
+    if kind is cst.Comparison:
+        parts = [test.left, *(target.comparator for target in test.comparisons)]
+        if not any(_mentions_rank(part) for part in parts):
+            return False
+        return not _is_mode_check(test)
+    if kind is cst.Call and _last_name(test.func) in ("bool", "int", "not_"):
+        return bool(test.args) and rank_dependent(test.args[0].value)
+    return is_rank_value(test) or is_primary_flag(test) or (kind is cst.BinaryOperation and _mentions_rank(test))
+
+
+# -- where a node is ---------------------------------------------------------------------------
+
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_BLOCKS = ("IndentedBlock", "SimpleStatementSuite", "Module")
+
+
+def _arm_below(statement: cst.If, below: cst.CSTNode | None) -> str | None:
+    """'body' or 'orelse' when `below` (the next ancestor) is that arm of `statement`."""
+    if below is None:
+        return None
+    if below is statement.body:
+        return "body"
+    if below is statement.orelse:
+        return "orelse"
+    return None
+
+
+def rank_guards(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> Iterator[tuple[cst.If, str]]:
+    """Each enclosing `if` of `node` within its function whose condition depends on the rank,
+    with the arm `node` is in ('body' or 'orelse'), innermost first."""
+    chain = [*ancestors, node]
+    for index in range(len(chain) - 2, -1, -1):
+        holder = chain[index]
+        if type(holder) in _SCOPES:
+            return
+        if type(holder) is cst.If:
+            arm = _arm_below(holder, chain[index + 1])
+            if arm is not None and rank_dependent(holder.test):
+                yield holder, arm
+
+
+def always_leaves(block: cst.BaseSuite) -> bool:
+    """A block that ends in return / continue / break / raise / `sys.exit()`."""
+    if type(block) is cst.SimpleStatementSuite:
+        smalls = list(block.body)
+    else:
+        body = list(block.body)
+        smalls = list(body[-1].body) if body and type(body[-1]) is cst.SimpleStatementLine else []
+    for small in smalls:
+        kind = type(small)
+        if kind in (cst.Return, cst.Raise, cst.Continue, cst.Break):
+            return True
+        if kind is cst.Expr and type(small.value) is cst.Call and _last_name(small.value.func) in ("exit", "_exit"):
+            return True
+    return False
+
+
+def rank_exits_before(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> Iterator[cst.If]:
+    """Earlier statements of the blocks around `node` (within its function) that leave on
+    some ranks only: `if rank != 0: return`."""
+    chain = [*ancestors, node]
+    for index in range(len(chain) - 2, -1, -1):
+        holder = chain[index]
+        if type(holder) in _SCOPES:
+            return
+        if type(holder).__name__ not in _BLOCKS:
+            continue
+        below = chain[index + 1]
+        for statement in holder.body:
+            if statement is below:
+                break
+            if type(statement) is cst.If and statement.orelse is None and rank_dependent(statement.test) and always_leaves(statement.body):
+                yield statement
+
+
+_RANK_ZERO_DECORATOR = re.compile(r"rank_?zero|rank_?0|master_only|main_process|main_only|only_main|on_main|primary_only", re.IGNORECASE)
+
+
+def rank_guarded(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> bool:
+    """Whether `node` runs on some ranks only: under a rank-dependent `if`, after a
+    rank-dependent early exit, or in a function decorated to run on rank zero."""
+    if next(rank_guards(ancestors, node), None) is not None or next(rank_exits_before(ancestors, node), None) is not None:
+        return True
+    for ancestor in ancestors:
+        if type(ancestor) is cst.FunctionDef and any(
+            _RANK_ZERO_DECORATOR.search(dotted_name(_decorator_callee(d.decorator)) or "") for d in ancestor.decorators
+        ):
+            return True
+    return False
+
+
+def _decorator_callee(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.func if type(expr) is cst.Call else expr
+
+
+# -- names and scopes -------------------------------------------------------------------------
+
+
+def scope_nodes(scope: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Nodes of a function body (or of a module), not entering nested functions and classes."""
+    root = scope.body if type(scope) is cst.FunctionDef else scope
+    yield from iter_nodes(root, skip=_SCOPES)
+
+
+def parent_map(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    """id(node) -> parent, for every node under `root` (nested scopes included)."""
+    parents: dict[int, cst.CSTNode] = {}
+    for node in iter_nodes(root):
+        for child in _children(node):
+            parents[id(child)] = node
+    return parents
+
+
+def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    from torchlint.static.walker import _child_fields
+
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        for child in value if type(value) in (list, tuple) else (value,):
+            if isinstance(child, cst.CSTNode):
+                yield child
+
+
+def ancestors_of(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> list[cst.CSTNode]:
+    """The chain from the root down to (excluding) `node`."""
+    chain = []
+    current = parents.get(id(node))
+    while current is not None:
+        chain.append(current)
+        current = parents.get(id(current))
+    chain.reverse()
+    return chain
+
+
+def assigned_name(call: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> str | None:
+    """`train_sampler` for `train_sampler = DistributedSampler(ds)` (also through
+    `... if distributed else None` and parentheses); `self.loader` for attribute targets."""
+    node = call
+    parent = parents.get(id(node))
+    while type(parent) is cst.IfExp and node is not parent.test:
+        node, parent = parent, parents.get(id(parent))
+    if type(parent) is cst.Assign and parent.value is node and len(parent.targets) == 1:
+        return dotted_name(parent.targets[0].target)
+    if type(parent) in (cst.AnnAssign, cst.NamedExpr) and parent.value is node:
+        return dotted_name(parent.target)
+    return None
+
+
+def mentions_name(node: cst.CSTNode, name: str) -> bool:
+    """`name` (a dotted name) occurs in `node` as a whole name or attribute chain."""
+    for child in iter_nodes(node):
+        if type(child) in (cst.Name, cst.Attribute) and dotted_name(child) == name:
+            return True
+    return False
+
+
+def method_calls(node: cst.CSTNode, method: str, *, into_scopes: bool = True) -> Iterator[cst.Call]:
+    nodes = iter_nodes(node) if into_scopes else iter_nodes(node, skip=_SCOPES)
+    for child in nodes:
+        if type(child) is cst.Call and type(child.func) is cst.Attribute and child.func.attr.value == method:
+            yield child
