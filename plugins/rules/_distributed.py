@@ -118,41 +118,13 @@ def _last_name(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def is_rank_value(node: cst.CSTNode) -> bool:
-    """An expression that is this process's rank: a rank variable, `dist.get_rank()`, or the
-    rank read from the launcher's environment (`int(os.environ["LOCAL_RANK"])`)."""
-    kind = type(node)
-    if kind is cst.Name or kind is cst.Attribute:
-        name = _last_name(node)
-        return name is not None and _RANK.match(name) is not None
-    if kind is cst.Call:
-        name = _last_name(node.func)
-        if name is not None and _RANK_GETTERS.match(name):
-            return True
-        if name in ("int", "str") and node.args:
-            return is_rank_value(node.args[0].value)
-        if name in ("get", "getenv") and node.args:
-            return _ENV_RANK.match(_string_text(node.args[0].value)) is not None
-        return False
-    if kind is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
-        return _ENV_RANK.match(_string_text(node.slice[0].slice.value)) is not None
-    return False
-
-
 def _string_text(node: cst.CSTNode) -> str:
     return node.value if type(node) is cst.SimpleString else ""
 
 
-def is_primary_flag(node: cst.CSTNode) -> bool:
-    """`master_process`, `args.is_master`, `is_main_process()`, `accelerator.is_main_process`."""
-    if type(node) is cst.Call:
-        node = node.func
-    name = _last_name(node)
-    return name is not None and _PRIMARY.match(name) is not None
-
-
-def _mentions_rank(node: cst.CSTNode) -> bool:
-    return any(is_rank_value(child) or is_primary_flag(child) for child in iter_nodes(node, skip=(cst.Lambda,)))
+#: A GPU index compared with a number (`if self.gpu_id == 0:`): in DDP code the local rank
+#: under another name. Only in comparisons: `if args.gpu:` may be a "use the GPU" flag.
+_DEVICE_INDEX = re.compile(r"^_*(?:local_)?(?:gpu|gpu_id|gpu_idx|gpu_index|device_id|device_idx|local_device)$", re.IGNORECASE)
 
 
 def _constant(node: cst.CSTNode) -> object:
@@ -171,40 +143,155 @@ _FLIPPED = {cst.LessThan: ">", cst.GreaterThanEqual: "<=", cst.GreaterThan: "<",
 _OPERATOR = {cst.LessThan: "<", cst.GreaterThanEqual: ">=", cst.GreaterThan: ">", cst.LessThanEqual: "<="}
 
 
-def _is_mode_check(comparison: cst.Comparison) -> bool:
-    """`rank != -1`, `local_rank is None`, `rank >= 0`, `rank > -1`: whether the job is
-    distributed at all, the same answer on every rank."""
-    if len(comparison.comparisons) != 1:
-        return False
-    target = comparison.comparisons[0]
-    left, right = comparison.left, target.comparator
-    operator = type(target.operator)
-    if is_rank_value(left):
-        value, symbol = _constant(right), _OPERATOR.get(operator)
-    elif is_rank_value(right):
-        value, symbol = _constant(left), _FLIPPED.get(operator)
-    else:
-        return False
-    if value is None or value == -1:
-        return True
-    return value == 0 and symbol in (">=", "<")
+class RankReader:
+    """Which expressions are the rank and which conditions depend on it, in one file.
 
+    Besides the usual names, the names the file binds to the rank count like it
+    (`self.gpu_id = int(os.environ["LOCAL_RANK"])`, `gpu = rank`), and so do the flags it
+    binds to a rank-dependent condition (`is_logger = rank == 0`)."""
 
-def rank_dependent(test: cst.BaseExpression) -> bool:
-    """Whether the condition `test` may be true on some ranks and false on others."""
-    kind = type(test)
-    if kind is cst.BooleanOperation:
-        return rank_dependent(test.left) or rank_dependent(test.right)
-    if kind is cst.UnaryOperation:
-        return rank_dependent(test.expression)
-    if kind is cst.Comparison:
-        parts = [test.left, *(target.comparator for target in test.comparisons)]
-        if not any(_mentions_rank(part) for part in parts):
+    def __init__(self, module: cst.Module | None = None) -> None:
+        self.rank_names: set[str] = set()
+        self.flag_names: set[str] = set()
+        #: id(if statement's test) -> dependent(test): every call under an `if` asks again.
+        self._tests: dict[int, bool] = {}
+        if module is not None:
+            self._learn(module)
+
+    def _learn(self, module: cst.Module) -> None:
+        from torchlint.static.names import _iter_statements
+
+        assignments = []
+        for statement in _iter_statements(module.body):
+            if type(statement) is cst.Assign and len(statement.targets) == 1:
+                name = _last_name(statement.targets[0].target)
+                if name is not None:
+                    assignments.append((name, statement.value))
+        for _ in range(2):  # an alias of an alias
+            for name, value in assignments:
+                if self.is_rank(value):
+                    self.rank_names.add(name)
+                elif type(value) in (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation) and self.dependent(value):
+                    self.flag_names.add(name)
+
+    # -- expressions ------------------------------------------------------------------------
+    def is_rank(self, node: cst.CSTNode, *, compared: bool = False) -> bool:
+        """An expression that is this process's rank: a rank variable, `dist.get_rank()`, the
+        rank read from the launcher's environment (`int(os.environ["LOCAL_RANK"])`), and,
+        when `compared` with a number, a GPU index (`gpu_id`)."""
+        kind = type(node)
+        if kind is cst.Name or kind is cst.Attribute:
+            name = _last_name(node)
+            if name is None:
+                return False
+            return _RANK.match(name) is not None or name in self.rank_names or (compared and _DEVICE_INDEX.match(name) is not None)
+        if kind is cst.Call:
+            name = _last_name(node.func)
+            if name is not None and _RANK_GETTERS.match(name):
+                return True
+            if name in ("int", "str") and node.args:
+                return self.is_rank(node.args[0].value, compared=compared)
+            if name in ("get", "getenv") and node.args:
+                return _ENV_RANK.match(_string_text(node.args[0].value)) is not None
             return False
-        return not _is_mode_check(test)
-    if kind is cst.Call and _last_name(test.func) in ("bool", "int", "not_"):
-        return bool(test.args) and rank_dependent(test.args[0].value)
-    return is_rank_value(test) or is_primary_flag(test) or (kind is cst.BinaryOperation and _mentions_rank(test))
+        if kind is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
+            return _ENV_RANK.match(_string_text(node.slice[0].slice.value)) is not None
+        return False
+
+    def is_flag(self, node: cst.CSTNode) -> bool:
+        """`master_process`, `args.is_master`, `is_main_process()`, `accelerator.is_main_process`."""
+        if type(node) is cst.Call:
+            node = node.func
+        name = _last_name(node)
+        return name is not None and (_PRIMARY.match(name) is not None or name in self.flag_names)
+
+    def mentions(self, node: cst.CSTNode, *, compared: bool = False) -> bool:
+        return any(
+            self.is_rank(child, compared=compared) or self.is_flag(child) for child in iter_nodes(node, skip=(cst.Lambda,))
+        )
+
+    def _is_mode_check(self, comparison: cst.Comparison) -> bool:
+        """`rank != -1`, `local_rank is None`, `rank >= 0`, `rank > -1`: whether the job is
+        distributed at all, the same answer on every rank."""
+        if len(comparison.comparisons) != 1:
+            return False
+        target = comparison.comparisons[0]
+        left, right = comparison.left, target.comparator
+        operator = type(target.operator)
+        if self.is_rank(left, compared=True):
+            value, symbol = _constant(right), _OPERATOR.get(operator)
+        elif self.is_rank(right, compared=True):
+            value, symbol = _constant(left), _FLIPPED.get(operator)
+        else:
+            return False
+        if value is None or value == -1:
+            return True
+        return value == 0 and symbol in (">=", "<")
+
+    def dependent(self, test: cst.BaseExpression) -> bool:
+        """Whether the condition `test` may be true on some ranks and false on others."""
+        kind = type(test)
+        if kind is cst.BooleanOperation:
+            return self.dependent(test.left) or self.dependent(test.right)
+        if kind is cst.UnaryOperation:
+            return self.dependent(test.expression)
+        if kind is cst.Comparison:
+            parts = [test.left, *(target.comparator for target in test.comparisons)]
+            if not any(self.mentions(part, compared=True) for part in parts):
+                return False
+            return not self._is_mode_check(test)
+        if kind is cst.Call and _last_name(test.func) in ("bool", "int", "not_"):
+            return bool(test.args) and self.dependent(test.args[0].value)
+        return self.is_rank(test) or self.is_flag(test) or (kind is cst.BinaryOperation and self.mentions(test))
+
+    def _test_dependent(self, test: cst.BaseExpression) -> bool:
+        found = self._tests.get(id(test))
+        if found is None:
+            found = self._tests[id(test)] = self.dependent(test)
+        return found
+
+    # -- places ------------------------------------------------------------------------------
+    def guards(self, ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> Iterator[tuple[cst.If, str]]:
+        """Each enclosing `if` of `node` within its function whose condition depends on the
+        rank, with the arm `node` is in ('body' or 'orelse'), innermost first."""
+        chain = [*ancestors, node]
+        for index in range(len(chain) - 2, -1, -1):
+            holder = chain[index]
+            if type(holder) in _SCOPES:
+                return
+            if type(holder) is cst.If:
+                arm = _arm_below(holder, chain[index + 1])
+                if arm is not None and self._test_dependent(holder.test):
+                    yield holder, arm
+
+    def exits_before(self, ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> Iterator[cst.If]:
+        """Earlier statements of the blocks around `node` (within its function) that leave on
+        some ranks only: `if rank != 0: return`."""
+        chain = [*ancestors, node]
+        for index in range(len(chain) - 2, -1, -1):
+            holder = chain[index]
+            if type(holder) in _SCOPES:
+                return
+            if type(holder).__name__ not in _BLOCKS:
+                continue
+            below = chain[index + 1]
+            for statement in holder.body:
+                if statement is below:
+                    break
+                if type(statement) is cst.If and statement.orelse is None and always_leaves(statement.body) and self._test_dependent(statement.test):
+                    yield statement
+
+    def guarded(self, ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> bool:
+        """Whether `node` runs on some ranks only: under a rank-dependent `if`, after a
+        rank-dependent early exit, or in a function decorated to run on rank zero."""
+        if next(self.guards(ancestors, node), None) is not None or next(self.exits_before(ancestors, node), None) is not None:
+            return True
+        for ancestor in ancestors:
+            if type(ancestor) is cst.FunctionDef and any(
+                _RANK_ZERO_DECORATOR.search(dotted_name(_decorator_callee(d.decorator)) or "") for d in ancestor.decorators
+            ):
+                return True
+        return False
 
 
 # -- where a node is ---------------------------------------------------------------------------
@@ -224,20 +311,6 @@ def _arm_below(statement: cst.If, below: cst.CSTNode | None) -> str | None:
     return None
 
 
-def rank_guards(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> Iterator[tuple[cst.If, str]]:
-    """Each enclosing `if` of `node` within its function whose condition depends on the rank,
-    with the arm `node` is in ('body' or 'orelse'), innermost first."""
-    chain = [*ancestors, node]
-    for index in range(len(chain) - 2, -1, -1):
-        holder = chain[index]
-        if type(holder) in _SCOPES:
-            return
-        if type(holder) is cst.If:
-            arm = _arm_below(holder, chain[index + 1])
-            if arm is not None and rank_dependent(holder.test):
-                yield holder, arm
-
-
 def always_leaves(block: cst.BaseSuite) -> bool:
     """A block that ends in return / continue / break / raise / `sys.exit()`."""
     if type(block) is cst.SimpleStatementSuite:
@@ -254,38 +327,7 @@ def always_leaves(block: cst.BaseSuite) -> bool:
     return False
 
 
-def rank_exits_before(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> Iterator[cst.If]:
-    """Earlier statements of the blocks around `node` (within its function) that leave on
-    some ranks only: `if rank != 0: return`."""
-    chain = [*ancestors, node]
-    for index in range(len(chain) - 2, -1, -1):
-        holder = chain[index]
-        if type(holder) in _SCOPES:
-            return
-        if type(holder).__name__ not in _BLOCKS:
-            continue
-        below = chain[index + 1]
-        for statement in holder.body:
-            if statement is below:
-                break
-            if type(statement) is cst.If and statement.orelse is None and rank_dependent(statement.test) and always_leaves(statement.body):
-                yield statement
-
-
 _RANK_ZERO_DECORATOR = re.compile(r"rank_?zero|rank_?0|master_only|main_process|main_only|only_main|on_main|primary_only", re.IGNORECASE)
-
-
-def rank_guarded(ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> bool:
-    """Whether `node` runs on some ranks only: under a rank-dependent `if`, after a
-    rank-dependent early exit, or in a function decorated to run on rank zero."""
-    if next(rank_guards(ancestors, node), None) is not None or next(rank_exits_before(ancestors, node), None) is not None:
-        return True
-    for ancestor in ancestors:
-        if type(ancestor) is cst.FunctionDef and any(
-            _RANK_ZERO_DECORATOR.search(dotted_name(_decorator_callee(d.decorator)) or "") for d in ancestor.decorators
-        ):
-            return True
-    return False
 
 
 def _decorator_callee(expr: cst.BaseExpression) -> cst.BaseExpression:

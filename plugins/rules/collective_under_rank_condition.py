@@ -7,7 +7,7 @@ from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.model import SemanticModel
 from torchlint.static.walker import iter_nodes
 
-from ._distributed import collective_name, on_subgroup, rank_exits_before, rank_guards
+from ._distributed import RankReader, collective_name, on_subgroup
 from ._loops import is_test_path
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -229,6 +229,13 @@ class CollectiveUnderRankCondition(Rule):
         #: file's functions under a rank guard, to follow once the file is read.
         self._collectives: list[tuple[cst.Call, tuple, str]] = []
         self._guarded_calls: list[tuple[cst.Call, tuple, object]] = []
+        self._ranks: RankReader | None = None
+
+    @property
+    def ranks(self) -> RankReader:
+        if self._ranks is None:
+            self._ranks = RankReader(self.ctx.module)
+        return self._ranks
 
     def visit_Call(self, node: cst.Call) -> None:
         name = collective_name(self.ctx.qualname(node.func))
@@ -238,7 +245,7 @@ class CollectiveUnderRankCondition(Rule):
                 self._collectives.append((node, ancestors, name))
             return
         if type(node.func) in (cst.Name, cst.Attribute) and (
-            next(rank_guards(ancestors, node), None) is not None or next(rank_exits_before(ancestors, node), None) is not None
+            next(self.ranks.guards(ancestors, node), None) is not None or next(self.ranks.exits_before(ancestors, node), None) is not None
         ):
             self._guarded_calls.append((node, ancestors, self.model.value(node.func)))
 
@@ -268,16 +275,16 @@ class CollectiveUnderRankCondition(Rule):
 
     def _one_sided(self, node: cst.Call, ancestors: tuple, name: str) -> bool:
         """Whether a rank guard around `node` lets some ranks skip collective `name`."""
-        unbalanced = any(not _other_arms_call(guard, arm, name, self) for guard, arm in rank_guards(ancestors, node))
+        unbalanced = any(not _other_arms_call(guard, arm, name, self) for guard, arm in self.ranks.guards(ancestors, node))
         unbalanced = unbalanced or any(
-            not any(collective == name for collective in self._collectives_in(exit_.body)) for exit_ in rank_exits_before(ancestors, node)
+            not any(collective == name for collective in self._collectives_in(exit_.body)) for exit_ in self.ranks.exits_before(ancestors, node)
         )
         return unbalanced and not self._also_called_elsewhere_under_rank(node, ancestors, name)
 
     def _also_called_elsewhere_under_rank(self, node: cst.Call, ancestors: tuple, name: str) -> bool:
         """The "rank zero first" idiom: the same collective under another rank-dependent `if`
         of the same function, so every rank calls it once."""
-        guards = {id(guard) for guard, _ in rank_guards(ancestors, node)}
+        guards = {id(guard) for guard, _ in self.ranks.guards(ancestors, node)}
         scope = next((a for a in reversed(ancestors) if type(a) in _SCOPES), None)
         for other, other_ancestors, other_name in self._collectives:
             if other is node or other_name != name:
@@ -285,7 +292,7 @@ class CollectiveUnderRankCondition(Rule):
             other_scope = next((a for a in reversed(other_ancestors) if type(a) in _SCOPES), None)
             if other_scope is not scope:
                 continue
-            if any(id(guard) not in guards for guard, _ in rank_guards(other_ancestors, other)):
+            if any(id(guard) not in guards for guard, _ in self.ranks.guards(other_ancestors, other)):
                 return True
         return False
 
