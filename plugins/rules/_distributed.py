@@ -12,6 +12,7 @@ rank's sentinel (`rank != -1`, `local_rank is None`, `rank >= 0`).
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 from typing import Iterator, Sequence
 
 import libcst as cst
@@ -400,3 +401,26 @@ def method_calls(node: cst.CSTNode, method: str, *, into_scopes: bool = True) ->
     for child in nodes:
         if type(child) is cst.Call and type(child.func) is cst.Attribute and child.func.attr.value == method:
             yield child
+
+
+# -- files of the project ------------------------------------------------------------------------
+
+
+def module_file(importer: str, module: str, level: int, files: frozenset[str]) -> str | None:
+    """The checked file that `import module` (`level` dots) means in `importer`: next to it
+    (or up `level - 1` folders for a relative import), else the one file whose path ends
+    like the module's. None when no checked file, or several, fit."""
+    folder = PurePosixPath(importer.replace("\\", "/")).parent
+    for _ in range(max(level - 1, 0)):
+        folder = folder.parent
+    relative = module.replace(".", "/")
+    by_posix = {PurePosixPath(f.replace("\\", "/")).as_posix(): f for f in files}
+    near = [folder / f"{relative}.py", folder / relative / "__init__.py"] if module else [folder / "__init__.py"]
+    for candidate in near:
+        if candidate.as_posix() in by_posix:
+            return by_posix[candidate.as_posix()]
+    if level or not module:
+        return None
+    endings = (f"/{relative}.py", f"/{relative}/__init__.py")
+    matches = [f for posix, f in by_posix.items() if posix.endswith(endings) or posix in (f"{relative}.py", f"{relative}/__init__.py")]
+    return matches[0] if len(matches) == 1 else None

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 
 import libcst as cst
 
@@ -11,7 +10,7 @@ from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
 from ._calls import argument
-from ._distributed import DATALOADER, DISTRIBUTED_SAMPLER, assigned_name, mentions_name, method_calls, parent_map, scope_nodes
+from ._distributed import DATALOADER, DISTRIBUTED_SAMPLER, assigned_name, mentions_name, method_calls, module_file, parent_map, scope_nodes
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 BATCH_SAMPLER = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
@@ -309,7 +308,7 @@ class SamplerWithoutSetEpoch(Rule):
         # (the engine keeps module names only for files that recorded facts).
         files = project.files_mentioning("def", near=finding.path)
         for module, level in fact["modules"]:
-            path = _module_file(finding.path, module, level, files)
+            path = module_file(finding.path, module, level, files)
             if path is None or path in setting:
                 return False  # code we do not check, or code that may set the epoch
         return True
@@ -425,26 +424,6 @@ class SamplerWithoutSetEpoch(Rule):
                             seen.add(id(info.node))
                             pending.append(info.node)
         return False
-
-
-def _module_file(importer: str, module: str, level: int, files: frozenset[str]) -> str | None:
-    """The checked file that `import module` (`level` dots) means in `importer`: next to it
-    (or up `level - 1` folders for a relative import), else the one file whose path ends
-    like the module's. None when no checked file, or several, fit."""
-    folder = PurePosixPath(importer.replace("\\", "/")).parent
-    for _ in range(max(level - 1, 0)):
-        folder = folder.parent
-    relative = module.replace(".", "/")
-    by_posix = {PurePosixPath(f.replace("\\", "/")).as_posix(): f for f in files}
-    near = [folder / f"{relative}.py", folder / relative / "__init__.py"] if module else [folder / "__init__.py"]
-    for candidate in near:
-        if candidate.as_posix() in by_posix:
-            return by_posix[candidate.as_posix()]
-    if level or not module:
-        return None
-    endings = (f"/{relative}.py", f"/{relative}/__init__.py")
-    matches = [f for posix, f in by_posix.items() if posix.endswith(endings) or posix in (f"{relative}.py", f"{relative}/__init__.py")]
-    return matches[0] if len(matches) == 1 else None
 
 
 def _direct_statements(node: cst.CSTNode):
