@@ -8,6 +8,7 @@ import libcst as cst
 from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.model import SemanticModel
 from torchlint.semantic.values import ClassRef, Instance, NNModule, Sequence
+from torchlint.static.walker import iter_nodes
 
 from ._calls import argument
 from ._distributed import DDP, module_file
@@ -27,8 +28,9 @@ class BatchnormWithoutSyncInDdp(Rule):
     """
     ## What it does
     Flags `DistributedDataParallel(model, ...)` when the model has BatchNorm layers and
-    nothing in the project converts them (`nn.SyncBatchNorm.convert_sync_batchnorm(model)`,
-    a `SyncBatchNorm` layer, apex's `convert_syncbn_model`, a `sync_bn` option). The model has
+    neither this file's code nor a project file it imports converts them
+    (`nn.SyncBatchNorm.convert_sync_batchnorm(model)`, a `SyncBatchNorm` layer, apex's
+    `convert_syncbn_model`, a `sync_bn` option). The model has
     BatchNorm layers when:
 
     * the wrapped model is an instance of a class of this file whose layers (followed through
@@ -186,23 +188,51 @@ class BatchnormWithoutSyncInDdp(Rule):
             self._built = node
 
     def finish(self) -> None:
-        if not self._wraps or is_test_path(self.ctx.path) or any(word in self.ctx.text for word in _SYNCED):
+        if not self._wraps or is_test_path(self.ctx.path) or self._synchronises():
             return
         for node, wrapped in self._wraps:
             values = self.model.resolve(wrapped)
             layer = next((found for value in values if (found := self._batchnorm_in(value, set())) is not None), None)
             if layer is None:
                 layer = self._built
+            module = None
             if layer is not None:
                 line = self.ctx.position(layer)[0]
-                self._report(node, f"`{self.ctx.module.code_for_node(layer.func)}` at line {line}")
-                continue
-            imported = next((v.ref for v in values if type(v) is Instance and not v.ref.local), None)
-            module = _module_of(imported) if imported is not None else None
+                where = f"`{self.ctx.module.code_for_node(layer.func)}` at line {line}"
+            else:
+                imported = next((v.ref for v in values if type(v) is Instance and not v.ref.local), None)
+                module = _module_of(imported) if imported is not None else None
+                if module is None:
+                    continue
+                where = f"`{(imported.qualname or imported.target).rpartition('.')[2]}` from `{module[0]}`"
+            self._report(node, where)
+            line, column = self.ctx.position(node)[:2]
+            fact = {"line": line, "column": column, "imports": self._imported_modules()}
             if module is not None:
-                self._report(node, f"`{(imported.qualname or imported.target).rpartition('.')[2]}` from `{module[0]}`")
-                line, column = self.ctx.position(node)[:2]
-                self.add_fact("imported", {"line": line, "column": column, "module": list(module)})
+                fact["module"] = list(module)
+            self.add_fact("wrap", fact)
+
+    def _synchronises(self) -> bool:
+        """The code of this file (not its comments or docstrings) names a synchronised BatchNorm."""
+        if not any(word in self.ctx.text for word in _SYNCED):
+            return False
+        for node in iter_nodes(self.ctx.module):
+            kind = type(node)
+            if kind is cst.Name and any(word in node.value for word in _SYNCED):
+                return True
+            if kind is cst.Attribute and any(word in node.attr.value for word in _SYNCED):
+                return True
+        return False
+
+    def _imported_modules(self) -> list[list]:
+        """[module, level] of everything this file imports (and the modules of imported names)."""
+        aliases = self.ctx.aliases
+        found = set()
+        for qualname in aliases.aliases.values():
+            found.update({(qualname, 0), (qualname.rpartition(".")[0], 0)})
+        for level, target in aliases.relative_imports.values():
+            found.update({(target, level), (target.rpartition(".")[0], level)})
+        return sorted([module, level] for module, level in found if module or level)
 
     def _report(self, node: cst.Call, where: str) -> None:
         self.report(
@@ -237,16 +267,20 @@ class BatchnormWithoutSyncInDdp(Rule):
 
     @classmethod
     def keep_in_project(cls, project, finding) -> bool:
-        if any(project.files_mentioning(word, near=finding.path) for word in _SYNCED):
-            return False  # something in the project converts or chooses synchronised BatchNorm
-        facts = project.facts.get(finding.path, {}).get(cls.code, {}).get("imported", [])
+        facts = project.facts.get(finding.path, {}).get(cls.code, {}).get("wrap", [])
         at = (finding.location.line, finding.location.column)
         fact = next((f for f in facts if (f["line"], f["column"]) == at), None)
         if fact is None:
             return True
+        # A file this one imports converts the model, or builds synchronised BatchNorm.
+        synced = frozenset().union(*(project.files_mentioning(word, near=finding.path) for word in _SYNCED)) - {finding.path}
+        if any(module_file(finding.path, module, level, synced) for module, level in fact["imports"]):
+            return False
+        if "module" not in fact:
+            return True
         module, level = fact["module"]
-        path = module_file(finding.path, module, level, project.files_mentioning("BatchNorm", near=finding.path))
-        return path is not None  # the class's file is checked and builds BatchNorm layers
+        # The model's class comes from a checked file that builds BatchNorm layers.
+        return module_file(finding.path, module, level, project.files_mentioning("BatchNorm", near=finding.path)) is not None
 
 
 def _module_of(ref: ClassRef) -> tuple[str, int] | None:

@@ -307,6 +307,8 @@ class _ScopeReader:
             name = dotted_name(expr.func)
             if qualname is None and name is not None and name.rpartition(".")[2][:1].isupper():
                 return BARE  # `Net()`: a model class of the project
+            if qualname is not None and qualname.startswith(("torch.nn.", "torchvision.models.")) and not qualname.startswith("torch.nn.functional"):
+                return BARE  # `nn.Linear(8, 1)`, `torchvision.models.resnet50()`
             return None
         name = dotted_name(expr)
         if name is None or depth > 8:
