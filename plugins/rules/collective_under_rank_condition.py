@@ -22,7 +22,8 @@ class CollectiveUnderRankCondition(Rule):
 
     * it sits in one arm of an `if` whose condition depends on the rank (`if rank == 0:`,
       `if dist.get_rank() == 0:`, `if local_rank == 0:`, `if is_main_process():`,
-      `if args.rank % 2:`), and the other arm does not call the same collective;
+      `if args.rank % 2:`), and no other arm of its `if`/`elif`/`else` chain calls the same
+      collective;
     * or an earlier `if <rank condition>: return` (or `continue`) leaves before it;
     * or, under such a condition, the code calls a function of this file that runs the
       collective (`if rank == 0: evaluate(model)` where `evaluate` all-reduces).
@@ -275,7 +276,7 @@ class CollectiveUnderRankCondition(Rule):
 
     def _one_sided(self, node: cst.Call, ancestors: tuple, name: str) -> bool:
         """Whether a rank guard around `node` lets some ranks skip collective `name`."""
-        unbalanced = any(not _other_arms_call(guard, arm, name, self) for guard, arm in self.ranks.guards(ancestors, node))
+        unbalanced = any(not _other_arms_call(guard, ancestors, node, name, self) for guard, _ in self.ranks.guards(ancestors, node))
         unbalanced = unbalanced or any(
             not any(collective == name for collective in self._collectives_in(exit_.body)) for exit_ in self.ranks.exits_before(ancestors, node)
         )
@@ -332,12 +333,22 @@ def _guarded_in_helper(node: cst.Call, ancestors: tuple) -> bool:
     return False
 
 
-def _other_arms_call(guard: cst.If, arm: str, name: str, rule: CollectiveUnderRankCondition) -> bool:
-    """Whether the arm of `guard` other than `arm` calls collective `name`. For
-    `if/elif/else` chains, `guard.orelse` holds the rest of the chain."""
-    other = guard.orelse if arm == "body" else guard.body
-    if other is None:
-        return False
-    if type(other) is cst.Else:
-        other = other.body
-    return any(found == name for found in rule._collectives_in(other))
+def _other_arms_call(guard: cst.If, ancestors: tuple, node: cst.CSTNode, name: str, rule: CollectiveUnderRankCondition) -> bool:
+    """Whether an arm of `guard`'s `if/elif/else` chain other than the one holding `node`
+    calls collective `name` (any other arm: `if rank == 0: ... elif rank == 1: ...` pairs
+    the two ranks of a two-rank job on purpose)."""
+    chain = [*ancestors, node]
+    index = next(i for i, item in enumerate(chain) if item is guard)
+    while index > 0 and type(chain[index - 1]) is cst.If and chain[index - 1].orelse is chain[index]:
+        index -= 1  # up to the `if` that starts the chain
+    arms: list[cst.CSTNode] = []
+    statement: cst.CSTNode | None = chain[index]
+    while type(statement) is cst.If:
+        arms.append(statement.body)
+        statement = statement.orelse
+    if type(statement) is cst.Else:
+        arms.append(statement.body)
+    holding = {id(item) for item in chain}
+    return any(
+        found == name for arm in arms if id(arm) not in holding for found in rule._collectives_in(arm)
+    )
