@@ -154,8 +154,8 @@ class RankReader:
     def __init__(self, module: cst.Module | None = None) -> None:
         self.rank_names: set[str] = set()
         self.flag_names: set[str] = set()
-        #: id(if statement's test) -> dependent(test): every call under an `if` asks again.
-        self._tests: dict[int, bool] = {}
+        #: (id(if statement's test), strict, holds) -> the answer: every call under an `if` asks again.
+        self._tests: dict[tuple, bool] = {}
         if module is not None:
             self._learn(module)
 
@@ -245,27 +245,46 @@ class RankReader:
             return bool(test.args) and self.dependent(test.args[0].value)
         return self.is_rank(test) or self.is_flag(test) or (kind is cst.BinaryOperation and self.mentions(test))
 
-    def _test_dependent(self, test: cst.BaseExpression) -> bool:
-        found = self._tests.get(id(test))
+    def splits(self, test: cst.BaseExpression, holds: bool = True) -> bool:
+        """Whether the ranks on which `test` holds (or, with `holds=False`, fails) are surely
+        some ranks and not others, whatever the rank-independent parts of it say.
+        `rank == 0 and epoch % 10 == 0` splits them on every tenth epoch; `rank == 0 or
+        use_fsdp` may let every rank through, and so may the failing side of
+        `not use_fsdp and not is_rank0`."""
+        kind = type(test)
+        if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
+            return self.splits(test.expression, not holds)
+        if kind is cst.BooleanOperation:
+            conjunction = (type(test.operator) is cst.And) == holds  # De Morgan for the failing side
+            left, right = self.splits(test.left, holds), self.splits(test.right, holds)
+            return (left or right) if conjunction else (left and right)
+        return self.dependent(test)
+
+    def _test_dependent(self, test: cst.BaseExpression, strict: bool, holds: bool) -> bool:
+        key = (id(test), strict, holds)
+        found = self._tests.get(key)
         if found is None:
-            found = self._tests[id(test)] = self.dependent(test)
+            found = self._tests[key] = self.splits(test, holds) if strict else self.dependent(test)
         return found
 
     # -- places ------------------------------------------------------------------------------
-    def guards(self, ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> Iterator[tuple[cst.If, str]]:
-        """Each enclosing `if` of `node` within its function whose condition depends on the
-        rank, with the arm `node` is in ('body' or 'orelse'), innermost first."""
+    def guards(self, ancestors: Sequence[cst.CSTNode], node: cst.CSTNode, *, strict: bool = False) -> Iterator[tuple[cst.CSTNode, str]]:
+        """Each enclosing `if` (or `a if c else b`) of `node` within its function whose
+        condition depends on the rank, with the arm `node` is in ('body' or 'orelse'),
+        innermost first. `strict`: only conditions that surely split the ranks there
+        (`splits`); otherwise any condition that mentions the rank, a generous reading for
+        rules that stay quiet under a guard."""
         chain = [*ancestors, node]
         for index in range(len(chain) - 2, -1, -1):
             holder = chain[index]
             if type(holder) in _SCOPES:
                 return
-            if type(holder) is cst.If:
+            if type(holder) in (cst.If, cst.IfExp):
                 arm = _arm_below(holder, chain[index + 1])
-                if arm is not None and self._test_dependent(holder.test):
+                if arm is not None and self._test_dependent(holder.test, strict, arm == "body"):
                     yield holder, arm
 
-    def exits_before(self, ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> Iterator[cst.If]:
+    def exits_before(self, ancestors: Sequence[cst.CSTNode], node: cst.CSTNode, *, strict: bool = False) -> Iterator[cst.If]:
         """Earlier statements of the blocks around `node` (within its function) that leave on
         some ranks only: `if rank != 0: return`."""
         chain = [*ancestors, node]
@@ -279,7 +298,12 @@ class RankReader:
             for statement in holder.body:
                 if statement is below:
                     break
-                if type(statement) is cst.If and statement.orelse is None and always_leaves(statement.body) and self._test_dependent(statement.test):
+                if (
+                    type(statement) is cst.If
+                    and statement.orelse is None
+                    and always_leaves(statement.body)
+                    and self._test_dependent(statement.test, strict, False)
+                ):
                     yield statement
 
     def guarded(self, ancestors: Sequence[cst.CSTNode], node: cst.CSTNode) -> bool:
@@ -301,7 +325,7 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _BLOCKS = ("IndentedBlock", "SimpleStatementSuite", "Module")
 
 
-def _arm_below(statement: cst.If, below: cst.CSTNode | None) -> str | None:
+def _arm_below(statement: cst.If | cst.IfExp, below: cst.CSTNode | None) -> str | None:
     """'body' or 'orelse' when `below` (the next ancestor) is that arm of `statement`."""
     if below is None:
         return None

@@ -209,6 +209,30 @@ class CollectiveUnderRankCondition(Rule):
             """,
             note="the collective runs on every rank",
         ),
+        Bad(
+            """
+            import torch.distributed as dist
+
+            def finish(model, args):
+                if not args.distributed or dist.get_rank() != 0:
+                    return
+                dist.barrier()  # error
+            """,
+            note="in a distributed run, only rank 0 gets past the early return",
+        ),
+        Good(
+            """
+            import torch.distributed as dist
+
+            def evaluate(model, loader, use_sharded_eval, is_rank0):
+                if not use_sharded_eval and not is_rank0:
+                    return {}
+                signal = model.new_zeros(1)
+                if use_sharded_eval:
+                    dist.broadcast(signal, src=0)
+            """,
+            note="the early return and the collective exclude each other: with sharded evaluation nobody returns",
+        ),
         Good(
             files={
                 "testing/test_timeouts.py": """
@@ -246,7 +270,7 @@ class CollectiveUnderRankCondition(Rule):
                 self._collectives.append((node, ancestors, name))
             return
         if type(node.func) in (cst.Name, cst.Attribute) and (
-            next(self.ranks.guards(ancestors, node), None) is not None or next(self.ranks.exits_before(ancestors, node), None) is not None
+            next(self.ranks.guards(ancestors, node, strict=True), None) is not None or next(self.ranks.exits_before(ancestors, node, strict=True), None) is not None
         ):
             self._guarded_calls.append((node, ancestors, self.model.value(node.func)))
 
@@ -276,16 +300,16 @@ class CollectiveUnderRankCondition(Rule):
 
     def _one_sided(self, node: cst.Call, ancestors: tuple, name: str) -> bool:
         """Whether a rank guard around `node` lets some ranks skip collective `name`."""
-        unbalanced = any(not _other_arms_call(guard, ancestors, node, name, self) for guard, _ in self.ranks.guards(ancestors, node))
+        unbalanced = any(not _other_arms_call(guard, ancestors, node, name, self) for guard, _ in self.ranks.guards(ancestors, node, strict=True))
         unbalanced = unbalanced or any(
-            not any(collective == name for collective in self._collectives_in(exit_.body)) for exit_ in self.ranks.exits_before(ancestors, node)
+            not any(collective == name for collective in self._collectives_in(exit_.body)) for exit_ in self.ranks.exits_before(ancestors, node, strict=True)
         )
         return unbalanced and not self._also_called_elsewhere_under_rank(node, ancestors, name)
 
     def _also_called_elsewhere_under_rank(self, node: cst.Call, ancestors: tuple, name: str) -> bool:
         """The "rank zero first" idiom: the same collective under another rank-dependent `if`
         of the same function, so every rank calls it once."""
-        guards = {id(guard) for guard, _ in self.ranks.guards(ancestors, node)}
+        guards = {id(guard) for guard, _ in self.ranks.guards(ancestors, node, strict=True)}
         scope = next((a for a in reversed(ancestors) if type(a) in _SCOPES), None)
         for other, other_ancestors, other_name in self._collectives:
             if other is node or other_name != name:
@@ -293,7 +317,7 @@ class CollectiveUnderRankCondition(Rule):
             other_scope = next((a for a in reversed(other_ancestors) if type(a) in _SCOPES), None)
             if other_scope is not scope:
                 continue
-            if any(id(guard) not in guards for guard, _ in self.ranks.guards(other_ancestors, other)):
+            if any(id(guard) not in guards for guard, _ in self.ranks.guards(other_ancestors, other, strict=True)):
                 return True
         return False
 
@@ -333,11 +357,14 @@ def _guarded_in_helper(node: cst.Call, ancestors: tuple) -> bool:
     return False
 
 
-def _other_arms_call(guard: cst.If, ancestors: tuple, node: cst.CSTNode, name: str, rule: CollectiveUnderRankCondition) -> bool:
+def _other_arms_call(guard: cst.If | cst.IfExp, ancestors: tuple, node: cst.CSTNode, name: str, rule: CollectiveUnderRankCondition) -> bool:
     """Whether an arm of `guard`'s `if/elif/else` chain other than the one holding `node`
     calls collective `name` (any other arm: `if rank == 0: ... elif rank == 1: ...` pairs
     the two ranks of a two-rank job on purpose)."""
     chain = [*ancestors, node]
+    holding = {id(item) for item in chain}
+    if type(guard) is cst.IfExp:
+        return any(found == name for arm in (guard.body, guard.orelse) if id(arm) not in holding for found in rule._collectives_in(arm))
     index = next(i for i, item in enumerate(chain) if item is guard)
     while index > 0 and type(chain[index - 1]) is cst.If and chain[index - 1].orelse is chain[index]:
         index -= 1  # up to the `if` that starts the chain
@@ -348,7 +375,6 @@ def _other_arms_call(guard: cst.If, ancestors: tuple, node: cst.CSTNode, name: s
         statement = statement.orelse
     if type(statement) is cst.Else:
         arms.append(statement.body)
-    holding = {id(item) for item in chain}
     return any(
         found == name for arm in arms if id(arm) not in holding for found in rule._collectives_in(arm)
     )

@@ -185,6 +185,17 @@ class WriteOnEveryRank(Rule):
         ),
         Good(
             """
+            import torch.distributed as dist
+            from torch.utils.tensorboard import SummaryWriter
+
+            def main(args):
+                dist.init_process_group("nccl")
+                writer = SummaryWriter() if args.rank == 0 else None
+            """,
+            note="a conditional expression guards it",
+        ),
+        Good(
+            """
             import torch
 
             def main(model):
