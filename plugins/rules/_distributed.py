@@ -387,17 +387,6 @@ def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
                 yield child
 
 
-def ancestors_of(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> list[cst.CSTNode]:
-    """The chain from the root down to (excluding) `node`."""
-    chain = []
-    current = parents.get(id(node))
-    while current is not None:
-        chain.append(current)
-        current = parents.get(id(current))
-    chain.reverse()
-    return chain
-
-
 def assigned_name(call: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> str | None:
     """`train_sampler` for `train_sampler = DistributedSampler(ds)` (also through
     `... if distributed else None` and parentheses); `self.loader` for attribute targets."""

@@ -8,7 +8,6 @@ from torchlint.findings import Finding, Severity
 from torchlint.rule import Bad, Good, Rule
 from torchlint.static.context import ProjectContext, make_finding
 from torchlint.static.names import dotted_name
-from torchlint.static.walker import iter_nodes
 
 from ._calls import argument
 from ._checkpoints import SAVE_FUNCTIONS, CheckpointNames
