@@ -14,8 +14,10 @@ from ._distributed import DATALOADER, DISTRIBUTED_SAMPLER, assigned_name, mentio
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 BATCH_SAMPLER = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
-#: Calls that only iterate (or measure) a loader: they cannot set its sampler's epoch.
-_ITERATING = frozenset({"iter", "enumerate", "zip", "tqdm", "len", "print", "next", "list", "islice", "cycle", "chain"})
+#: Calls that iterate a loader: they cannot set its sampler's epoch.
+_ITERATING = frozenset({"iter", "enumerate", "zip", "tqdm", "next", "list", "islice", "cycle", "chain"})
+#: Calls that only look at a loader: they neither iterate it nor set its epoch.
+_LOOKING = frozenset({"len", "print", "isinstance", "hasattr", "getattr", "type", "str", "repr", "format"})
 #: Evaluation data: its order does not matter, so a fixed order is no bug.
 _EVALUATION = re.compile(r"(^|_)(val|valid|validation|test|testing|eval|evaluation|dev|holdout)(_|\d|$)", re.IGNORECASE)
 
@@ -248,6 +250,20 @@ class SamplerWithoutSetEpoch(Rule):
             """,
             note="one pass: no epoch loop",
         ),
+        Good(
+            """
+            from torch.utils.data import DataLoader
+            from torch.utils.data.distributed import DistributedSampler
+
+            def main(dataset, model, epochs):
+                loader = DataLoader(dataset, sampler=DistributedSampler(dataset))
+                for epoch in range(epochs):
+                    print(f"epoch {epoch}: {len(loader)} batches")
+                for x in loader:
+                    model(x).backward()
+            """,
+            note="the epoch loop only measures the loader",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -365,7 +381,7 @@ class SamplerWithoutSetEpoch(Rule):
         for node in iter_nodes(loop.body, skip=_SCOPES):
             if type(node) is cst.For and any(mentions_name(node.iter, name) for name in names):
                 return True
-            if type(node) is cst.Call and self._passes(node, names):
+            if type(node) is cst.Call and self._passes(node, names) and _callee_name(node) not in _LOOKING:
                 if _callee_name(node) in _ITERATING or self.model.functions_called(self._callees.get(id(node))):
                     return True
                 if self._imported_module(node) is not None:
@@ -377,7 +393,7 @@ class SamplerWithoutSetEpoch(Rule):
         hands it to something that is neither such a function nor one of this file."""
         modules: set[tuple[str, int]] = set()
         for node in iter_nodes(loop.body, skip=_SCOPES):
-            if type(node) is not cst.Call or not self._passes(node, names) or _callee_name(node) in _ITERATING:
+            if type(node) is not cst.Call or not self._passes(node, names) or _callee_name(node) in _ITERATING | _LOOKING:
                 continue
             if self.model.functions_called(self._callees.get(id(node))):
                 continue
