@@ -11,6 +11,7 @@ rank's sentinel (`rank != -1`, `local_rank is None`, `rank >= 0`).
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import PurePosixPath
 from typing import Iterator, Sequence
@@ -140,8 +141,10 @@ def _constant(node: cst.CSTNode) -> object:
 
 
 _OTHER = object()
-_FLIPPED = {cst.LessThan: ">", cst.GreaterThanEqual: "<=", cst.GreaterThan: "<", cst.LessThanEqual: ">="}
-_OPERATOR = {cst.LessThan: "<", cst.GreaterThanEqual: ">=", cst.GreaterThan: ">", cst.LessThanEqual: "<="}
+#: Comparison operators by libcst class name (names: the import must not load libcst),
+#: as written and with the sides swapped.
+_OPERATOR = {"LessThan": "<", "GreaterThanEqual": ">=", "GreaterThan": ">", "LessThanEqual": "<="}
+_FLIPPED = {"LessThan": ">", "GreaterThanEqual": "<=", "GreaterThan": "<", "LessThanEqual": ">="}
 
 
 class RankReader:
@@ -218,7 +221,7 @@ class RankReader:
             return False
         target = comparison.comparisons[0]
         left, right = comparison.left, target.comparator
-        operator = type(target.operator)
+        operator = type(target.operator).__name__
         if self.is_rank(left, compared=True):
             value, symbol = _constant(right), _OPERATOR.get(operator)
         elif self.is_rank(right, compared=True):
@@ -277,7 +280,7 @@ class RankReader:
         chain = [*ancestors, node]
         for index in range(len(chain) - 2, -1, -1):
             holder = chain[index]
-            if type(holder) in _SCOPES:
+            if type(holder) in scopes():
                 return
             if type(holder) in (cst.If, cst.IfExp):
                 arm = _arm_below(holder, chain[index + 1])
@@ -290,7 +293,7 @@ class RankReader:
         chain = [*ancestors, node]
         for index in range(len(chain) - 2, -1, -1):
             holder = chain[index]
-            if type(holder) in _SCOPES:
+            if type(holder) in scopes():
                 return
             if type(holder).__name__ not in _BLOCKS:
                 continue
@@ -321,8 +324,14 @@ class RankReader:
 
 # -- where a node is ---------------------------------------------------------------------------
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _BLOCKS = ("IndentedBlock", "SimpleStatementSuite", "Module")
+
+
+@functools.lru_cache(maxsize=None)
+def scopes() -> tuple[type, ...]:
+    """The nodes that open a scope: functions, classes, lambdas. (A function, not a module
+    constant: touching libcst at import time would load it for runs that parse nothing.)"""
+    return (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 def _arm_below(statement: cst.If | cst.IfExp, below: cst.CSTNode | None) -> str | None:
@@ -365,7 +374,7 @@ def _decorator_callee(expr: cst.BaseExpression) -> cst.BaseExpression:
 def scope_nodes(scope: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Nodes of a function body (or of a module), not entering nested functions and classes."""
     root = scope.body if type(scope) is cst.FunctionDef else scope
-    yield from iter_nodes(root, skip=_SCOPES)
+    yield from iter_nodes(root, skip=scopes())
 
 
 def parent_map(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
@@ -410,7 +419,7 @@ def mentions_name(node: cst.CSTNode, name: str) -> bool:
 
 
 def method_calls(node: cst.CSTNode, method: str, *, into_scopes: bool = True) -> Iterator[cst.Call]:
-    nodes = iter_nodes(node) if into_scopes else iter_nodes(node, skip=_SCOPES)
+    nodes = iter_nodes(node) if into_scopes else iter_nodes(node, skip=scopes())
     for child in nodes:
         if type(child) is cst.Call and type(child.func) is cst.Attribute and child.func.attr.value == method:
             yield child

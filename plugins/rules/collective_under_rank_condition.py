@@ -7,10 +7,9 @@ from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.model import SemanticModel
 from torchlint.static.walker import iter_nodes
 
-from ._distributed import RankReader, collective_name, on_subgroup
+from ._distributed import RankReader, collective_name, on_subgroup, scopes
 from ._loops import is_test_path
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 
 class CollectiveUnderRankCondition(Rule):
@@ -269,9 +268,7 @@ class CollectiveUnderRankCondition(Rule):
             if not on_subgroup(node, name):
                 self._collectives.append((node, ancestors, name))
             return
-        if type(node.func) in (cst.Name, cst.Attribute) and (
-            next(self.ranks.guards(ancestors, node, strict=True), None) is not None or next(self.ranks.exits_before(ancestors, node, strict=True), None) is not None
-        ):
+        if type(node.func) in (cst.Name, cst.Attribute) and self._some_ranks_only(ancestors, node):
             self._guarded_calls.append((node, ancestors, self.model.value(node.func)))
 
     def finish(self) -> None:
@@ -298,23 +295,28 @@ class CollectiveUnderRankCondition(Rule):
                     "every rank",
                 )
 
+    def _some_ranks_only(self, ancestors: tuple, node: cst.CSTNode) -> bool:
+        ranks = self.ranks
+        guard = next(ranks.guards(ancestors, node, strict=True), None)
+        return guard is not None or next(ranks.exits_before(ancestors, node, strict=True), None) is not None
+
     def _one_sided(self, node: cst.Call, ancestors: tuple, name: str) -> bool:
         """Whether a rank guard around `node` lets some ranks skip collective `name`."""
-        unbalanced = any(not _other_arms_call(guard, ancestors, node, name, self) for guard, _ in self.ranks.guards(ancestors, node, strict=True))
-        unbalanced = unbalanced or any(
-            not any(collective == name for collective in self._collectives_in(exit_.body)) for exit_ in self.ranks.exits_before(ancestors, node, strict=True)
-        )
+        guards = self.ranks.guards(ancestors, node, strict=True)
+        unbalanced = any(not _other_arms_call(guard, ancestors, node, name, self) for guard, _ in guards)
+        exits = self.ranks.exits_before(ancestors, node, strict=True)
+        unbalanced = unbalanced or any(name not in set(self._collectives_in(exit_.body)) for exit_ in exits)
         return unbalanced and not self._also_called_elsewhere_under_rank(node, ancestors, name)
 
     def _also_called_elsewhere_under_rank(self, node: cst.Call, ancestors: tuple, name: str) -> bool:
         """The "rank zero first" idiom: the same collective under another rank-dependent `if`
         of the same function, so every rank calls it once."""
         guards = {id(guard) for guard, _ in self.ranks.guards(ancestors, node, strict=True)}
-        scope = next((a for a in reversed(ancestors) if type(a) in _SCOPES), None)
+        scope = next((a for a in reversed(ancestors) if type(a) in scopes()), None)
         for other, other_ancestors, other_name in self._collectives:
             if other is node or other_name != name:
                 continue
-            other_scope = next((a for a in reversed(other_ancestors) if type(a) in _SCOPES), None)
+            other_scope = next((a for a in reversed(other_ancestors) if type(a) in scopes()), None)
             if other_scope is not scope:
                 continue
             if any(id(guard) not in guards for guard, _ in self.ranks.guards(other_ancestors, other, strict=True)):
@@ -322,7 +324,7 @@ class CollectiveUnderRankCondition(Rule):
         return False
 
     def _collectives_in(self, root: cst.CSTNode):
-        for child in iter_nodes(root, skip=_SCOPES):
+        for child in iter_nodes(root, skip=scopes()):
             if type(child) is cst.Call:
                 name = collective_name(self.ctx.qualname(child.func))
                 if name is not None:
@@ -343,14 +345,14 @@ class CollectiveUnderRankCondition(Rule):
 
 
 def _innermost_function(ancestors: tuple) -> cst.CSTNode | None:
-    return next((a for a in reversed(ancestors) if type(a) in _SCOPES), None)
+    return next((a for a in reversed(ancestors) if type(a) in scopes()), None)
 
 
 def _guarded_in_helper(node: cst.Call, ancestors: tuple) -> bool:
     """Inside the helper, the collective itself sits under some condition: whether every
     rank reaches it is the helper's business, not this call's."""
     for ancestor in reversed(ancestors):
-        if type(ancestor) in _SCOPES:
+        if type(ancestor) in scopes():
             return False
         if type(ancestor) in (cst.If, cst.Try, cst.While):
             return True

@@ -11,10 +11,10 @@ from torchlint.static.names import dotted_name
 
 from ._calls import argument
 from ._checkpoints import SAVE_FUNCTIONS, CheckpointNames
-from ._distributed import PREFIXING_WRAPPERS
+from ._distributed import PREFIXING_WRAPPERS, scopes
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-_CONDITIONAL = (cst.If, cst.Try, cst.For, cst.While, cst.IfExp, cst.BooleanOperation)
+#: Nodes whose parts may not run (libcst class names: the import must not load libcst).
+_CONDITIONAL = frozenset({"If", "Try", "For", "While", "IfExp", "BooleanOperation"})
 WRAPPED, BARE = "wrapped", "bare"
 #: Method calls that return the module they are called on.
 _SAME_MODULE = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "to_empty"})
@@ -306,7 +306,8 @@ class _ScopeReader:
             name = dotted_name(expr.func)
             if qualname is None and name is not None and name.rpartition(".")[2][:1].isupper():
                 return BARE  # `Net()`: a model class of the project
-            if qualname is not None and qualname.startswith(("torch.nn.", "torchvision.models.")) and not qualname.startswith("torch.nn.functional"):
+            torch_model = qualname is not None and qualname.startswith(("torch.nn.", "torchvision.models."))
+            if torch_model and not qualname.startswith("torch.nn.functional"):
                 return BARE  # `nn.Linear(8, 1)`, `torchvision.models.resnet50()`
             return None
         name = dotted_name(expr)
@@ -416,9 +417,9 @@ def _walk(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, bool]]:
     while stack:
         node, conditional = stack.pop()
         yield node, conditional
-        if type(node) in _SCOPES and node is not root:
+        if type(node) in scopes() and node is not root:
             continue
-        inner = conditional or type(node) in _CONDITIONAL
+        inner = conditional or type(node).__name__ in _CONDITIONAL
         children = []
         for field in _child_fields(type(node)):
             value = getattr(node, field)

@@ -10,9 +10,18 @@ from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
 from ._calls import argument
-from ._distributed import DATALOADER, DISTRIBUTED_SAMPLER, assigned_name, mentions_name, method_calls, module_file, parent_map, scope_nodes
+from ._distributed import (
+    DATALOADER,
+    DISTRIBUTED_SAMPLER,
+    assigned_name,
+    mentions_name,
+    method_calls,
+    module_file,
+    parent_map,
+    scope_nodes,
+    scopes,
+)
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 BATCH_SAMPLER = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
 #: Calls that iterate a loader: they cannot set its sampler's epoch.
 _ITERATING = frozenset({"iter", "enumerate", "zip", "tqdm", "next", "list", "islice", "cycle", "chain"})
@@ -378,7 +387,7 @@ class SamplerWithoutSetEpoch(Rule):
     def _uses_every_pass(self, loop: cst.CSTNode, names: set[str]) -> bool:
         if type(loop) is cst.For and any(mentions_name(loop.iter, name) for name in names):
             return False  # this loop is the pass over the data itself
-        for node in iter_nodes(loop.body, skip=_SCOPES):
+        for node in iter_nodes(loop.body, skip=scopes()):
             if type(node) is cst.For and any(mentions_name(node.iter, name) for name in names):
                 return True
             if type(node) is cst.Call and self._passes(node, names) and _callee_name(node) not in _LOOKING:
@@ -392,7 +401,7 @@ class SamplerWithoutSetEpoch(Rule):
         """The modules of the imported functions the loop hands the data to; None when it
         hands it to something that is neither such a function nor one of this file."""
         modules: set[tuple[str, int]] = set()
-        for node in iter_nodes(loop.body, skip=_SCOPES):
+        for node in iter_nodes(loop.body, skip=scopes()):
             if type(node) is not cst.Call or not self._passes(node, names) or _callee_name(node) in _ITERATING | _LOOKING:
                 continue
             if self.model.functions_called(self._callees.get(id(node))):
@@ -445,8 +454,8 @@ class SamplerWithoutSetEpoch(Rule):
 def _direct_statements(node: cst.CSTNode):
     """The statements directly under a block-holding node, and the blocks of a compound one
     (not entering functions or classes)."""
-    for child in iter_nodes(node, skip=(*_SCOPES, cst.BaseCompoundStatement)):
-        if child is not node and isinstance(child, cst.BaseCompoundStatement) and type(child) not in _SCOPES:
+    for child in iter_nodes(node, skip=(*scopes(), cst.BaseCompoundStatement)):
+        if child is not node and isinstance(child, cst.BaseCompoundStatement) and type(child) not in scopes():
             yield child
 
 

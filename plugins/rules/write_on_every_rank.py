@@ -11,10 +11,9 @@ from torchlint.static.walker import iter_nodes
 
 from ._calls import keyword
 from ._checkpoints import SAVE_FUNCTIONS, CheckpointNames
-from ._distributed import INIT_PROCESS_GROUP, RankReader
+from ._distributed import INIT_PROCESS_GROUP, RankReader, scopes
 from ._loops import is_test_path
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 #: What each kind of write is, for the message.
 _WRITES = {
     **{name: "checkpoint" for name in SAVE_FUNCTIONS},
@@ -317,7 +316,7 @@ class WriteOnEveryRank(Rule):
 
 
 def _scope(ancestors) -> cst.CSTNode | None:
-    return next((a for a in reversed(ancestors) if type(a) in _SCOPES), None)
+    return next((a for a in reversed(ancestors) if type(a) in scopes()), None)
 
 
 def _set_up_by_name(call: cst.Call) -> bool:
@@ -340,7 +339,7 @@ def _write_kind(qualname: str | None, call: cst.Call) -> str | None:
 def _assigned_values(scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
     root = scope.body if type(scope) is cst.FunctionDef else scope
     found: dict[str, list[cst.BaseExpression]] = {}
-    for node in iter_nodes(root, skip=_SCOPES):
+    for node in iter_nodes(root, skip=scopes()):
         if type(node) is cst.Assign:
             for target in node.targets:
                 if type(target.target) is cst.Name:
