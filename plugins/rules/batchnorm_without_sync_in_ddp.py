@@ -63,7 +63,7 @@ class BatchnormWithoutSyncInDdp(Rule):
     ## Known limitations
     Off by default: per-GPU BatchNorm is often deliberate (large per-GPU batches, where
     SyncBatchNorm only costs a collective per layer; frozen or eval-mode BatchNorm in a
-    fine-tuned backbone), and the rule cannot see the batch size. Read on 22 public DDP
+    fine-tuned backbone), and the rule cannot see the batch size. Read on 23 public DDP
     code bases, both of its reports were deliberate (a linear probe with a large per-GPU
     batch, an ImageNet fine-tune with the standard per-GPU BatchNorm). Models built by a
     factory from a name (`models.__dict__[arch]()`) are not followed.

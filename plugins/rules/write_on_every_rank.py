@@ -78,7 +78,7 @@ class WriteOnEveryRank(Rule):
 
     ## Known limitations
     Off by default: whether a write is meant for every rank is a judgement the code does not
-    always show, and the guard is often written in a form a linter cannot read. On 22 public
+    always show, and the guard is often written in a form a linter cannot read. On 23 public
     DDP code bases it reported three writes whose guards it had misread (`if self.gpu_id ==
     0:`, `SummaryWriter() if rank == 0 else None`); those forms are understood now, but
     others will exist. Each rank may write to its own folder that was made rank-specific earlier
