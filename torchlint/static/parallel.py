@@ -12,6 +12,7 @@ again, each in a fresh worker of its own, so only the file that kills its worker
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from typing import TYPE_CHECKING
@@ -43,6 +44,7 @@ def _check_in_worker(item: tuple[str, bytes]) -> dict:
 
 
 def _init_spawned_worker(config, enabled) -> None:
+    quieter_gc()
     global _engine
     from torchlint.pluginmanager import make_plugin_manager, rule_registry
     from torchlint.static.engine import StaticEngine
@@ -97,10 +99,22 @@ def _run_pool(engine: StaticEngine, items: list[tuple[str, bytes]], order: list[
     return outputs
 
 
+#: Allocations between young-generation collections while checking (CPython's default: 700).
+#: A file's syntax tree is hundreds of thousands of short-lived objects, and the rules keep
+#: per-file state alive, so at the default every parse re-scans that state many times over:
+#: 17 % of a cold run on timm, for the same peak memory.
+GC_THRESHOLD = (50_000, 20, 100)
+
+
+def quieter_gc() -> None:
+    gc.set_threshold(*GC_THRESHOLD)
+
+
 def run_checks(engine: StaticEngine, items: list[tuple[str, bytes]], jobs: int) -> list[FileResult]:
     from torchlint.static.engine import FileResult
     from torchlint.static.engine_rules import FileNotChecked, engine_finding
 
+    quieter_gc()  # forked workers inherit it; spawned ones call it in their initializer
     fork = "fork" in multiprocessing.get_all_start_methods()
     jobs = plan_jobs(engine, items, jobs, fork)
     if jobs <= 1:
