@@ -281,7 +281,6 @@ class _ScopeReader:
         self.scope = scope
         self.owner = owner
         root = scope.body if type(scope) is cst.FunctionDef else scope
-        self.text = rule.ctx.module.code_for_node(root) if type(scope) is cst.FunctionDef else rule.ctx.text
         #: (node, target name, value, conditional) of each single-target assignment, in order
         self.assignments: list[tuple[cst.CSTNode, str, cst.BaseExpression, bool]] = []
         self._order: dict[int, int] = {}
@@ -291,6 +290,17 @@ class _ScopeReader:
                 name = dotted_name(node.targets[0].target)
                 if name is not None:
                     self.assignments.append((node, name, node.value, conditional))
+
+    def _handles_prefixes(self) -> bool:
+        """Whether this scope's text handles `module.` prefixes. The file's text is asked first:
+        generating a function's code costs more than the rest of this rule, and most files
+        never mention the words."""
+        text = self.rule.ctx.text
+        if not any(word in text for word in _PREFIX_HANDLING):
+            return False
+        if type(self.scope) is cst.FunctionDef:
+            text = self.rule.ctx.module.code_for_node(self.scope.body)
+        return any(word in text for word in _PREFIX_HANDLING)
 
     # -- which models are wrapped -----------------------------------------------------------------
     def state(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> str | None:
@@ -365,7 +375,7 @@ class _ScopeReader:
 
     def loaded(self, call: cst.Call) -> tuple[str, str | None, str] | None:
         """(path text, key, model state) of `<model>.load_state_dict(torch.load(path)[key])`."""
-        if any(word in self.text for word in _PREFIX_HANDLING):
+        if self._handles_prefixes():
             return None  # the function adds or strips the prefix itself
         target = call.func.value
         state = self.state(target, call)

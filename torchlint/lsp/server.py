@@ -266,5 +266,8 @@ def shutdown(ls: TorchlintServer, *args: Any) -> None:
 
 
 def main() -> None:
+    from torchlint.static.parallel import quieter_gc
+
+    quieter_gc()  # each check builds a syntax tree of short-lived objects, as `check` does
     server.start_io()
 
