@@ -45,7 +45,8 @@ class GradientFlowProbe(Probe):
         self.without_grad: dict[int, int] = {}  # id(param) -> steps it had no (or a zero) gradient
         self.zero_only: dict[int, bool] = {}  # id(param) -> every missing gradient was all zeros
         self.unchanged: dict[int, int] = {}  # id(param) -> steps it had a gradient and kept its value
-        self.before_step: dict[int, float] = {}
+        #: Per device, between the hooks of one step: (parameters, their prefixes, their gradients' prefixes).
+        self.before_step: list[tuple[list, tuple, tuple]] = []
         self.params: dict[int, weakref.ref] = {}
         self.names: dict[int, str] = {}
         self.step_site = None
@@ -105,7 +106,8 @@ class GradientFlowProbe(Probe):
                     self.without_grad[id(param)] = self.without_grad.get(id(param), 0) + 1
                     self.zero_only[id(param)] = self.zero_only.get(id(param), True)
             moving = [p for p, norm in zip(with_grad, grad_norms) if norm != 0.0]
-            self.before_step = {device: (group, _prefixes(group), _prefixes([p.grad for p in group])) for device, group in _by_device(moving).items()}
+            groups = ([moving[i] for i in indices] for indices in _by_device(moving).values())
+            self.before_step = [(group, _prefixes(group), _prefixes([p.grad for p in group])) for group in groups]
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         seen = self.steps.get(id(optimizer), 0)
@@ -113,11 +115,11 @@ class GradientFlowProbe(Probe):
             return
         self.steps[id(optimizer)] = seen + 1
         with torch._C.DisableTorchFunction(), torch.no_grad():
-            for group, before, grads in self.before_step.values():
+            for group, before, grads in self.before_step:
                 for param, kept in zip(group, _kept(before, _prefixes(group), grads)):
                     if kept:
                         self.unchanged[id(param)] = self.unchanged.get(id(param), 0) + 1
-        self.before_step = {}
+        self.before_step = []
         if seen + 1 == STEPS:
             self._judge()  # judged now: the run may be stopped (--steps) or die later
 
@@ -211,15 +213,10 @@ def _trainable(optimizer: Any) -> list[torch.Tensor]:
 
 
 def _norms(tensors: list[torch.Tensor]) -> list[float]:
-    """The 2-norm of each tensor, one fused kernel per device (an update that moves the
-    values moves the norm; a learning rate of 0 keeps it exactly)."""
-    by_device: dict[Any, list[int]] = {}
-    for index, tensor in enumerate(tensors):
-        if tensor.is_meta or tensor.is_sparse:
-            continue
-        by_device.setdefault(tensor.device, []).append(index)
+    """The 2-norm of each tensor (NaN for a meta or sparse one), one fused kernel per device:
+    an all-zero gradient has a norm of exactly 0."""
     norms = [float("nan")] * len(tensors)
-    for indices in by_device.values():
+    for indices in _by_device(tensors).values():
         found = torch._foreach_norm([tensors[i].detach() for i in indices])
         for index, value in zip(indices, torch.stack([n.double() for n in found]).tolist()):
             norms[index] = value
@@ -231,11 +228,12 @@ def _norms(tensors: list[torch.Tensor]) -> list[float]:
 PREFIX = 256
 
 
-def _by_device(tensors: list[torch.Tensor]) -> dict[Any, list[torch.Tensor]]:
-    groups: dict[Any, list[torch.Tensor]] = {}
-    for tensor in tensors:
+def _by_device(tensors: list[torch.Tensor]) -> dict[Any, list[int]]:
+    """The indices of `tensors` by device, meta and sparse ones left out (no values to read)."""
+    groups: dict[Any, list[int]] = {}
+    for index, tensor in enumerate(tensors):
         if not (tensor.is_meta or tensor.is_sparse):
-            groups.setdefault(tensor.device, []).append(tensor)
+            groups.setdefault(tensor.device, []).append(index)
     return groups
 
 
