@@ -1,0 +1,113 @@
+"""The memory probe's report section: memory after each watched iteration, and the modules
+and user lines whose forward work autograd saved the most bytes for.
+
+Parent side, no torch: plain data the probe published (``ctx.publish``).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from torchlint.runtime.matching import display_path
+
+from .units import human_bytes
+
+
+def memory_section(result: dict[str, Any], cwd: Path) -> Any:
+    from torchlint.runtime.sections import RunSection
+
+    return RunSection(title="memory", text=memory_lines(result, cwd), html=memory_html(result, cwd), cards=memory_cards(result))
+
+
+def _device(result: dict[str, Any]) -> str:
+    return str(result.get("device") or "cpu")
+
+
+def _label(row: dict[str, Any]) -> str:
+    """`step 3` after an optimizer step, `model call 9` in a loop that only calls the model."""
+    return f"step {row.get('steps', '?')}" if row.get("kind") == "step" else f"model call {row.get('forwards', '?')}"
+
+
+def _counters(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The device's own columns, where the run had them: (key, heading)."""
+    rows = result.get("iterations") or ()
+    columns = []
+    if any("allocated" in row for row in rows):
+        simulated = "simulated" in _device(result)
+        columns.append(("allocated", "allocated (simulated)" if simulated else "allocated"))
+    if any("peak" in row for row in rows):
+        columns.append(("peak", "peak allocated"))
+    return columns
+
+
+def memory_lines(result: dict[str, Any], cwd: Path) -> list[str]:
+    watched = result.get("watched", 0)
+    out = [f"memory ({_device(result)}: bytes autograd saved for backward, in the first {watched} iterations of each loop)"]
+    rows = result.get("iterations") or ()
+    counters = _counters(result)
+    if rows:
+        heading = f"  {'after':<16}{'saved':>12}{'still held':>13}{'from earlier':>15}" + "".join(f"{title:>24}" for _, title in counters)
+        out.append(heading)
+        for row in rows:
+            line = (f"  {_label(row):<16}{human_bytes(row.get('saved', 0)):>12}{human_bytes(row.get('held', 0)):>13}"
+                    f"{human_bytes(row.get('earlier', 0)):>15}")
+            out.append(line + "".join(f"{human_bytes(row[key]) if key in row else '-':>24}" for key, _ in counters))
+    else:
+        out.append("  no optimizer step or repeated model call was seen: nothing to measure per iteration")
+    modules = result.get("modules") or ()
+    if modules:
+        out.append("  per module, the most saved for backward in one iteration:")
+        for entry in modules:
+            kind = f" ({entry['type']})" if entry.get("type") else ""
+            out.append(f"    {human_bytes(entry['bytes']):>10}  {entry['module']}{kind}")
+    lines = result.get("lines") or ()
+    if lines:
+        out.append("  per user line:")
+        for entry in lines:
+            source = f"  {entry['source']}" if entry.get("source") else ""
+            out.append(f"    {human_bytes(entry['bytes']):>10}  {display_path(entry['path'], cwd)}:{entry['line']}{source}")
+    return out
+
+
+def memory_cards(result: dict[str, Any]) -> tuple[tuple[str, str, str], ...]:
+    rows = result.get("iterations") or ()
+    cards = [("saved for backward", human_bytes(result.get("peak_saved", 0)), "the most in one iteration")]
+    if rows:
+        last = rows[-1]
+        note = f"after {_label(last)}" + (f", {human_bytes(last['earlier'])} from earlier iterations" if last.get("earlier") else "")
+        cards.append(("still held", human_bytes(last.get("held", 0)), note))
+    return tuple(cards)
+
+
+def memory_html(result: dict[str, Any], cwd: Path) -> str:
+    watched = result.get("watched", 0)
+    parts = [f'<section id="memory"><h2>Memory</h2><p class="muted">{escape(_device(result))}: bytes autograd saved for '
+             f"backward, in the first {escape(str(watched))} iterations of each loop</p>"]
+    rows = result.get("iterations") or ()
+    counters = _counters(result)
+    if rows:
+        head = "".join(f"<th>{escape(title)}</th>" for _, title in counters)
+        body = "".join(
+            f'<tr><td>{escape(_label(row))}</td><td class="n">{escape(human_bytes(row.get("saved", 0)))}</td>'
+            f'<td class="n">{escape(human_bytes(row.get("held", 0)))}</td><td class="n">{escape(human_bytes(row.get("earlier", 0)))}</td>'
+            + "".join(f'<td class="n">{escape(human_bytes(row[key])) if key in row else "-"}</td>' for key, _ in counters)
+            + "</tr>"
+            for row in rows
+        )
+        parts.append(f"<h3>After each iteration</h3><table><tr><th>after</th><th>saved</th><th>still held</th>"
+                     f"<th>from earlier</th>{head}</tr>{body}</table>")
+    modules = result.get("modules") or ()
+    if modules:
+        body = "".join(f'<tr><td class="mono">{escape(m["module"])}</td><td>{escape(m.get("type") or "")}</td>'
+                       f'<td class="n">{escape(human_bytes(m["bytes"]))}</td></tr>' for m in modules)
+        parts.append(f"<h3>Per module</h3><table><tr><th>module</th><th>type</th><th>saved in one iteration</th></tr>{body}</table>")
+    lines = result.get("lines") or ()
+    if lines:
+        body = "".join(f'<tr><td class="mono">{escape(display_path(entry["path"], cwd))}:{escape(str(entry["line"]))}</td>'
+                       f'<td class="mono">{escape(entry.get("source") or "")}</td><td class="n">{escape(human_bytes(entry["bytes"]))}</td></tr>'
+                       for entry in lines)
+        parts.append(f"<h3>Per user line</h3><table><tr><th>line</th><th>code</th><th>saved in one iteration</th></tr>{body}</table>")
+    parts.append("</section>")
+    return "".join(parts)
