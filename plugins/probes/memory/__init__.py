@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from torchlint.findings import Severity
 from torchlint.pluginmanager import hookimpl
 from torchlint.runtime.rules import RuntimeRule
 
@@ -87,6 +88,7 @@ class MemoryGrowth(RuntimeRule):
     code = "TL737"
     name = "memory-growth"
     summary = "Tensors carrying an autograd graph pile up from step to step: memory grows every iteration"
+    severity = Severity.WARNING  # the program still runs, for a while
 
 
 class CudaOutOfMemory(RuntimeRule):
