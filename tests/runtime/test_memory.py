@@ -221,12 +221,13 @@ def test_kept_outputs_are_reported_once_their_number_grows():
 def test_one_stale_tensor_is_not_a_pile():
     watch = GrowthWatch(Sites())
     model = _linear()
-    previous = None
+    previous = []
     for step in range(5):
         out = model(torch.randn(2, 4))
         watch.produced(out, "model output", None)
         assert watch.close_iteration(step + 1) is None
-        previous = out  # noqa: F841 (kept one iteration longer, as `prev = out` would)
+        previous[:] = [out]  # kept one iteration longer, as `prev = out` would
+    assert [count for _, count in watch.kept_counts] == [0, 1, 1, 1, 1]
 
 
 def test_the_container_and_its_append_line_are_found():

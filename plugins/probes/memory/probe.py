@@ -88,6 +88,7 @@ class MemoryProbe(Probe):
         self.names: dict[int, str] = {}
         self.types: dict[str, str] = {}
         self.roots: list[weakref.ref] = []
+        self.parameterized: dict[int, bool] = {}  # top-level modules: whether they hold parameters
         self.optimizers: list[weakref.ref] = []
         # Accounting.
         self.saved = SavedAccounting(self._site, self._module)
@@ -125,18 +126,12 @@ class MemoryProbe(Probe):
     def watches(self, func: Any) -> bool:
         return func in ARITHMETIC or func in LOSS_FUNCTIONS or func in BACKWARD
 
-    def before(self, func: Any, args: tuple, kwargs: dict) -> None:
-        if func not in BACKWARD:
-            return
-        self.backward = True
-        root = args[0] if args else kwargs.get("tensors")
-        if isinstance(root, (tuple, list)):
-            root = root[0] if root else None
-        self.growth.backpropagated(root)
-        if self.watching:
-            self.growth.produced(root, ROOT, self._site())
-
     def after(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
+        # No `before`: every watched call would pay for it, and backward's root is still
+        # alive when it returns.
+        if func in BACKWARD:
+            self._backpropagated(args, kwargs)
+            return
         if not self.watching or not isinstance(result, Tensor):
             return
         if func in LOSS_FUNCTIONS:
@@ -146,6 +141,15 @@ class MemoryProbe(Probe):
                 self.growth.combined(args, kwargs, result)
             elif func in IN_PLACE and torch.is_grad_enabled():
                 self.ctx.observed(self, "TL601", self._site(), "the sum carried no autograd graph")
+
+    def _backpropagated(self, args: tuple, kwargs: dict) -> None:
+        self.backward = True
+        root = args[0] if args else kwargs.get("tensors")
+        if isinstance(root, (tuple, list)):
+            root = root[0] if root else None
+        self.growth.backpropagated(root)
+        if self.watching:
+            self.growth.produced(root, ROOT, self._site())
 
     # -- modules and steps ------------------------------------------------------------------
     def _enter(self, module: nn.Module, args: Any) -> None:
@@ -163,13 +167,19 @@ class MemoryProbe(Probe):
         if self.stack:
             self.stack.pop()
         if self.depth == 0 and output is not None and self.watching:
-            kind = OUTPUT if next(module.parameters(), None) is not None else LOSS
+            kind = OUTPUT if self._has_parameters(module) else LOSS
             self.growth.produced(output, kind, self._site())
+
+    def _has_parameters(self, module: nn.Module) -> bool:
+        known = self.parameterized.get(id(module))
+        if known is None:
+            known = self.parameterized[id(module)] = next(module.parameters(), None) is not None
+        return known
 
     def _top_level(self, module: nn.Module) -> None:
         if id(module) not in self.names:
             self._name(module)
-        if next(module.parameters(), None) is None:
+        if not self._has_parameters(module):
             return  # a loss module or a parameter-free function: not "the model"
         self.forwards += 1
         if self.forwards > 1 and not self.stepped and not self.backward:
