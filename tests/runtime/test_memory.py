@@ -84,6 +84,32 @@ def test_the_same_under_fake_cuda():
     assert {(f["code"], f["location"]["row"]) for f in result.findings()} == {("TL601", 38), ("TL737", 44)}
 
 
+EPISODES = """\
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+policy = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(policy.parameters(), lr=0.01)
+for episode in range(3):
+    values = []
+    for t in range(8):  # the model is called once per move, without a step in between
+        values.append(policy(torch.randn(1, 4)))
+    loss = torch.cat(values).pow(2).mean()  # the whole episode's graphs, back-propagated at its end
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+@slow
+def test_graphs_kept_for_one_backward_pass_at_the_end_of_an_episode_are_left_alone(tmp_path):
+    (tmp_path / "train.py").write_text(EPISODES)
+    result = run("train.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.report["findings"] == []
+
+
 # -- running out of memory, end to end (the CPU allocator's failure) -------------------------
 OOM_PROGRAM = """\
 import torch

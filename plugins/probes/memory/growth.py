@@ -42,6 +42,9 @@ class Chain:
     """One accumulator carried from iteration to iteration."""
 
     links: int = 0  # iterations into which it was carried
+    #: ... of which began after an optimizer step: a sum carried across a step is never an
+    #: accumulation for one backward pass (that one would have come before the step).
+    step_links: int = 0
     last: int = -1  # the iteration of its last link
     sites: list[Site] = field(default_factory=list)
     #: (iteration, autograd nodes its graph reached at the end of that iteration)
@@ -56,11 +59,12 @@ class Chain:
 
 
 class _Record:
-    __slots__ = ("ref", "iteration", "chain", "site", "kind")
+    __slots__ = ("ref", "iteration", "steps", "chain", "site", "kind")
 
-    def __init__(self, ref: weakref.ref, iteration: int, chain: Chain | None, site: Site | None, kind: str) -> None:
+    def __init__(self, ref: weakref.ref, iteration: int, steps: int, chain: Chain | None, site: Site | None, kind: str) -> None:
         self.ref = ref
         self.iteration = iteration
+        self.steps = steps  # optimizer steps taken when it was made
         self.chain = chain
         self.site = site
         self.kind = kind
@@ -74,12 +78,16 @@ class Kept:
     tensors: list[Tensor]
     kinds: dict[str, int]
     sites: list[Site]
+    #: Every one of them was made before the last optimizer step: kept across steps, which
+    #: no accumulation for one later backward pass does.
+    across_steps: bool
 
 
 class GrowthWatch:
     def __init__(self, site: Callable[[], Site | None]) -> None:
         self._site = site
         self.iteration = 0
+        self.steps = 0  # optimizer steps so far (the probe counts them)
         self.records: dict[int, _Record] = {}
         self.chains: list[Chain] = []
         #: (iteration, kept candidates) at the end of each watched iteration.
@@ -95,20 +103,21 @@ class GrowthWatch:
                 continue
             record = self._record_of(tensor)
             if record is None:
-                self.records[id(tensor)] = _Record(weakref.ref(tensor), self.iteration, None, site, kind)
+                self.records[id(tensor)] = _Record(weakref.ref(tensor), self.iteration, self.steps, None, site, kind)
             elif record.kind == SUM:
                 record.kind, record.site = kind, site
 
     def combined(self, args: tuple, kwargs: dict, result: Any) -> None:
         """An arithmetic result that requires grad: does it carry a graph into this iteration?"""
         chain = None
-        carried = False
+        carried = across_step = False
         for tensor in tensors_in(args, kwargs):
             record = self._record_of(tensor)
             if record is None:
                 continue
             if record.iteration < self.iteration:
                 carried = True
+                across_step = across_step or record.steps < self.steps
                 if record.chain is not None:
                     chain = record.chain
             elif record.chain is not None and chain is None:
@@ -119,15 +128,17 @@ class GrowthWatch:
                 self.chains.append(chain)
             if chain.last != self.iteration:
                 chain.links += 1
+                chain.step_links += across_step
                 chain.last = self.iteration
             chain.add_site(self._site())
             chain.ref = weakref.ref(result)
         record = self._record_of(result)
         if record is not None:  # in place: the accumulator itself, now of this iteration
             record.iteration = self.iteration
+            record.steps = self.steps
             record.chain = chain or record.chain
         else:
-            self.records[id(result)] = _Record(weakref.ref(result), self.iteration, chain, None, SUM)
+            self.records[id(result)] = _Record(weakref.ref(result), self.iteration, self.steps, chain, None, SUM)
 
     def backpropagated(self, root: Any) -> None:
         """``root.backward()``: a chain back-propagated is accumulated on purpose."""
@@ -136,6 +147,13 @@ class GrowthWatch:
         record = self._record_of(root)
         if record is not None and record.chain is not None:
             record.chain.backpropagated = True
+
+    def forget(self, tensors: list[Tensor]) -> None:
+        """These were kept on purpose (back-propagated later): no longer candidates."""
+        for tensor in tensors:
+            record = self._record_of(tensor)
+            if record is not None:
+                record.kind = SUM
 
     def _record_of(self, tensor: Tensor) -> _Record | None:
         record = self.records.get(id(tensor))
@@ -179,17 +197,25 @@ class GrowthWatch:
                 kinds[record.kind] = kinds.get(record.kind, 0) + 1
                 if record.site is not None and record.site not in sites:
                     sites.append(record.site)
-            return Kept(ending, [t for _, t in kept], kinds, sites)
+            across = all(record.steps < self.steps for record, _ in kept)
+            return Kept(ending, [t for _, t in kept], kinds, sites, across)
         return None
 
-    def growing_chains(self) -> list[Chain]:
-        """Accumulators carried into at least two later iterations, never back-propagated,
-        not reported yet."""
-        return [c for c in self.chains if c.links >= 2 and not c.backpropagated and not c.reported and c.sites]
+    def growing_chains(self, across_steps: bool = False) -> list[Chain]:
+        """Accumulators carried into at least two later iterations (``across_steps``: across
+        two optimizer steps), never back-propagated, not reported yet."""
+        return [c for c in self.chains if (c.step_links if across_steps else c.links) >= 2
+                and not c.backpropagated and not c.reported and c.sites]
 
 
 def count_nodes(roots: list[Any], limit: int = NODE_LIMIT) -> int:
     """Autograd nodes reachable from ``roots`` (each counted once), at most ``limit``."""
+    return len(reachable(roots, limit)[0])
+
+
+def reachable(roots: list[Any], limit: int = NODE_LIMIT) -> tuple[set[int], list[Any]]:
+    """The ids of the autograd nodes reachable from ``roots``, at most ``limit``, and the
+    nodes (which the caller holds while it uses the ids)."""
     seen: set[int] = set()
     stack = [root for root in roots if root is not None]
     # The node objects stay alive while their graph does; holding them here keeps their
@@ -204,7 +230,7 @@ def count_nodes(roots: list[Any], limit: int = NODE_LIMIT) -> int:
         for child, _ in node.next_functions:
             if child is not None and id(child) not in seen:
                 stack.append(child)
-    return len(seen)
+    return seen, held
 
 
 def _tensors_of(value: Any) -> list[Tensor]:

@@ -1,7 +1,8 @@
 """The memory probe (imports torch; see the package docstring for what it reports).
 
 Iterations: an optimizer step ends one; where the program calls its model without stepping
-or back-propagating in between (an evaluation loop), each call of the model ends one. The
+or back-propagating in between (an evaluation loop), each call of the model ends one, and so
+does each call after a backward pass in a program that has no optimizer. The
 first ``--memory-steps`` iterations of the training loop, and of the first loop that only
 calls the model, are watched closely: bytes saved for backward by line and module
 (``saved``), tensors that carry a graph into later iterations (``growth``). Outside them
@@ -29,7 +30,7 @@ from torchlint.runtime.probing import Probe
 from . import DEFAULT_STEPS, NAME
 from .containers import find_holders, find_name
 from .explain import oom_message
-from .growth import LOSS, OUTPUT, ROOT, Chain, GrowthWatch, Kept
+from .growth import LOSS, OUTPUT, ROOT, Chain, GrowthWatch, Kept, reachable
 from .oom import cuda_totals, failing_modules, out_of_memory, requested, state_bytes
 from .saved import SavedAccounting
 from .snapshot import summarize_snapshot
@@ -97,6 +98,9 @@ class MemoryProbe(Probe):
         self.growth = GrowthWatch(self._site)
         self.rows: list[dict[str, Any]] = []
         self.reported: set[Any] = set()
+        #: Piles of kept tensors seen between optimizer steps, waiting to be told apart from an
+        #: accumulation for one backward pass (a policy gradient's episode): (key, evidence, tensors).
+        self.pending: list[tuple[Any, dict[str, Any], list[weakref.ref]]] = []
         self.handles = [
             optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
             module_hooks.register_module_forward_pre_hook(self._enter),
@@ -147,9 +151,27 @@ class MemoryProbe(Probe):
         root = args[0] if args else kwargs.get("tensors")
         if isinstance(root, (tuple, list)):
             root = root[0] if root else None
+        if not isinstance(root, Tensor):
+            return
         self.growth.backpropagated(root)
+        if self.pending and root.grad_fn is not None:
+            self._settle_pending(root)
         if self.watching:
             self.growth.produced(root, ROOT, self._site())
+
+    def _settle_pending(self, root: Tensor) -> None:
+        """A pile whose tensors this backward pass went through was kept for it, on purpose."""
+        nodes, held = reachable([root.grad_fn])
+        still = []
+        for key, evidence, refs in self.pending:
+            tensors = [t for t in (ref() for ref in refs) if t is not None]
+            if any(t.grad_fn is not None and id(t.grad_fn) in nodes for t in tensors):
+                self.growth.forget(tensors)
+                self.reported.discard(key)
+            else:
+                still.append((key, evidence, refs))
+        self.pending = still
+        del held
 
     # -- modules and steps ------------------------------------------------------------------
     def _enter(self, module: nn.Module, args: Any) -> None:
@@ -181,9 +203,12 @@ class MemoryProbe(Probe):
             self._name(module)
         if not self._has_parameters(module):
             return  # a loss module or a parameter-free function: not "the model"
+        if self.forwards and not self.stepped:
+            if not self.backward:
+                self._boundary("forward")  # an evaluation loop
+            elif not self.steps:
+                self._boundary("backward")  # a training loop that updates without an optimizer
         self.forwards += 1
-        if self.forwards > 1 and not self.stepped and not self.backward:
-            self._boundary("forward")
         self.stepped = self.backward = False
 
     def _name(self, root: nn.Module) -> None:
@@ -199,6 +224,7 @@ class MemoryProbe(Probe):
         if threading.get_ident() != self.thread:
             return
         self.steps += 1
+        self.growth.steps = self.steps
         if len(self.optimizers) < 8 and all(ref() is not optimizer for ref in self.optimizers):
             self.optimizers.append(weakref.ref(optimizer))
         self.stepped = True
@@ -216,13 +242,13 @@ class MemoryProbe(Probe):
                 self.rows.append(row)
             if kept is not None:
                 self._report_kept(kept, kind)
-            self.left[kind] -= 1
-            if self.left[kind] == 0:
+            self.left[_loop(kind)] -= 1
+            if self.left[_loop(kind)] == 0:
                 self._judge_chains(kind)
         else:
             self.saved.iteration = self.growth.iteration = following
         self.iteration = following
-        self.watching = self.saved.watching = self.left[kind] > 0
+        self.watching = self.saved.watching = self.left[_loop(kind)] > 0
         if not self.watching and not any(self.left.values()):
             self._close()
 
@@ -271,17 +297,28 @@ class MemoryProbe(Probe):
             f"{unit}; the graphs reach {_series(nodes)} autograd nodes{self._held(kind)}; keep `.item()` or `.detach()` "
             "of them" + (", and evaluate under `torch.no_grad()`" if OUTPUT in kept.kinds else "")
         )
-        self.ctx.evidence(self, code="TL601", at=at, sites=sites, message=message, data={
+        evidence = {"code": "TL601", "at": at, "sites": sites, "message": message, "data": {
             "kind": "kept", "holder": holder.expression if holder else None, "counts": counts, "nodes": nodes,
             "held_earlier": self._earlier(kind), "unit": unit, "tensors": kept.kinds,
-        })
+        }}
+        if kept.across_steps:
+            self.ctx.evidence(self, **evidence)
+        else:
+            self.pending.append((key, evidence, [weakref.ref(t) for t in kept.tensors]))
 
     def _judge_chains(self, kind: str | None = None) -> None:
-        for chain in self.growth.growing_chains():
+        """At the end of a watched loop, the sums carried across optimizer steps; at the end of
+        the run (``kind`` None), every sum and pile still growing that no backward pass took."""
+        for chain in self.growth.growing_chains(across_steps=kind is not None):
             chain.reported = True
             self._report_chain(chain, kind or (self.rows[-1]["kind"] if self.rows else "step"))
+        if kind is None:
+            for _, evidence, _ in self.pending:
+                self.ctx.evidence(self, **evidence)
+            self.pending = []
 
     def _report_chain(self, chain: Chain, kind: str) -> None:
+        kind = "step" if chain.step_links else kind
         unit = _unit(kind)
         tensor = chain.ref() if chain.ref is not None else None
         name = find_name(tensor, sys._getframe(1), self.ctx.frames.verdict) if tensor is not None else None
@@ -394,7 +431,13 @@ class MemoryProbe(Probe):
 
 
 def _unit(kind: str) -> str:
-    return "step" if kind == "step" else "model call"
+    return {"step": "step", "forward": "model call"}.get(kind, "iteration")
+
+
+def _loop(kind: str) -> str:
+    """The window an iteration counts in: training (ended by a step or a backward pass) or
+    evaluation (ended by the next call of the model)."""
+    return "forward" if kind == "forward" else "step"
 
 
 def _series(counts: list[int]) -> str:

@@ -26,8 +26,12 @@ def _device(result: dict[str, Any]) -> str:
 
 
 def _label(row: dict[str, Any]) -> str:
-    """`step 3` after an optimizer step, `model call 9` in a loop that only calls the model."""
-    return f"step {row.get('steps', '?')}" if row.get("kind") == "step" else f"model call {row.get('forwards', '?')}"
+    """`step 3` after an optimizer step, `model call 9` in a loop that only calls the model,
+    `iteration 4` in a training loop without an optimizer (counted in calls of the model)."""
+    kind = row.get("kind")
+    if kind == "step":
+        return f"step {row.get('steps', '?')}"
+    return f"{'model call' if kind == 'forward' else 'iteration'} {row.get('forwards', '?')}"
 
 
 def _counters(result: dict[str, Any]) -> list[tuple[str, str]]:
@@ -60,7 +64,7 @@ def memory_lines(result: dict[str, Any], cwd: Path) -> list[str]:
     if modules:
         out.append("  per module, the most saved for backward in one iteration:")
         for entry in modules:
-            kind = f" ({entry['type']})" if entry.get("type") else ""
+            kind = f" ({entry['type']})" if entry.get("type") and entry["type"] != entry["module"] else ""
             out.append(f"    {human_bytes(entry['bytes']):>10}  {entry['module']}{kind}")
     lines = result.get("lines") or ()
     if lines:
