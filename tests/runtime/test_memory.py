@@ -355,7 +355,7 @@ def test_a_cuda_out_of_memory_is_explained_from_its_facts():
     # Past the watched steps: the per-step figures of the first steps, said as such.
     facts["saved"]["live"] = False
     facts["totals"] = {}
-    assert "; in the first steps the most saved for backward in one was 60.00 GiB, most by models.py:22" in oom_message(facts)
+    assert "; in the first steps at most 60.00 GiB was saved for backward at once; in one forward pass the most by models.py:22" in oom_message(facts)
 
 
 # -- the section --------------------------------------------------------------------------
@@ -364,8 +364,8 @@ RESULT = {
     "watched": 5,
     "peak_saved": 3 << 20,
     "iterations": [
-        {"kind": "step", "steps": 1, "forwards": 1, "saved": 3 << 20, "held": 0, "earlier": 0, "allocated": 10 << 20, "peak": 20 << 20},
-        {"kind": "forward", "steps": 1, "forwards": 3, "saved": 1 << 20, "held": 2 << 20, "earlier": 1 << 20, "allocated": 12 << 20, "peak": 20 << 20},
+        {"kind": "step", "steps": 1, "forwards": 1, "peak": 3 << 20, "held": 0, "earlier": 0, "allocated": 10 << 20, "max_allocated": 20 << 20},
+        {"kind": "forward", "steps": 1, "forwards": 3, "peak": 1 << 20, "held": 2 << 20, "earlier": 1 << 20, "allocated": 12 << 20, "max_allocated": 20 << 20},
     ],
     "modules": [{"module": "Net.features.1", "type": "ReLU", "bytes": 2 << 20}],
     "lines": [{"path": "/project/models.py", "line": 19, "bytes": 3 << 20, "source": "return self.head(x) < 1"}],
@@ -375,16 +375,16 @@ RESULT = {
 def test_the_section_in_text():
     assert memory_lines(RESULT, Path("/project")) == [
         "memory (cuda: bytes autograd saved for backward, in the first 5 iterations of each loop)",
-        "  after                  saved   still held   from earlier               allocated          peak allocated",
+        "  after             peak saved   still held   from earlier               allocated           max allocated",
         "  step 1               3.0 MiB          0 B            0 B                10.0 MiB                20.0 MiB",
         "  model call 3         1.0 MiB      2.0 MiB        1.0 MiB                12.0 MiB                20.0 MiB",
-        "  per module, the most saved for backward in one iteration:",
+        "  per module, the most saved for backward in one forward pass:",
         "       2.0 MiB  Net.features.1 (ReLU)",
         "  per user line:",
         "       3.0 MiB  models.py:19  return self.head(x) < 1",
     ]
     assert memory_cards(RESULT) == (
-        ("saved for backward", "3.0 MiB", "the most in one iteration"),
+        ("saved for backward", "3.0 MiB", "the most alive at once"),
         ("still held", "2.0 MiB", "after model call 3, 1.0 MiB from earlier iterations"),
     )
 

@@ -17,8 +17,9 @@ def oom_message(facts: dict[str, Any]) -> str:
     """``facts``: ``device`` (cuda, cpu, device), ``module`` and ``module_type`` (where it
     failed, or None), ``at`` (`train.py:12`), ``moment`` (`in step 3 (...)`), ``requested``,
     ``totals`` (the GPU's counters: allocated, reserved, free, total), ``saved`` (``live``:
-    whether the bytes are held now or were the most one watched iteration saved; ``total``,
-    ``lines`` [{where, bytes}], ``modules`` [{module, bytes}]), ``snapshot`` (a
+    whether the bytes are held now, or were measured in the watched iterations; ``total``:
+    held now, or the most held at once then; ``lines`` [{where, bytes}] and ``modules``
+    [{module, bytes}]: held now, or the most one forward pass saved), ``snapshot`` (a
     ``summarize_snapshot`` result, or None) and ``state`` (parameters, gradients,
     optimizer_state)."""
     device = {"cuda": "CUDA", "cpu": "CPU"}.get(facts.get("device"), "Device")
@@ -39,8 +40,8 @@ def oom_message(facts: dict[str, Any]) -> str:
         if saved.get("live"):
             parts.append(f"saved for backward and still held: {human_bytes(saved.get('total', 0))}, most by {listed}{by_module}")
         else:
-            parts.append(f"in the first {saved.get('unit', 'step')}s the most saved for backward in one was "
-                         f"{human_bytes(saved.get('total', 0))}, most by {listed}{by_module}")
+            parts.append(f"in the first {saved.get('unit', 'step')}s at most {human_bytes(saved.get('total', 0))} was saved "
+                         f"for backward at once; in one forward pass the most by {listed}{by_module}")
     snapshot = facts.get("snapshot") or {}
     if snapshot.get("lines"):
         listed = ", ".join(f"{os.path.basename(entry['path'])}:{entry['line']} {human_bytes(entry['bytes'])}"

@@ -2,7 +2,7 @@
 
 Iterations: an optimizer step ends one; where the program calls its model without stepping
 or back-propagating in between (an evaluation loop), each call of the model ends one, and so
-does each call after a backward pass in a program that has no optimizer. The
+does each call after a backward pass in a program that makes no optimizer. The
 first ``--memory-steps`` iterations of the training loop, and of the first loop that only
 calls the model, are watched closely: bytes saved for backward by line and module
 (``saved``), tensors that carry a graph into later iterations (``growth``). Outside them
@@ -26,6 +26,7 @@ from torch.optim import optimizer as optimizer_hooks
 
 from torchlint.runtime.frames import USER, Site
 from torchlint.runtime.probing import Probe
+from torchlint.runtime.steps import on_optimizer_created
 
 from . import DEFAULT_STEPS, NAME
 from .containers import find_holders, find_name
@@ -106,6 +107,8 @@ class MemoryProbe(Probe):
             module_hooks.register_module_forward_pre_hook(self._enter),
             module_hooks.register_module_forward_hook(self._leave, always_call=True),
         ]
+        self.optimizer_made = False
+        self._restore_optimizer_init = on_optimizer_created(self._optimizer_made)
         self.history = False
         if options.get("memory_history") and self.device == "cuda" and torch.cuda.is_available():
             # Stacks of the live blocks only ("state"): no trace of every event to keep.
@@ -116,6 +119,7 @@ class MemoryProbe(Probe):
         for handle in self.handles:
             handle.remove()
         self.handles = []
+        self._restore_optimizer_init()
         self.saved.uninstall()
         if self.history:
             torch.cuda.memory._record_memory_history(enabled=None)
@@ -206,10 +210,12 @@ class MemoryProbe(Probe):
         if self.forwards and not self.stepped:
             if not self.backward:
                 self._boundary("forward")  # an evaluation loop
-            elif not self.steps:
+            elif not self.optimizer_made:
                 self._boundary("backward")  # a training loop that updates without an optimizer
         self.forwards += 1
         self.stepped = self.backward = False
+        if self.watching:
+            self.saved.forward_pass()
 
     def _name(self, root: nn.Module) -> None:
         top = type(root).__name__
@@ -219,6 +225,9 @@ class MemoryProbe(Probe):
                 self.names[id(module)] = path
                 self.types[path] = type(module).__name__
         self.roots.append(weakref.ref(root))
+
+    def _optimizer_made(self) -> None:
+        self.optimizer_made = True
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if threading.get_ident() != self.thread:
@@ -231,24 +240,32 @@ class MemoryProbe(Probe):
         self._boundary("step")
 
     def _boundary(self, kind: str) -> None:
-        """The end of an iteration (``kind``: what ended it, "step" or "forward")."""
+        """The end of an iteration (``kind``: what ended it: "step", "backward" or "forward")."""
         ending, following = self.iteration, self.iteration + 1
+        loop = _loop(kind)
         if self.watching:
             row = self.saved.close_iteration(following)
             kept = self.growth.close_iteration(following)
-            row.update(iteration=ending, kind=kind, steps=self.steps, forwards=self.forwards)
-            row.update(self._device_counters())
-            if len(self.rows) < ROWS:
-                self.rows.append(row)
-            if kept is not None:
+            # Whether an iteration is watched is decided when the one before it ends; one that
+            # turns out to belong to a loop already watched counts for nothing.
+            counts = self.left[loop] > 0
+            # A loop under torch.no_grad() saves nothing: it neither shows nor uses up the
+            # window (a later evaluation with grad on is watched).
+            idle = kind == "forward" and not row["peak"] and not row["held"]
+            if counts and not idle:
+                row.update(iteration=ending, kind=kind, steps=self.steps, forwards=self.forwards)
+                row.update(self._device_counters())
+                if len(self.rows) < ROWS:
+                    self.rows.append(row)
+                self.left[loop] -= 1
+                if self.left[loop] == 0:
+                    self._judge_chains(kind)
+            if kept is not None and counts:
                 self._report_kept(kept, kind)
-            self.left[_loop(kind)] -= 1
-            if self.left[_loop(kind)] == 0:
-                self._judge_chains(kind)
         else:
             self.saved.iteration = self.growth.iteration = following
         self.iteration = following
-        self.watching = self.saved.watching = self.left[_loop(kind)] > 0
+        self.watching = self.saved.watching = self.left[loop] > 0
         if not self.watching and not any(self.left.values()):
             self._close()
 
@@ -263,7 +280,7 @@ class MemoryProbe(Probe):
 
     def _device_counters(self) -> dict[str, int]:
         if self.device == "cuda" and torch.cuda.is_available():
-            return {"allocated": torch.cuda.memory_allocated(), "peak": torch.cuda.max_memory_allocated()}
+            return {"allocated": torch.cuda.memory_allocated(), "max_allocated": torch.cuda.max_memory_allocated()}
         # Under fake-cuda, torch.cuda.memory_allocated() counts the simulated tensors Python
         # still holds, not those only autograd's graphs hold: the saved-tensor accounting is
         # the measure there.

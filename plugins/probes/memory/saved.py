@@ -5,10 +5,10 @@ hooks sees it, so this pair wraps whatever pair was innermost when it was instal
 autograd probe's) and hands every tensor on to it: both probes see every saved tensor.
 
 A holder lives exactly as long as autograd keeps the saved tensor: backward frees it, a
-graph kept alive keeps it. Weak references to the holders therefore tell, after each step,
-how many saved bytes are still held and from which iteration. Parameters saved for
-backward are not counted (they live anyway), and a storage saved twice in an iteration
-(a ReLU's output, saved again by the next layer) is counted once.
+graph kept alive keeps it. So the bytes alive are counted as holders come and go (each
+storage once, however many ops saved it), which gives the high-water mark of each
+iteration, and what is still held after it, and from which iteration. Parameters saved for
+backward are not counted: they live anyway. Holders are made only while the probe watches.
 """
 
 from __future__ import annotations
@@ -41,6 +41,12 @@ class _Held:
         self.iteration = iteration
 
 
+class _Ref(weakref.ref):
+    """A weak reference to a holder that remembers its storage when the holder is gone."""
+
+    __slots__ = ("key",)
+
+
 def _parameter(tensor: torch.Tensor) -> bool:
     """A leaf that requires grad (a parameter), or a view of one (`weight.t()` in `linear`):
     it lives whether autograd keeps it or not."""
@@ -51,7 +57,7 @@ def _parameter(tensor: torch.Tensor) -> bool:
 
 
 class SavedAccounting:
-    """Installs the hooks; tallies per iteration; reports what is still held."""
+    """Installs the hooks; counts live bytes; tallies per forward pass and per iteration."""
 
     def __init__(self, site: Callable[[], Site | None], module: Callable[[], str | None]) -> None:
         self._site = site
@@ -61,13 +67,15 @@ class SavedAccounting:
         self._inner_pack: Callable | None = None
         self._inner_unpack: Callable | None = None
         self._hooks: Any = None
-        self._held: list[weakref.ref] = []
-        # This iteration: storages already counted, bytes by line and by module.
-        self._seen: set[int] = set()
+        self._held: list[_Ref] = []
+        #: Storages saved and alive: key -> [bytes, holders].
+        self._live: dict[int, list[int]] = {}
+        self.live_bytes = 0
+        self._peak_iteration = 0  # the most alive at once in this iteration
+        # This forward pass: bytes saved by line and by module.
         self._by_line: Counter = Counter()
         self._by_module: Counter = Counter()
-        self._total = 0
-        #: The most any one watched iteration saved, per line / module, and in all.
+        #: The most one watched forward pass saved, per line / module; the most alive at once.
         self.peak_line: Counter = Counter()
         self.peak_module: Counter = Counter()
         self.peak_total = 0
@@ -97,20 +105,26 @@ class SavedAccounting:
         site = self._site()
         module = self._module()
         held = _Held(inner, nbytes, pointer, site, module, self.iteration)
-        self._held.append(weakref.ref(held))
+        ref = _Ref(held, self._released)
+        # A storage without memory (meta tensors) is never the same storage twice.
+        ref.key = key = pointer or id(held)
+        self._held.append(ref)
         if len(self._held) % SWEEP_EVERY == 0:
             self._sweep()
-        # A storage without memory (meta tensors) is never the same storage twice.
-        key = pointer or id(held)
-        if key not in self._seen:
-            self._seen.add(key)
-            self._total += nbytes
-            if site is not None:
-                where = (site.path, site.line)
-                self._by_line[where] += nbytes
-                self.sites.setdefault(where, site)
-            if module is not None:
-                self._by_module[module] += nbytes
+        entry = self._live.get(key)
+        if entry is not None:
+            entry[1] += 1
+            return held
+        self._live[key] = [nbytes, 1]
+        self.live_bytes += nbytes
+        if self.live_bytes > self._peak_iteration:
+            self._peak_iteration = self.live_bytes
+        if site is not None:
+            where = (site.path, site.line)
+            self._by_line[where] += nbytes
+            self.sites.setdefault(where, site)
+        if module is not None:
+            self._by_module[module] += nbytes
         return held
 
     def _unpack(self, packed: Any) -> torch.Tensor:
@@ -118,42 +132,49 @@ class SavedAccounting:
             packed = packed.inner
         return self._inner_unpack(packed) if self._inner_unpack is not None else packed
 
-    # -- iterations -----------------------------------------------------------------------
-    def close_iteration(self, following: int) -> dict[str, int]:
-        """End the iteration: fold its tallies into the peaks, and say what is held now, in
-        bytes: ``saved`` by the iteration that ended, ``held`` in all, ``earlier``: held from
-        iterations before it. ``following`` numbers the iteration that begins."""
-        if self._total:
-            for where, nbytes in self._by_line.items():
-                if nbytes > self.peak_line[where]:
-                    self.peak_line[where] = nbytes
-            for module, nbytes in self._by_module.items():
-                if nbytes > self.peak_module[module]:
-                    self.peak_module[module] = nbytes
-            self.peak_total = max(self.peak_total, self._total)
-        saved = self._total
-        self._seen = set()
+    def _released(self, ref: _Ref) -> None:
+        """A holder died: autograd let go of the tensor (backward ran, the graph was freed)."""
+        entry = self._live.get(ref.key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del self._live[ref.key]
+            self.live_bytes -= entry[0]
+
+    # -- forward passes and iterations ----------------------------------------------------
+    def forward_pass(self) -> None:
+        """A call of the model begins: fold the last one's tallies into the peaks."""
+        for where, nbytes in self._by_line.items():
+            if nbytes > self.peak_line[where]:
+                self.peak_line[where] = nbytes
+        for module, nbytes in self._by_module.items():
+            if nbytes > self.peak_module[module]:
+                self.peak_module[module] = nbytes
         self._by_line = Counter()
         self._by_module = Counter()
-        self._total = 0
+
+    def close_iteration(self, following: int) -> dict[str, int]:
+        """End the iteration, and say in bytes: ``peak``, the most saved for backward alive at
+        once during it; ``held``, what is alive now; ``earlier``, what is alive from the
+        iterations before it. ``following`` numbers the iteration that begins."""
+        self.forward_pass()
+        peak = self._peak_iteration
+        self.peak_total = max(self.peak_total, peak)
+        self._peak_iteration = self.live_bytes
         held = self.held()
         self.iteration = following
-        return {"saved": saved, **held}
+        return {"peak": peak, **held}
 
     def held(self) -> dict[str, int]:
         """Bytes of saved tensors still alive: all, and those from earlier iterations."""
         self._sweep()
-        storages: dict[int, int] = {}
         earlier: dict[int, int] = {}
         for ref in self._held:
             held = ref()
-            if held is None:
-                continue
-            key = held.key or id(held)
-            storages[key] = held.nbytes
-            if held.iteration < self.iteration:
-                earlier[key] = held.nbytes
-        return {"held": sum(storages.values()), "earlier": sum(earlier.values())}
+            if held is not None and held.iteration < self.iteration:
+                earlier[ref.key] = held.nbytes
+        return {"held": self.live_bytes, "earlier": sum(earlier.values())}
 
     def live_by(self) -> tuple[Counter, Counter]:
         """Saved bytes alive now, by user line and by module (for an out-of-memory report)."""
@@ -162,12 +183,9 @@ class SavedAccounting:
         seen: set[int] = set()
         for ref in self._held:
             held = ref()
-            if held is None:
+            if held is None or ref.key in seen:
                 continue
-            key = held.key or id(held)
-            if key in seen:
-                continue
-            seen.add(key)
+            seen.add(ref.key)
             if held.site is not None:
                 by_line[(held.site.path, held.site.line)] += held.nbytes
                 self.sites.setdefault((held.site.path, held.site.line), held.site)

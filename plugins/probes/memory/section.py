@@ -41,8 +41,8 @@ def _counters(result: dict[str, Any]) -> list[tuple[str, str]]:
     if any("allocated" in row for row in rows):
         simulated = "simulated" in _device(result)
         columns.append(("allocated", "allocated (simulated)" if simulated else "allocated"))
-    if any("peak" in row for row in rows):
-        columns.append(("peak", "peak allocated"))
+    if any("max_allocated" in row for row in rows):
+        columns.append(("max_allocated", "max allocated"))
     return columns
 
 
@@ -52,17 +52,17 @@ def memory_lines(result: dict[str, Any], cwd: Path) -> list[str]:
     rows = result.get("iterations") or ()
     counters = _counters(result)
     if rows:
-        heading = f"  {'after':<16}{'saved':>12}{'still held':>13}{'from earlier':>15}" + "".join(f"{title:>24}" for _, title in counters)
+        heading = f"  {'after':<16}{'peak saved':>12}{'still held':>13}{'from earlier':>15}" + "".join(f"{title:>24}" for _, title in counters)
         out.append(heading)
         for row in rows:
-            line = (f"  {_label(row):<16}{human_bytes(row.get('saved', 0)):>12}{human_bytes(row.get('held', 0)):>13}"
+            line = (f"  {_label(row):<16}{human_bytes(row.get('peak', 0)):>12}{human_bytes(row.get('held', 0)):>13}"
                     f"{human_bytes(row.get('earlier', 0)):>15}")
             out.append(line + "".join(f"{human_bytes(row[key]) if key in row else '-':>24}" for key, _ in counters))
     else:
         out.append("  no optimizer step or repeated model call was seen: nothing to measure per iteration")
     modules = result.get("modules") or ()
     if modules:
-        out.append("  per module, the most saved for backward in one iteration:")
+        out.append("  per module, the most saved for backward in one forward pass:")
         for entry in modules:
             kind = f" ({entry['type']})" if entry.get("type") and entry["type"] != entry["module"] else ""
             out.append(f"    {human_bytes(entry['bytes']):>10}  {entry['module']}{kind}")
@@ -77,7 +77,7 @@ def memory_lines(result: dict[str, Any], cwd: Path) -> list[str]:
 
 def memory_cards(result: dict[str, Any]) -> tuple[tuple[str, str, str], ...]:
     rows = result.get("iterations") or ()
-    cards = [("saved for backward", human_bytes(result.get("peak_saved", 0)), "the most in one iteration")]
+    cards = [("saved for backward", human_bytes(result.get("peak_saved", 0)), "the most alive at once")]
     if rows:
         last = rows[-1]
         note = f"after {_label(last)}" + (f", {human_bytes(last['earlier'])} from earlier iterations" if last.get("earlier") else "")
@@ -94,24 +94,24 @@ def memory_html(result: dict[str, Any], cwd: Path) -> str:
     if rows:
         head = "".join(f"<th>{escape(title)}</th>" for _, title in counters)
         body = "".join(
-            f'<tr><td>{escape(_label(row))}</td><td class="n">{escape(human_bytes(row.get("saved", 0)))}</td>'
+            f'<tr><td>{escape(_label(row))}</td><td class="n">{escape(human_bytes(row.get("peak", 0)))}</td>'
             f'<td class="n">{escape(human_bytes(row.get("held", 0)))}</td><td class="n">{escape(human_bytes(row.get("earlier", 0)))}</td>'
             + "".join(f'<td class="n">{escape(human_bytes(row[key])) if key in row else "-"}</td>' for key, _ in counters)
             + "</tr>"
             for row in rows
         )
-        parts.append(f"<h3>After each iteration</h3><table><tr><th>after</th><th>saved</th><th>still held</th>"
+        parts.append(f"<h3>After each iteration</h3><table><tr><th>after</th><th>peak saved</th><th>still held</th>"
                      f"<th>from earlier</th>{head}</tr>{body}</table>")
     modules = result.get("modules") or ()
     if modules:
         body = "".join(f'<tr><td class="mono">{escape(m["module"])}</td><td>{escape(m.get("type") or "")}</td>'
                        f'<td class="n">{escape(human_bytes(m["bytes"]))}</td></tr>' for m in modules)
-        parts.append(f"<h3>Per module</h3><table><tr><th>module</th><th>type</th><th>saved in one iteration</th></tr>{body}</table>")
+        parts.append(f"<h3>Per module</h3><table><tr><th>module</th><th>type</th><th>saved in one forward pass</th></tr>{body}</table>")
     lines = result.get("lines") or ()
     if lines:
         body = "".join(f'<tr><td class="mono">{escape(display_path(entry["path"], cwd))}:{escape(str(entry["line"]))}</td>'
                        f'<td class="mono">{escape(entry.get("source") or "")}</td><td class="n">{escape(human_bytes(entry["bytes"]))}</td></tr>'
                        for entry in lines)
-        parts.append(f"<h3>Per user line</h3><table><tr><th>line</th><th>code</th><th>saved in one iteration</th></tr>{body}</table>")
+        parts.append(f"<h3>Per user line</h3><table><tr><th>line</th><th>code</th><th>saved in one forward pass</th></tr>{body}</table>")
     parts.append("</section>")
     return "".join(parts)
