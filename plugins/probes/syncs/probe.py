@@ -25,6 +25,7 @@ PER_STEP = 1
 
 class SyncsProbe(Probe):
     name = "syncs"
+    order = 50
     runtime_code = "TL734"
     summary = "host-device syncs repeated within each optimizer step, by user line"
 
