@@ -138,11 +138,9 @@ def torchlint_rules() -> list[type]:
     return [MemoryGrowth, CudaOutOfMemory]
 
 
-@hookimpl(trylast=True)
+@hookimpl
 def torchlint_probes() -> list[type]:
-    # Imports torch: called only in the child of `torchlint run`. Last, so that the probe
-    # installs its saved-tensor hooks after the autograd probe's and can pass tensors on to
-    # them (only the innermost pair of hooks sees saved tensors).
+    # Imports torch: called only in the child of `torchlint run`.
     from .probe import MemoryProbe
 
     return [MemoryProbe]
