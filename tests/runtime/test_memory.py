@@ -392,4 +392,5 @@ def test_the_section_in_text():
 def test_the_section_in_html_escapes_what_it_shows():
     html = memory_html(RESULT, Path("/project"))
     assert html.startswith('<section id="memory"><h2>Memory</h2>') and html.endswith("</section>")
-    assert "return self.head(x) &lt; 1" in html and "<td>ReLU</td>" in html and "models.py:19" in html
+    assert "models.py:19  return self.head(x) &lt; 1" in html and "Net.features.1 (ReLU)" in html
+    assert "<th>max allocated</th>" in html and "<td>model call 3</td>" in html

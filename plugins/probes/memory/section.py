@@ -6,13 +6,16 @@ Parent side, no torch: plain data the probe published (``ctx.publish``).
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 from typing import Any
 
+from torchlint.runtime.html_kit import e, stacked_bars
 from torchlint.runtime.matching import display_path
 
 from .units import human_bytes
+
+
+MIB = float(1 << 20)
 
 
 def memory_section(result: dict[str, Any], cwd: Path) -> Any:
@@ -87,31 +90,32 @@ def memory_cards(result: dict[str, Any]) -> tuple[tuple[str, str, str], ...]:
 
 def memory_html(result: dict[str, Any], cwd: Path) -> str:
     watched = result.get("watched", 0)
-    parts = [f'<section id="memory"><h2>Memory</h2><p class="muted">{escape(_device(result))}: bytes autograd saved for '
-             f"backward, in the first {escape(str(watched))} iterations of each loop</p>"]
+    parts = [f'<section id="memory"><h2>Memory</h2><p class="muted">{e(_device(result))}: bytes autograd saved for '
+             f"backward, in the first {e(watched)} iterations of each loop</p>"]
     rows = result.get("iterations") or ()
     counters = _counters(result)
     if rows:
-        head = "".join(f"<th>{escape(title)}</th>" for _, title in counters)
+        bars = [(_label(row), [("saved", row.get("peak", 0) / MIB)], human_bytes(row.get("peak", 0))) for row in rows]
+        parts.append(f"<h3>The most saved for backward at once in each iteration</h3>{stacked_bars(bars, unit='MiB', label_width=160)}")
+        head = "".join(f"<th>{e(title)}</th>" for _, title in counters)
         body = "".join(
-            f'<tr><td>{escape(_label(row))}</td><td class="n">{escape(human_bytes(row.get("peak", 0)))}</td>'
-            f'<td class="n">{escape(human_bytes(row.get("held", 0)))}</td><td class="n">{escape(human_bytes(row.get("earlier", 0)))}</td>'
-            + "".join(f'<td class="n">{escape(human_bytes(row[key])) if key in row else "-"}</td>' for key, _ in counters)
+            f'<tr><td>{e(_label(row))}</td><td class="n">{e(human_bytes(row.get("peak", 0)))}</td>'
+            f'<td class="n">{e(human_bytes(row.get("held", 0)))}</td><td class="n">{e(human_bytes(row.get("earlier", 0)))}</td>'
+            + "".join(f'<td class="n">{e(human_bytes(row[key])) if key in row else "-"}</td>' for key, _ in counters)
             + "</tr>"
             for row in rows
         )
-        parts.append(f"<h3>After each iteration</h3><table><tr><th>after</th><th>peak saved</th><th>still held</th>"
-                     f"<th>from earlier</th>{head}</tr>{body}</table>")
+        parts.append(f"<table><tr><th>after</th><th>peak saved</th><th>still held</th><th>from earlier iterations</th>{head}</tr>"
+                     f"{body}</table>")
     modules = result.get("modules") or ()
     if modules:
-        body = "".join(f'<tr><td class="mono">{escape(m["module"])}</td><td>{escape(m.get("type") or "")}</td>'
-                       f'<td class="n">{escape(human_bytes(m["bytes"]))}</td></tr>' for m in modules)
-        parts.append(f"<h3>Per module</h3><table><tr><th>module</th><th>type</th><th>saved in one forward pass</th></tr>{body}</table>")
+        bars = [(m["module"] + (f' ({m["type"]})' if m.get("type") and m["type"] != m["module"] else ""),
+                 [("saved", m["bytes"] / MIB)], human_bytes(m["bytes"])) for m in modules]
+        parts.append(f"<h3>Per module: the most saved for backward in one forward pass</h3>{stacked_bars(bars, unit='MiB')}")
     lines = result.get("lines") or ()
     if lines:
-        body = "".join(f'<tr><td class="mono">{escape(display_path(entry["path"], cwd))}:{escape(str(entry["line"]))}</td>'
-                       f'<td class="mono">{escape(entry.get("source") or "")}</td><td class="n">{escape(human_bytes(entry["bytes"]))}</td></tr>'
-                       for entry in lines)
-        parts.append(f"<h3>Per user line</h3><table><tr><th>line</th><th>code</th><th>saved in one forward pass</th></tr>{body}</table>")
+        bars = [(f'{display_path(entry["path"], cwd)}:{entry["line"]}  {entry.get("source") or ""}',
+                 [("saved", entry["bytes"] / MIB)], human_bytes(entry["bytes"])) for entry in lines]
+        parts.append(f"<h3>Per user line</h3>{stacked_bars(bars, unit='MiB')}")
     parts.append("</section>")
     return "".join(parts)
