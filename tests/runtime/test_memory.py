@@ -72,10 +72,39 @@ def test_the_evaluation_loop_without_no_grad_is_reported_at_its_append(buggy):
 
 
 @slow
+def test_the_json_report_holds_the_measurements(buggy):
+    memory = buggy.report["memory"]
+    assert memory["device"] == "cpu" and memory["watched"] == 5 and memory["findings"] == 2
+    rows = memory["iterations"]
+    assert [row["steps"] for row in rows if row["kind"] == "step"] == [1, 2, 3, 4, 5]
+    evaluation = [row for row in rows if row["kind"] == "forward"]
+    assert [row["held"] for row in evaluation] == [(i + 1) * evaluation[0]["peak"] for i in range(len(evaluation))]
+    assert memory["modules"][0]["module"] == "Net.features.1" and memory["modules"][0]["type"] == "ReLU"
+    assert memory["lines"][0]["line"] == 20 and memory["peak_saved"] >= memory["lines"][0]["bytes"]
+
+
+@slow
+def test_the_text_and_html_reports_show_the_section(tmp_path):
+    result = torchlint_run(str(FOLDER / "buggy" / "train.py"), "-q", "--memory-steps", "3", "--report", str(tmp_path),
+                           cwd=ROOT, timeout=180)
+    text = result.stdout
+    assert "memory (cpu: bytes autograd saved for backward, in the first 3 iterations of each loop)" in text
+    assert [line.split()[:2] for line in text.splitlines() if line.startswith("  step ")] == [["step", "1"], ["step", "2"], ["step", "3"]]
+    assert "examples/runtime/memory/buggy/train.py:38:5: TL601 [confirmed]" in text  # found within 3 steps too
+    assert "buggy/train.py:44:1: TL737 [runtime only]" in text
+    html = (tmp_path / "report.html").read_text()
+    assert '<section id="memory"><h2>Memory</h2>' in html and "Net.features.1 (ReLU)" in html
+
+
+@slow
 def test_the_fixed_program_is_silent():
     result = run(str(FOLDER / "fixed" / "train.py"), "--device", "cpu")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.report["findings"] == []
+    # Measured all the same; the text report leaves the figures out when nothing was found.
+    assert result.report["memory"]["findings"] == 0 and result.report["memory"]["iterations"]
+    text = torchlint_run(str(FOLDER / "fixed" / "train.py"), "-q", cwd=ROOT, timeout=180).stdout
+    assert "memory (" not in text and text.rstrip().endswith("0 static findings; 0 runtime-only findings.")
 
 
 @slow

@@ -94,11 +94,11 @@ class MemoryProbe(Probe):
         self.optimizers: list[weakref.ref] = []
         # Accounting.
         self.saved = SavedAccounting(self._site, self._module)
-        self.saved.watching = True
         self.saved.install()
         self.growth = GrowthWatch(self._site)
         self.rows: list[dict[str, Any]] = []
         self.reported: set[Any] = set()
+        self.findings = 0  # evidence reported: the text report shows the section only then
         #: Piles of kept tensors seen between optimizer steps, waiting to be told apart from an
         #: accumulation for one backward pass (a policy gradient's episode): (key, evidence, tensors).
         self.pending: list[tuple[Any, dict[str, Any], list[weakref.ref]]] = []
@@ -265,7 +265,8 @@ class MemoryProbe(Probe):
         else:
             self.saved.iteration = self.growth.iteration = following
         self.iteration = following
-        self.watching = self.saved.watching = self.left[loop] > 0
+        self.watching = self.left[loop] > 0
+        self.saved.watch(self.watching)
         if not self.watching and not any(self.left.values()):
             self._close()
 
@@ -319,7 +320,7 @@ class MemoryProbe(Probe):
             "held_earlier": self._earlier(kind), "unit": unit, "tensors": kept.kinds,
         }}
         if kept.across_steps:
-            self.ctx.evidence(self, **evidence)
+            self._report(**evidence)
         else:
             self.pending.append((key, evidence, [weakref.ref(t) for t in kept.tensors]))
 
@@ -331,7 +332,7 @@ class MemoryProbe(Probe):
             self._report_chain(chain, kind or (self.rows[-1]["kind"] if self.rows else "step"))
         if kind is None:
             for _, evidence, _ in self.pending:
-                self.ctx.evidence(self, **evidence)
+                self._report(**evidence)
             self.pending = []
 
     def _report_chain(self, chain: Chain, kind: str) -> None:
@@ -347,7 +348,7 @@ class MemoryProbe(Probe):
             f"graph, and it was carried into {chain.links} later {unit}s; its graph grew {_series(nodes)} autograd nodes"
             f"{self._held(kind)}; add `.item()` (or `.detach()`) values instead"
         )
-        self.ctx.evidence(self, code="TL601", at=at, sites=chain.sites, message=message, data={
+        self._report(code="TL601", at=at, sites=chain.sites, message=message, data={
             "kind": "accumulator", "name": name, "links": chain.links, "nodes": nodes, "held_earlier": self._earlier(kind), "unit": unit,
         })
 
@@ -363,6 +364,11 @@ class MemoryProbe(Probe):
             series = " -> ".join(human_bytes(n) for n in earlier)
             return f" and hold {series} that autograd saved for backward in earlier {unit}s"
         return " (backward freed their saved tensors: what grows is host memory for the graphs' nodes)"
+
+    def _report(self, **evidence: Any) -> bool:
+        new = self.ctx.evidence(self, **evidence)
+        self.findings += new
+        return new
 
     # -- TL738 ------------------------------------------------------------------------------
     def raised(self, exc: BaseException) -> None:
@@ -403,7 +409,7 @@ class MemoryProbe(Probe):
             "snapshot": snapshot,
             "state": state,
         }
-        if self.ctx.evidence(self, code=None, runtime_code="TL738", at=site, message=oom_message(facts), data=facts):
+        if self._report(code=None, runtime_code="TL738", at=site, message=oom_message(facts), data=facts):
             self.ctx.explain(exc, "TL738")
 
     def _failing_site(self, exc: BaseException) -> Site | None:
@@ -437,6 +443,7 @@ class MemoryProbe(Probe):
             "lines": lines,
             "steps": self.steps,
             "forward_calls": self.forwards,
+            "findings": self.findings,
         }
 
     # -- helpers ----------------------------------------------------------------------------

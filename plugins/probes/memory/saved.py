@@ -8,7 +8,9 @@ A holder lives exactly as long as autograd keeps the saved tensor: backward free
 graph kept alive keeps it. So the bytes alive are counted as holders come and go (each
 storage once, however many ops saved it), which gives the high-water mark of each
 iteration, and what is still held after it, and from which iteration. Parameters saved for
-backward are not counted: they live anyway. Holders are made only while the probe watches.
+backward are not counted: they live anyway. Holders are made only while the probe watches; between watched loops the hooks are taken off
+(when they are the innermost pair, so that nothing else's nesting changes), and a saved
+tensor costs nothing more than it does without this probe.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from torchlint.runtime.frames import Site
 
 _is_compiling = torch.compiler.is_compiling
 _top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
+_push_hooks = torch._C._autograd._push_saved_tensors_default_hooks
+_pop_hooks = torch._C._autograd._pop_saved_tensors_default_hooks
 _NO_FUNCTION = torch._C.DisableTorchFunction
 
 #: Dead holders are swept from the registry at each iteration boundary, or after this many.
@@ -66,7 +70,7 @@ class SavedAccounting:
         self.iteration = 0
         self._inner_pack: Callable | None = None
         self._inner_unpack: Callable | None = None
-        self._hooks: Any = None
+        self._installed = False
         self._held: list[_Ref] = []
         #: Storages saved and alive: key -> [bytes, holders].
         self._live: dict[int, list[int]] = {}
@@ -85,13 +89,30 @@ class SavedAccounting:
         top = _top_hooks(True)
         if top is not None:
             self._inner_pack, self._inner_unpack = top
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
-        self._hooks.__enter__()
+        _push_hooks(self._pack, self._unpack)
+        self._installed = True
+        self.watching = True
 
     def uninstall(self) -> None:
-        if self._hooks is not None:
-            self._hooks.__exit__(None, None, None)
-            self._hooks = None
+        # Off the stack when innermost; under hooks the program left on, they stay (taking
+        # the top pair off would take the program's).
+        self.watch(False)
+
+    def watch(self, on: bool) -> None:
+        """Start or stop watching; the hooks come off while not watching, and go back on
+        only over the pair they were installed over (never inside the program's own
+        ``saved_tensors_hooks`` context, whose exit would then take ours off)."""
+        self.watching = on
+        if on and not self._installed:
+            below = (self._inner_pack, self._inner_unpack) if self._inner_pack is not None else None
+            if _top_hooks(True) == below:
+                _push_hooks(self._pack, self._unpack)
+                self._installed = True
+            else:
+                self.watching = False
+        elif not on and self._installed and _top_hooks(True) == (self._pack, self._unpack):
+            _pop_hooks()
+            self._installed = False
 
     # -- the hooks ------------------------------------------------------------------------
     def _pack(self, tensor: torch.Tensor) -> Any:

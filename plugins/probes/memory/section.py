@@ -19,9 +19,14 @@ MIB = float(1 << 20)
 
 
 def memory_section(result: dict[str, Any], cwd: Path) -> Any:
+    """The HTML report always has the section (when anything was measured); the terminal
+    report only when the probe reported a finding, which the figures then back."""
     from torchlint.runtime.sections import RunSection
 
-    return RunSection(title="memory", text=memory_lines(result, cwd), html=memory_html(result, cwd), cards=memory_cards(result))
+    if not (result.get("iterations") or result.get("modules") or result.get("lines")):
+        return None
+    text = memory_lines(result, cwd) if result.get("findings") else []
+    return RunSection(title="memory", text=text, html=memory_html(result, cwd), cards=memory_cards(result))
 
 
 def _device(result: dict[str, Any]) -> str:
