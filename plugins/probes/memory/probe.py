@@ -1,6 +1,7 @@
 """The memory probe (imports torch; see the package docstring for what it reports).
 
-Iterations: an optimizer step ends one; where the program calls its model without stepping
+Iterations: an optimizer step ends one (once every optimizer that steps has: a GAN's two
+steps are one iteration); where the program calls its model without stepping
 or back-propagating in between (an evaluation loop), each call of the model ends one, and so
 does each call after a backward pass in a program that makes no optimizer. The
 first ``--memory-steps`` iterations of the training loop, and of the first loop that only
@@ -79,8 +80,10 @@ class MemoryProbe(Probe):
         self.iteration = 0
         self.steps = 0
         self.forwards = 0
-        self.stepped = False  # an optimizer step since the last call of the model
-        self.backward = False  # a backward pass since the last call of the model
+        self.backwards = 0
+        self.last_kind = ""  # what ended the last iteration
+        #: Per model (top-level module with parameters): steps and backward passes at its last call.
+        self.calls: dict[int, tuple[int, int]] = {}
         self.left = {"step": self.window, "forward": self.window}
         self.watching = True
         self.closed = False  # both windows used up: the module hooks are gone
@@ -108,6 +111,8 @@ class MemoryProbe(Probe):
             module_hooks.register_module_forward_hook(self._leave, always_call=True),
         ]
         self.optimizer_made = False
+        self.stepping: set[int] = set()  # optimizers that have stepped
+        self.stepped_since: set[int] = set()  # ... since the last iteration ended
         self._restore_optimizer_init = on_optimizer_created(self._optimizer_made)
         self.history = False
         if options.get("memory_history") and self.device == "cuda" and torch.cuda.is_available():
@@ -151,7 +156,7 @@ class MemoryProbe(Probe):
                 self.ctx.observed(self, "TL601", self._site(), "the sum carried no autograd graph")
 
     def _backpropagated(self, args: tuple, kwargs: dict) -> None:
-        self.backward = True
+        self.backwards += 1
         root = args[0] if args else kwargs.get("tensors")
         if isinstance(root, (tuple, list)):
             root = root[0] if root else None
@@ -207,13 +212,17 @@ class MemoryProbe(Probe):
             self._name(module)
         if not self._has_parameters(module):
             return  # a loss module or a parameter-free function: not "the model"
-        if self.forwards and not self.stepped:
-            if not self.backward:
-                self._boundary("forward")  # an evaluation loop
+        # The same model called again with no optimizer step in between: an evaluation loop
+        # (nor a backward pass), or a training loop that updates without an optimizer. Another
+        # model called in between (a GAN's generator and discriminator) ends nothing.
+        last = self.calls.get(id(module))
+        if last is not None and last[0] == self.steps:
+            if last[1] == self.backwards:
+                self._boundary("forward")
             elif not self.optimizer_made:
-                self._boundary("backward")  # a training loop that updates without an optimizer
+                self._boundary("backward")
+        self.calls[id(module)] = (self.steps, self.backwards)
         self.forwards += 1
-        self.stepped = self.backward = False
         if self.watching:
             self.saved.forward_pass()
 
@@ -233,16 +242,22 @@ class MemoryProbe(Probe):
         if threading.get_ident() != self.thread:
             return
         self.steps += 1
-        self.growth.steps = self.steps
         if len(self.optimizers) < 8 and all(ref() is not optimizer for ref in self.optimizers):
             self.optimizers.append(weakref.ref(optimizer))
-        self.stepped = True
-        self._boundary("step")
+        # A GAN steps two optimizers per iteration: the iteration ends once every optimizer
+        # that steps has stepped again, or a generator's output would look kept across it.
+        self.stepping.add(id(optimizer))
+        self.stepped_since.add(id(optimizer))
+        if self.stepped_since >= self.stepping:
+            self.stepped_since = set()
+            self.growth.steps += 1
+            self._boundary("step")
 
     def _boundary(self, kind: str) -> None:
         """The end of an iteration (``kind``: what ended it: "step", "backward" or "forward")."""
         ending, following = self.iteration, self.iteration + 1
         loop = _loop(kind)
+        self.last_kind = kind
         if self.watching:
             row = self.saved.close_iteration(following)
             kept = self.growth.close_iteration(following)
@@ -420,11 +435,15 @@ class MemoryProbe(Probe):
         return self.ctx.frames.user_site(found) if found is not None else None
 
     def _moment(self) -> str:
+        calls = f"{self.forwards} model call{'s' * (self.forwards != 1)}"
+        steps = f"{self.steps} optimizer step{'s' * (self.steps != 1)}"
         if self.steps == 0 and self.forwards <= 1:
             return "in the first call of the model" if self.forwards else "before the model ran"
-        if self.stepped or self.steps == 0:
-            return f"after {self.steps} optimizer step{'s' * (self.steps != 1)} and {self.forwards} model call{'s' * (self.forwards != 1)}"
-        return f"in step {self.steps + 1} (after {self.steps} optimizer step{'s' * (self.steps != 1)}, {self.forwards} model calls)"
+        if self.steps == 0:
+            return f"after {calls}, before any optimizer step"
+        if self.last_kind == "forward":
+            return f"in a loop that only calls the model, after {steps} and {calls}"
+        return f"in step {self.steps + 1} (after {steps}, {calls})"
 
     # -- the report -------------------------------------------------------------------------
     def _summary(self) -> dict[str, Any]:
