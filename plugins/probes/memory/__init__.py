@@ -26,27 +26,35 @@ DEFAULT_STEPS = 5
 class MemoryGrowth(RuntimeRule):
     """
     ## What it does
-    Reported by `torchlint run` when tensors that carry an autograd graph outlive the step
-    that made them and pile up: a running total of the loss (`total_loss += loss`), a list
-    that collects losses or model outputs (`losses.append(loss)`,
+    Reported by `torchlint run` when tensors that carry an autograd graph outlive the
+    iteration that made them and pile up: a running total of the loss (`total_loss += loss`),
+    a list that collects losses or model outputs (`losses.append(loss)`,
     `outputs.append(model(x))`), an evaluation loop run without `torch.no_grad()` that does
     either. It is reported at the line that keeps the graph (the `+=`, the `append`), and
     confirms the static TL601 there.
 
-    The probe measures the growth before it reports: it follows each sum (`+`, `+=`, `-`,
-    `*`, `/`, `torch.cat`, `torch.stack`) whose operand is a tensor from an earlier step,
-    counts the autograd nodes the kept graph reaches after each step, and accounts the bytes
-    autograd saved for backward that are still held (through `saved_tensors_hooks`; on a
-    GPU also `torch.cuda.memory_allocated()` after each step). A sum that is back-propagated
-    itself (deliberate accumulation over micro-batches) is left alone, as is a single
-    tensor kept across steps that does not grow.
+    The probe measures the growth before it reports. It follows each sum (`+`, `+=`, `-`,
+    `*`, `/`, `torch.cat`, `torch.stack`) one of whose operands is a tensor with a graph from
+    an earlier iteration, made by the same accumulation, and counts the autograd nodes the
+    kept graph reaches after each iteration; it follows the model's outputs, loss values and
+    backward roots, and reports them when more of them are alive after each iteration, with
+    the list that holds them and its `append` line. The bytes autograd saved for backward
+    that are still held come from `saved_tensors_hooks` (on a GPU,
+    `torch.cuda.memory_allocated()` after each step is in the report's memory section too).
+
+    An iteration ends with an optimizer step (once every optimizer that steps has stepped: a
+    GAN's two steps are one), or, in a loop without steps, when the same model is called
+    again. Left alone: a sum that is back-propagated itself (accumulation over micro-batches
+    for one backward pass), tensors kept between optimizer steps that a later backward pass
+    goes through (a policy gradient's episode), and a single tensor kept across iterations
+    that does not grow.
 
     ## Why is this bad?
-    Every kept tensor keeps the graph of the step that made it. After `backward()` the
-    graph's saved tensors are freed but its nodes stay: host memory grows by a graph per
-    step and later additions extend the graph further. Where no `backward()` ran (an
-    evaluation loop with grad on), the graph still holds every activation autograd saved:
-    GPU memory grows by a batch's activations per iteration until it runs out.
+    Every kept tensor keeps the graph of the iteration that made it. After `backward()` the
+    graph's saved tensors are freed but its nodes stay: host memory grows by a graph per step
+    and later additions extend the graph further. Where no `backward()` ran (an evaluation
+    loop with grad on), the graph still holds every activation autograd saved: GPU memory
+    grows by a batch's activations per iteration until it runs out.
 
     ## Example
     ```python
@@ -77,12 +85,12 @@ class MemoryGrowth(RuntimeRule):
 
     ## Known limitations
     The probe watches the first `--memory-steps` iterations (5 by default) of the training
-    loop and of the first loop that only calls the model, and it follows tensors that the
-    model, a loss function, `backward()` or one of the sums above produced. A graph kept
-    some other way (a hidden state carried from batch to batch, a tensor derived from the
-    output before it is stored) is not followed. The line of an `append` is read from the
-    code of the functions on the stack when the growth is seen; a container filled in a
-    function that has returned is reported at the line that made the tensors.
+    loop and of the first loop that calls the model with grad on and no optimizer step. A
+    graph kept some other way (a hidden state carried from batch to batch, a value derived
+    from the output before it is stored) is not followed. The `append` line is read from the
+    code of the functions on the stack when the pile is seen; a container filled elsewhere
+    is reported at the line that made the tensors. Kept tensors seen between optimizer steps
+    are reported when the run ends, unless a backward pass took them first.
     """
 
     code = "TL737"

@@ -117,7 +117,8 @@ class SavedAccounting:
     # -- the hooks ------------------------------------------------------------------------
     def _pack(self, tensor: torch.Tensor) -> Any:
         inner = self._inner_pack(tensor) if self._inner_pack is not None else tensor
-        if not self.watching or _is_compiling() or _parameter(tensor):
+        # Compiling first: Dynamo traces this hook, and must not guard on `watching`.
+        if _is_compiling() or not self.watching or _parameter(tensor):
             return inner
         with _NO_FUNCTION():
             storage = tensor.untyped_storage()
