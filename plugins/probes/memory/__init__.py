@@ -133,7 +133,7 @@ class CudaOutOfMemory(RuntimeRule):
     loop; a program that runs out of memory later is explained with those lines' per-step
     bytes, the module it failed in and the device's totals. Memory allocated outside
     autograd (a cache, a buffer the program grows) appears only in the totals, or by line
-    with `--memory-history`. This explanation has not been checked on a real GPU.
+    with `--memory-history`.
     """
 
     code = "TL738"
