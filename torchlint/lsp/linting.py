@@ -23,6 +23,7 @@ from torchlint.pluginmanager import PluginError
 
 if TYPE_CHECKING:
     from torchlint.findings import Finding
+    from torchlint.static.chunks import ChunkParser
     from torchlint.rule import Rule
     from torchlint.static.discover import Discovered
     from torchlint.static.engine import FileResult
@@ -86,6 +87,9 @@ class Project:
         self._cache = session.cache(enabled)
         self._files: list[Discovered] | None = None
         self._remembered: dict[str, _Remembered] = {}
+        #: Each open document's chunked parser: an edit re-parses only the statements it
+        #: touched (torchlint/static/chunks.py). Dropped when the document closes.
+        self._parsers: dict[str, ChunkParser] = {}
 
     def display(self, path: Path) -> str:
         """The path as `torchlint check` run in the root shows it (messages name files so)."""
@@ -122,6 +126,8 @@ class Project:
         for key in sorted(documents):
             if key not in known:
                 items.append(Discovered(Path(key), self.display(Path(key))))
+        for key in [key for key in self._parsers if key not in documents]:
+            del self._parsers[key]
         results, contents = [], {}
         for item in items:
             key = _key(item.path)
@@ -149,7 +155,13 @@ class Project:
         source = document_source(Path(key), text)
         if source is None:
             return None
-        remembered = self._remembered[key] = _Remembered(text, self.engine.check_text(display, source), source.encode("utf-8"))
+        from torchlint.static.chunks import ChunkParser
+
+        parser = self._parsers.get(key)
+        if parser is None:
+            parser = self._parsers[key] = ChunkParser()
+        result = self.engine.check_text(display, source, parser=parser)
+        remembered = self._remembered[key] = _Remembered(text, result, source.encode("utf-8"))
         return remembered
 
     def _disk_result(self, item: Discovered) -> _Remembered | None:
