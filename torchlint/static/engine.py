@@ -508,17 +508,20 @@ class StaticEngine:
                 kept.append(finding)
         return kept
 
-    def finish_results(self, items: list[Discovered], results: list[FileResult], contents: dict[str, bytes]) -> CheckResult:
+    def finish_results(self, items: list[Discovered], results: list[FileResult], contents: dict[str, bytes],
+                       notebooks: dict[str, Notebook] | None = None) -> CheckResult:
         """`check_paths`' last step, for per-file results kept elsewhere: the language server
         keeps each file's result between edits and re-runs only this (the project phase and
-        suppressions). `contents`: the bytes each result was computed from."""
+        suppressions). `contents`: the bytes each result was computed from (a notebook's
+        joined code cells); `notebooks`: the notebooks among them, by display path."""
+        notebooks = notebooks or {}
         texts = {
-            r.path: decode_source(contents[r.path]).text or ""
+            r.path: (contents[r.path].decode("utf-8", "surrogatepass") if r.path in notebooks else decode_source(contents[r.path]).text) or ""
             for r in results
             if r.path in contents and (r.findings or _has_directive(contents[r.path]))
         }
         tokens = TokenIndex(contents, self._project_tokens, self._assumed)
-        return self._finish(items, results, texts, tokens)
+        return self._finish(items, results, texts, tokens, notebooks)
 
     def _project_findings(self) -> list[Finding]:
         project = self.project
