@@ -152,6 +152,15 @@ def test_a_notebook_opened_as_json_text_gets_findings_on_the_cells_lines(project
         broken = await session.latest("tutorial.ipynb", version)
         assert codes(broken) == ["TL000"] and "invalid JSON" in broken.diagnostics[0].message
 
+        # A plugin that shows a notebook as a `# %%` script (jupytext.nvim) sends that text
+        # under the notebook's name: it is checked as the Python it is.
+        script = "# %%\nimport torch\n\n# %%\ndef bonus(x):\n    return torch.log(1 + x)\n"
+        uri = session.open("script.ipynb", script)
+        shown = await session.latest("script.ipynb")
+        assert codes(shown) == ["TL401"] and shown.diagnostics[0].range.start.line == 5
+        actions = await _code_actions(session, uri, shown.diagnostics[0])
+        assert "torch.log1p(x)" in apply_edits(script, actions[0].edit.changes[uri])
+
     run(scenario, project)
 
 

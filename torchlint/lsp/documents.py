@@ -7,7 +7,8 @@ A notebook reaches the server two ways, and both become the text of an `.ipynb` 
 - a client with notebook sync (LSP 3.17) sends the notebook and a text document per cell;
   `notebook_json` writes those cells as a notebook (in the order the client lists them), so
   the check sees what Jupyter would run and each finding names the cell it is in;
-- a client without it may open the `.ipynb` file as a plain text document: its JSON.
+- a client without it may open the `.ipynb` file as a plain text document: its JSON (or,
+  through a plugin like jupytext.nvim, the notebook as a `# %%` script, checked as Python).
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ def document_source(path: PurePath, text: str) -> Source | None:
     if path.suffix in PYTHON_SUFFIXES:
         return Source(text)
     if is_notebook(path):
+        if not text.lstrip().startswith("{"):
+            # Not JSON: a notebook an editor plugin shows as a script (jupytext.nvim's
+            # `# %%` cells, magics commented out), or an empty new file. Python, then.
+            return Source(text)
         return decode_notebook(text.encode("utf-8", "surrogatepass"))
     return None
 

@@ -137,7 +137,7 @@ class TorchlintServer(LanguageServer):
         encoding = self.encoding()
         if unit.cells is None:
             document = unit.document
-            if is_notebook(unit.path):
+            if is_notebook(unit.path) and notebook is not None:  # its JSON (else shown as a script)
                 return [NotebookFileView(document.uri, document.version, unit.text, unit.path, findings, encoding, notebook=notebook)]
             return [PythonView(document.uri, document.version, unit.text, unit.path, findings, encoding)]
         views = [
