@@ -17,11 +17,8 @@ itself is in `.probe`, imported when `torchlint run` asks for it.
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
-
-import click
 
 from torchlint.findings import Severity
 from torchlint.pluginmanager import hookimpl
@@ -90,7 +87,9 @@ def torchlint_probes() -> list[type]:
 
 
 @hookimpl
-def torchlint_run_options() -> list[click.Option]:
+def torchlint_run_options() -> list:
+    import click  # only `torchlint run` parses these; `check` need not load click's option machinery here
+
     return [
         click.Option(
             ["--dataloader-threshold"],
@@ -107,7 +106,8 @@ def torchlint_run_options() -> list[click.Option]:
 def torchlint_run_section(name: str, result: dict[str, Any], cwd: Path) -> Any:
     if name != PROBE_NAME or not isinstance(result, dict):
         return None
-    from torchlint.runtime.sections import RunSection
+    from torchlint.runtime.html_kit import e
+    from torchlint.runtime.sections import RunSection, where
 
     loaders = result.get("loaders") or []
     text = [f"input pipeline: {_basis(result)}"]
@@ -116,43 +116,35 @@ def torchlint_run_section(name: str, result: dict[str, Any], cwd: Path) -> Any:
     if not loaders:
         text.append("  no DataLoader was iterated")
     for loader in loaders:
-        text.append(f"  {_where(loader, cwd)}  {_settings(loader)}")
-        text.append(f"    {_measured(loader)}")
+        at = loader.get("at") or [None, None]
+        text.append(f"  {where(at[0], at[1], cwd)}  {_settings(loader)}: {_measured(loader)}")
     rows = "".join(
-        f"<tr><td>{html.escape(_where(loader, cwd))}</td><td>{html.escape(_settings(loader))}</td>"
-        f"<td>{loader.get('batches', 0)}</td><td>{_ms(loader.get('mean_wait_ms'))}</td>"
-        f"<td>{_percent(loader.get('share'))}</td></tr>"
+        f"<tr><td>{e(where((loader.get('at') or [None])[0], (loader.get('at') or [None, None])[1], cwd))}</td>"
+        f"<td>{e(_settings(loader))}</td><td>{e(loader.get('batches', 0))}</td><td>{e(_ms(loader.get('mean_wait_ms')))}</td>"
+        f"<td>{e(_percent(loader.get('share')))}</td></tr>"
         for loader in loaders
     )
-    note = f"<p>{html.escape(result['note'])}</p>" if result.get("note") else ""
+    note = f"<p>{e(result['note'])}</p>" if result.get("note") else ""
     table = (
         "<table><tr><th>DataLoader</th><th>settings</th><th>batches</th><th>mean wait</th><th>share of step time</th>"
         f"</tr>{rows}</table>" if loaders else "<p>no DataLoader was iterated</p>"
     )
-    section_html = f"<section><h2>input pipeline</h2><p>{html.escape(_basis(result))}</p>{note}{table}</section>"
-    worst = max(loaders, key=lambda loader: loader.get("share") or 0, default=None)
-    cards = ()
-    if worst is not None:
-        cards = (("waiting for batches", _percent(worst.get("share")), f"of the step time, {_where(worst, cwd)}"),)
-    return RunSection(title="input pipeline", text=text, html=section_html, cards=cards)
+    fragment = f"<section><h2>input pipeline</h2><p>{e(_basis(result))}</p>{note}{table}</section>"
+    shared = [loader for loader in loaders if isinstance(loader.get("share"), (int, float))]
+    cards: tuple[tuple[str, str, str], ...] = ()
+    if shared:
+        worst = max(shared, key=lambda loader: loader["share"])
+        at = worst.get("at") or [None, None]
+        cards = (("waiting for batches", _percent(worst["share"]), f"of the step time, {where(at[0], at[1], cwd)}"),)
+    return RunSection(title="input pipeline", text=text, html=fragment, cards=cards)
 
 
 def _basis(result: dict[str, Any]) -> str:
     steps = result.get("steps") or 0
     if steps:
-        return (f"time waiting for batches, as a share of the {steps} interval{'s' * (steps != 1)} between optimizer "
+        return (f"time waiting for each DataLoader's batches, as a share of the {steps} intervals between optimizer "
                 f"steps ({_ms(result.get('step_ms'))} each on average)")
-    return "no two optimizer steps: shares are of the time from each loader's first batch to its last"
-
-
-def _where(loader: dict[str, Any], cwd: Path) -> str:
-    at = loader.get("at") or ["?", 0]
-    path = Path(str(at[0]))
-    try:
-        shown = str(path.relative_to(cwd)) if path.is_absolute() else str(path)
-    except ValueError:
-        shown = str(path)
-    return f"{shown}:{at[1]}"
+    return "fewer than 3 intervals between optimizer steps: each share is of the time from the loader's first batch to its last"
 
 
 def _settings(loader: dict[str, Any]) -> str:
@@ -161,8 +153,9 @@ def _settings(loader: dict[str, Any]) -> str:
 
 
 def _measured(loader: dict[str, Any]) -> str:
-    return (f"{loader.get('batches', 0)} batches, {_ms(loader.get('mean_wait_ms'))} mean wait, "
-            f"{_percent(loader.get('share'))} of the step time")
+    share = loader.get("share")
+    of = f"{_percent(share)} of the step time" if isinstance(share, (int, float)) else "no share (not iterated between steps)"
+    return f"{loader.get('batches', 0)} batches, {_ms(loader.get('mean_wait_ms'))} mean wait, {of}"
 
 
 def _ms(value: Any) -> str:
