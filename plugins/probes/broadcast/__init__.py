@@ -33,7 +33,9 @@ class BroadcastToSquare(RuntimeRule):
     The operands must come from different tensors, and neither may have got its size-1
     dimension from an explicit `unsqueeze`, `[:, None]`, `view`/`reshape` or `expand` on the
     line itself: `x[:, None] - x[None, :]`, `a.unsqueeze(1) * b` and other pairwise matrices
-    built on purpose are not reported.
+    built on purpose are not reported. An `[N, 1]` against a `[1, N]` is reported only when
+    neither got its size-1 dimension from such an op on any line (an outer product written
+    over several lines is left alone).
 
     ## Why is this bad?
     A model with one output unit returns `[N, 1]`; the targets of a batch are `[N]`.
