@@ -154,8 +154,9 @@ def _settings(loader: dict[str, Any]) -> str:
 
 def _measured(loader: dict[str, Any]) -> str:
     share = loader.get("share")
-    of = f"{_percent(share)} of the step time" if isinstance(share, (int, float)) else "no share (not iterated between steps)"
-    return f"{loader.get('batches', 0)} batches, {_ms(loader.get('mean_wait_ms'))} mean wait, {of}"
+    of = f"{_percent(share)} of the step time" if isinstance(share, (int, float)) else "no share (too few batches, or none between steps)"
+    batches = loader.get("batches", 0)
+    return f"{batches} batch{'es' * (batches != 1)}, {_ms(loader.get('mean_wait_ms'))} mean wait, {of}"
 
 
 def _ms(value: Any) -> str:

@@ -178,12 +178,13 @@ class DataLoaderProbe(Probe):
             summaries.append(summary)
             if line.site is None or share is None:
                 continue
-            enough = batches >= MIN_INTERVALS and (by_steps or line.batches >= MIN_INTERVALS)
-            if share > threshold and real and enough:
+            if share > threshold and real:
                 self._report(line, share, threshold, wait / batches, by_steps)
-            elif real and enough:
+            elif real:
                 self.ctx.observed(self, "TL405", line.site, f"its batches took {100 * share:.0f}% of the step time, "
                                                             f"below the {100 * threshold:.0f}% threshold")
+        if not any(line.batches >= MIN_INTERVALS for line in self.lines.values()):
+            return  # no loader gave enough batches to measure (none, or one batch and a crash): no section
         note = None
         if not real:
             note = (f"timed under --device {self.ctx.device.name}: the step time is that of the CPU standing in for a "
@@ -199,10 +200,11 @@ class DataLoaderProbe(Probe):
         """The share of the time waited, the batches and the seconds it is computed from."""
         if by_steps:
             # A loader only iterated outside the steps (an evaluation after training) has no share.
-            share = line.step_wait / self.stepped if self.stepped > 0 and line.step_batches else None
+            share = line.step_wait / self.stepped if self.stepped > 0 and line.step_batches >= MIN_INTERVALS else None
             return share, line.step_batches, line.step_wait
         span = line.last - line.first if line.first is not None else 0.0
-        return (line.wait / span if span > 0 else None), line.batches, line.wait
+        measured = span > 0 and line.batches >= MIN_INTERVALS  # one batch would always read 100%
+        return (line.wait / span if measured else None), line.batches, line.wait
 
     def _report(self, line: LoaderLine, share: float, threshold: float, mean_wait: float, by_steps: bool) -> None:
         settings = line.settings
