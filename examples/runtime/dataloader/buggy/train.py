@@ -1,6 +1,6 @@
 """Training on samples read from slow storage, one at a time, in the main process.
 
-Each sample takes about 6 ms to arrive (a network file system, an image decoder): with the
+Each sample takes about 10 ms to arrive (a network file system, an image decoder): with the
 default `num_workers=0` the training loop waits for every batch before it can step.
 """
 
@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, Dataset
 
 
 def read_sample(index: int) -> tuple[torch.Tensor, int]:
-    time.sleep(0.006)  # reading and decoding one sample
+    time.sleep(0.01)  # reading and decoding one sample
     features = torch.randn(512, generator=torch.Generator().manual_seed(index))
     return features, int(features[0] > 0)
 

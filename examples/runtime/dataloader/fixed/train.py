@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, Dataset
 
 
 def read_sample(index: int) -> tuple[torch.Tensor, int]:
-    time.sleep(0.006)  # reading and decoding one sample
+    time.sleep(0.01)  # reading and decoding one sample
     features = torch.randn(512, generator=torch.Generator().manual_seed(index))
     return features, int(features[0] > 0)
 
