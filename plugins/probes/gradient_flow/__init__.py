@@ -129,6 +129,9 @@ class VanishingGradient(RuntimeRule):
 
     ## Known limitations
     Read at the first three steps only; a gradient that vanishes later in training is not seen.
+    One starved layer alone is not reported: a single large free parameter (a bank of
+    prototypes, a big embedding-like table) has a small gradient relative to its weights
+    without anything vanishing on the way back. Vanishing shows in several layers at once.
     """
 
     code = "TL742"

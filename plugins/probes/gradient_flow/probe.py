@@ -42,6 +42,8 @@ SHOWN = 6
 #: read, is vanishing. Healthy models measured: a ResNet-style CNN spans 1e-3 (BatchNorm vs
 #: the first conv), a transformer's layers 1e-3; 12 stacked sigmoids give 1e-11.
 VANISHED = 1e-6
+#: Layers that must starve together: a gradient vanishes on its way back through several.
+VANISHED_LAYERS = 2
 #: Growth of the total gradient norm, from each step to the next, that is an explosion.
 EXPLODING = 10.0
 #: Layers whose gradient is sparse by design (the rows of the tokens in the batch): their
@@ -218,6 +220,8 @@ class GradientFlowProbe(Probe):
                 vanished = sorted((layer for layer in ratios[0]
                                    if all(layer in step and step[layer] <= VANISHED * top[1] for step, top in zip(ratios, tops))),
                                   key=lambda layer: ratios[-1][layer])
+                if len(vanished) < VANISHED_LAYERS:
+                    vanished = []  # one starved parameter is its scale (a big free tensor), not a gradient dying with depth
                 if vanished:
                     top_layer, top_ratio = tops[-1]
                     shown = ", ".join(f"`{layer}` ({ratios[-1][layer] / top_ratio:.0e})" for layer in vanished[:SHOWN])
