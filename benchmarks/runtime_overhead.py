@@ -28,9 +28,9 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from torchlint.plugins.probes.autograd import AutogradProbe  # noqa: E402
-from torchlint.plugins.probes.device import DeviceProbe  # noqa: E402
-from torchlint.plugins.probes.loss import LossProbe  # noqa: E402
+from torchlint.plugins.probes.autograd.probe import AutogradProbe  # noqa: E402
+from torchlint.plugins.probes.device.probe import DeviceProbe  # noqa: E402
+from torchlint.plugins.probes.loss.probe import LossProbe  # noqa: E402
 from torchlint.runtime.devices import CpuMode, FakeCudaMode  # noqa: E402
 from torchlint.runtime.events import EventWriter  # noqa: E402
 from torchlint.runtime.frames import default_classifier  # noqa: E402

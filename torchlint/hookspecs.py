@@ -24,7 +24,12 @@ import pluggy
 if TYPE_CHECKING:
     from torchlint.config import Config
     from torchlint.findings import Finding
+    from pathlib import Path
+
+    import click
+
     from torchlint.rule import Rule
+    from torchlint.runtime.sections import RunSection
     from torchlint.static.context import FileContext, ProjectContext
 
 hookspec = pluggy.HookspecMarker("torchlint")
@@ -104,6 +109,29 @@ def torchlint_probes() -> list[type]:
     static ``torchlint check`` loads every plugin and must not import torch). Each probe
     declares the static codes it ``confirms`` and the TL7xx ``runtime_code`` of evidence that
     matches no static finding.
+    """
+
+
+@hookspec
+def torchlint_run_options() -> list[click.Option]:
+    """Return the command-line options this plugin adds to ``torchlint run`` (``click.Option``
+    objects), e.g. the compile probe's ``--compile``.
+
+    Called in the parent, without torch, when ``torchlint run`` parses its command line. The
+    value of each option reaches the child as ``ctx.options[option.name]`` (click's name for
+    it: ``--memory-steps`` is ``memory_steps``), so it must be JSON-able. Names must not clash
+    with ``torchlint run``'s own options or another plugin's.
+    """
+
+
+@hookspec
+def torchlint_run_section(name: str, result: dict[str, Any], cwd: Path) -> RunSection | None:
+    """Return the report section for the summary the probe ``name`` published, or None.
+
+    A probe publishes a JSON-able summary with ``ctx.publish(probe, data)``; the JSON report
+    holds it under the probe's name, and the text and HTML reports show the sections that
+    plugins return here (``torchlint.runtime.sections.RunSection``: terminal lines, an HTML
+    fragment and summary cards). Return None for a name that is not your probe's.
     """
 
 

@@ -91,14 +91,17 @@ def collect_rules(pm: pluggy.PluginManager) -> dict[str, type[Rule]]:
 
 
 def rule_registry(pm: pluggy.PluginManager) -> dict[str, type[Rule]]:
-    """Every code a run knows, by code: the engine's own (TL0xx) and every plugin's rules."""
+    """Every code a run knows, by code: the engines' own (TL0xx, and the run's TL702, TL703
+    and TL707) and every plugin's rules, the probes' TL7xx included."""
+    from torchlint.runtime.rules import ENGINE_RUNTIME_RULES
     from torchlint.static.engine_rules import ENGINE_RULES
 
+    own = {**ENGINE_RULES, **ENGINE_RUNTIME_RULES}
     plugin_rules = collect_rules(pm)
-    clash = set(ENGINE_RULES) & set(plugin_rules)
+    clash = set(own) & set(plugin_rules)
     if clash:
         raise PluginError(f"a plugin redefines the engine's own code(s) {sorted(clash)}")
-    return dict(sorted({**ENGINE_RULES, **plugin_rules}.items()))
+    return dict(sorted({**own, **plugin_rules}.items()))
 
 
 def plugin_table(pm: PluginManager) -> list[tuple[str, str, list[str]]]:

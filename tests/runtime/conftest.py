@@ -13,6 +13,13 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "runtime"
 
 
+def every_rule() -> dict:
+    """The registry a run knows: the engines' codes and every installed plugin's rules."""
+    from torchlint.pluginmanager import make_plugin_manager, rule_registry
+
+    return rule_registry(make_plugin_manager())
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped without one)")
 

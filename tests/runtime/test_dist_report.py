@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import every_rule
 from torchlint.runtime.dist_report import merge_ranks
 from torchlint.runtime.report import write_json, write_text
 from torchlint.runtime.runner import ChildResult
 
 SCRIPT = "/p/train.py"
+RULES = every_rule()
 
 
 def start(rank):
@@ -25,7 +27,7 @@ def result(events, timed_out=False):
 
 
 def merged(events, world=2, timed_out=False):
-    return merge_ranks([], result(events, timed_out), world=world, enabled={"TL807"}, cwd=Path("/p"), timeout=30.0)
+    return merge_ranks([], result(events, timed_out), world=world, enabled={"TL807"}, cwd=Path("/p"), timeout=30.0, rules=RULES)
 
 
 def test_evidence_seen_on_every_rank_is_one_finding_naming_the_ranks():
@@ -130,6 +132,6 @@ def test_a_static_collective_under_a_rank_condition_is_confirmed_by_the_divergen
               {"event": "collective-done", "rank": 0, "index": 1, "group": "world", "error": "RuntimeError"},
               {"event": "outcome", "rank": 0, "t": 3.0, "status": "raised", "exception": {"type": "RuntimeError", "at": [SCRIPT, 14]}},
               {"event": "outcome", "rank": 1, "t": 2.5, "status": "completed"}]
-    findings, _ = merge_ranks([static], result(events), world=2, enabled={"TL803"}, cwd=Path("/p"), timeout=30.0)
+    findings, _ = merge_ranks([static], result(events), world=2, enabled={"TL803"}, cwd=Path("/p"), timeout=30.0, rules=RULES)
     assert [(f.code, f.evidence[0].status) for f in findings] == [("TL803", "confirmed")]
     assert "train.py:12 ran on rank 0 only" in findings[0].evidence[0].detail

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from torchlint.findings import Evidence, Finding, Location, Severity
+from torchlint.pluginmanager import make_plugin_manager
 from torchlint.runtime.html_report import write_report_dir
 from torchlint.runtime.matching import Outcome
+from torchlint.runtime.sections import sections_of
 
 RESULTS = {
     "compile": {
@@ -61,8 +63,10 @@ def _page(tmp_path: Path) -> Path:
     source = tmp_path / "model.py"
     source.write_text("import torch\nz = torch.cdist(a, b)\nif z.sum() > 0:\n    pass\n")
     outcome = Outcome("completed", "completed after 3 optimizer steps and 3 forward calls", 3, 3, 4.2)
+    # The compile and profile sections come from the two probes' plugins, as in a run.
+    sections = sections_of(make_plugin_manager(), RESULTS, tmp_path)
     return write_report_dir(tmp_path / "out", findings=_findings(source), outcome=outcome, header="torchlint run train.py --device cpu",
-                            results=RESULTS, target={"path": str(source), "entry": None, "device": "cpu"}, cwd=tmp_path)
+                            results=RESULTS, sections=sections, target={"path": str(source), "entry": None, "device": "cpu"}, cwd=tmp_path)
 
 
 def test_the_report_is_self_contained_and_escapes_user_text(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import every_rule
 from torchlint.findings import Finding, Location
 from torchlint.runtime.matching import merge
 from torchlint.runtime.runner import ChildResult
@@ -11,6 +12,9 @@ from torchlint.runtime.runner import ChildResult
 START = {"event": "start", "probes": [{"name": "device", "confirms": ["TL201"], "runtime_code": "TL701"},
                                       {"name": "loss", "confirms": ["TL101"], "runtime_code": "TL704"}]}
 ENABLED = {"TL101", "TL201", "TL301"}
+
+
+RULES = every_rule()
 
 
 def static(code: str, path: Path, line: int, end_line: int | None = None) -> Finding:
@@ -38,7 +42,7 @@ def test_confirmed_not_reproduced_not_reached_and_not_probed(tmp_path):
     observed = {"event": "observed", "code": "TL101", "path": str(models), "line": 30, "note": "its input was logits"}
     findings, outcome = merge(
         [static("TL201", models, 11), static("TL101", models, 29, 31), static("TL101", models, 40), static("TL301", models, 50)],
-        child(evidence, observed, completed()), enabled=ENABLED, cwd=tmp_path, timeout=10)
+        child(evidence, observed, completed()), enabled=ENABLED, cwd=tmp_path, timeout=10, rules=RULES)
     assert statuses(findings) == {("TL201", 11): "confirmed", ("TL101", 29): "not reproduced",
                                   ("TL101", 40): "not reached", ("TL301", 50): "not probed"}
     assert findings[0].evidence[0].detail == "add mixed cpu and cuda:0"
@@ -48,7 +52,7 @@ def test_confirmed_not_reproduced_not_reached_and_not_probed(tmp_path):
 def test_unexplained_evidence_becomes_a_runtime_only_finding(tmp_path):
     evidence = {"event": "evidence", "probe": "device", "code": None, "runtime_code": "TL701",
                 "message": "conv2d mixed cpu and cuda:0", "at": [str(tmp_path / "train.py"), 7], "sites": [], "data": {}}
-    findings, _ = merge([], child(evidence, completed()), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    findings, _ = merge([], child(evidence, completed()), enabled=ENABLED, cwd=tmp_path, timeout=10, rules=RULES)
     (finding,) = findings
     assert (finding.code, finding.path, finding.location.line) == ("TL701", "train.py", 7)
     assert finding.evidence[0].status == "runtime only"
@@ -57,27 +61,27 @@ def test_unexplained_evidence_becomes_a_runtime_only_finding(tmp_path):
 def test_evidence_for_a_disabled_rule_is_dropped(tmp_path):
     evidence = {"event": "evidence", "probe": "loss", "code": "TL101", "runtime_code": "TL704",
                 "message": "m", "at": [str(tmp_path / "t.py"), 3], "sites": [[str(tmp_path / "t.py"), 3]], "data": {}}
-    findings, _ = merge([], child(evidence, completed()), enabled={"TL201"}, cwd=tmp_path, timeout=10)
+    findings, _ = merge([], child(evidence, completed()), enabled={"TL201"}, cwd=tmp_path, timeout=10, rules=RULES)
     assert findings == []
 
 
 def test_a_crash_explained_by_evidence_is_not_reported_twice(tmp_path):
     raised = {"event": "outcome", "status": "raised", "optimizer_steps": 0, "forward_calls": 1,
               "exception": {"type": "RuntimeError", "message": "m", "at": None, "explained_by": "TL201"}}
-    findings, outcome = merge([], child(raised), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    findings, outcome = merge([], child(raised), enabled=ENABLED, cwd=tmp_path, timeout=10, rules=RULES)
     assert findings == [] and outcome.status == "raised"
     raised["exception"]["explained_by"] = None
-    findings, _ = merge([], child(raised), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    findings, _ = merge([], child(raised), enabled=ENABLED, cwd=tmp_path, timeout=10, rules=RULES)
     assert [f.code for f in findings] == ["TL702"]
 
 
 def test_signal_death_and_timeout_without_an_outcome(tmp_path):
     progress = {"event": "progress", "optimizer_steps": 4, "forward_calls": 4}
     findings, outcome = merge([], child(progress, returncode=-6, signal_name="SIGABRT", output_tail="Fatal Python error: Aborted"),
-                              enabled=ENABLED, cwd=tmp_path, timeout=10)
+                              enabled=ENABLED, cwd=tmp_path, timeout=10, rules=RULES)
     assert outcome.status == "killed" and "after 4 optimizer steps" in outcome.summary
     assert findings[0].code == "TL702" and "Fatal Python error" in findings[0].evidence[0].data["output_tail"]
-    findings, outcome = merge([], child(returncode=-9, timed_out=True), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    findings, outcome = merge([], child(returncode=-9, timed_out=True), enabled=ENABLED, cwd=tmp_path, timeout=10, rules=RULES)
     assert outcome.status == "timed-out" and [f.code for f in findings] == ["TL703"]
 
 
@@ -95,13 +99,13 @@ def test_a_torn_last_event_line_is_skipped(tmp_path):
 
 def test_status_zero_without_an_outcome_event_is_never_a_completed_run(tmp_path):
     progress = {"event": "progress", "optimizer_steps": 2, "forward_calls": 2}
-    findings, outcome = merge([], child(progress, returncode=0), enabled=ENABLED, cwd=tmp_path, timeout=10)
+    findings, outcome = merge([], child(progress, returncode=0), enabled=ENABLED, cwd=tmp_path, timeout=10, rules=RULES)
     assert not outcome.succeeded and outcome.status == "no-outcome"
     assert [f.code for f in findings] == ["TL702"]
     assert "without finishing under torchlint" in findings[0].message and "2 optimizer steps" in findings[0].message
     # no events at all: the evidence channel was lost, which is not a success either
     findings, outcome = merge([], ChildResult(events=[], returncode=0, timed_out=False, seconds=1.0, script="/p/train.py"),
-                              enabled=ENABLED, cwd=tmp_path, timeout=10)
+                              enabled=ENABLED, cwd=tmp_path, timeout=10, rules=RULES)
     assert not outcome.succeeded and [f.code for f in findings] == ["TL702"]
     assert "no evidence" in findings[0].message
 
@@ -111,7 +115,7 @@ def test_a_program_kept_alive_by_a_thread_names_the_thread_and_its_line(tmp_path
     stopped = {"event": "timed-out", "phase": "exiting", "at": [script, 7], "stack": [],
                "threads": [{"name": "uploader", "at": [script, 7]}], "optimizer_steps": 3, "forward_calls": 3}
     findings, outcome = merge([], child(completed(), stopped, timed_out=True, script=script), enabled=ENABLED, cwd=tmp_path,
-                              timeout=10)
+                              timeout=10, rules=RULES)
     (finding,) = findings
     assert (finding.code, finding.location.line) == ("TL703", 7)
     assert finding.message == "the program finished but did not exit before the timeout (thread 'uploader' at train.py:7 kept it alive)"
@@ -130,7 +134,7 @@ def test_a_timeout_without_the_watchdogs_event_is_placed_from_faulthandlers_dump
             f'  File "{script}", line 5 in parse\n  File "{script}", line 8 in <module>\n'
             f'  File "{child_py}", line 80 in main\n')
     findings, outcome = merge([], child(returncode=1, timed_out=True, output_tail=dump, script=script), enabled=ENABLED,
-                              cwd=tmp_path, timeout=5)
+                              cwd=tmp_path, timeout=5, rules=RULES)
     assert outcome.status == "timed-out" and outcome.data["source"] == "faulthandler"
     (finding,) = findings
     assert (finding.code, finding.location.line) == ("TL703", 5)

@@ -90,7 +90,7 @@ def test_without_the_rule_classes_nothing_is_proven(tmp_path):
     script = str(tmp_path / "train.py")
     finding = Finding("TL202", "tl202", "m", script, Location(7, 5, 7, 30))
     result = raised(script, "TypeError", "can't convert cuda:0 device type tensor to numpy.", [7])
-    findings, _ = merge([finding], result, enabled={"TL202"}, cwd=tmp_path, timeout=10)
+    findings, _ = merge([finding], result, enabled={"TL202"}, cwd=tmp_path, timeout=10, rules={})
     assert {f.code: f.evidence[0].status for f in findings} == {"TL202": "not probed", "TL702": "runtime only"}
 
 

@@ -94,6 +94,18 @@ def main() -> int:
         return EXIT_SETUP
 
 
+def _chosen_probes(classes: list[type], options: dict) -> list[type]:
+    """The probes this run wants, in their order: an optional probe (compile, profile) says
+    from the options whether it is wanted, and `--disable-probe NAME` switches any off."""
+    disabled = set(options.get("disabled_probes") or ())
+    unknown = disabled - {cls.name for cls in classes}
+    if unknown:
+        names = ", ".join(sorted(cls.name for cls in classes))
+        raise EntryError(f"--disable-probe: no probe named {', '.join(sorted(unknown))} (the probes: {names})")
+    chosen = [cls for cls in classes if cls.name not in disabled and getattr(cls, "wanted", lambda options: True)(options)]
+    return sorted(chosen, key=lambda cls: (getattr(cls, "order", 50), cls.name))
+
+
 def _start_watchdog(spec: dict, events: EventWriter) -> Any:
     """Before anything else: the deadline counts torchlint's own work too."""
     from torchlint.runtime.watchdog import Watchdog
@@ -120,9 +132,11 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     ctx = ProbeContext(events, default_classifier(), mode, progress)
     watchdog.frames = ctx.frames
     ctx.options = dict(spec.get("options") or {})  # --compile, --profile, --report (see RunSpec.options)
-    probe_classes = [cls for group in pm.hook.torchlint_probes() for cls in (group or ())]
-    # An optional probe (compile, profile) says from the options whether this run wants it.
-    probe_classes = [cls for cls in probe_classes if getattr(cls, "wanted", lambda options: True)(ctx.options)]
+    try:
+        probe_classes = _chosen_probes([cls for group in pm.hook.torchlint_probes() for cls in (group or ())], ctx.options)
+    except EntryError as exc:
+        events.emit("error", kind="usage", message=str(exc))
+        return EXIT_USAGE
     probes = [cls(ctx) for cls in probe_classes]
     for cls in probe_classes:
         source = getattr(sys.modules.get(cls.__module__), "__file__", None)

@@ -1,5 +1,10 @@
 """The `torchlint run` click command. Cheap to import: no torch, no runtime machinery until
-the command actually runs (the CLI imports this module on every invocation)."""
+the command actually runs (the CLI imports this module on every invocation).
+
+The command's own options are the run's (target, device, steps, timeout, report); a probe's
+options come from its plugin (``torchlint_run_options``) and are added when `torchlint run`
+parses its command line or shows its help, so `torchlint check` never pays for them.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +14,45 @@ from pathlib import Path
 import click
 
 
-class _Backend(click.Choice):
-    """The top of the compile ladder; `--compile train.py` gets a message saying what to write."""
+class RunCommand(click.Command):
+    """A click command whose options include those of every probe's plugin."""
 
-    def convert(self, value, param, ctx):
-        if value not in self.choices and (value.endswith(".py") or ":" in value or Path(value).exists()):
-            self.fail(f"{value!r} is not a backend: `--compile` takes its value after `=` "
-                      f"(--compile=eager); put a bare --compile after the target (torchlint run {value} --compile)", param, ctx)
-        return super().convert(value, param, ctx)
+    _with_plugins = False
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        if not self._with_plugins:
+            self._with_plugins = True
+            self.params.extend(_plugin_options({param.name for param in self.params}))
+        return super().get_params(ctx)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+def _plugin_options(own: set[str | None]) -> list[click.Option]:
+    """The options of installed probe plugins and of those the configuration found from here
+    names. A configuration that cannot be read adds none: the run itself says what is wrong."""
+    from torchlint.config import ConfigError, find_config_file, load_config
+    from torchlint.pluginmanager import PluginError, make_plugin_manager
+
+    try:
+        config = load_config(find_config_file(Path.cwd()), cwd=Path.cwd())
+        pm = make_plugin_manager(config.plugins, config.root)
+    except (ConfigError, PluginError):
+        try:
+            pm = make_plugin_manager()
+        except PluginError:
+            return []
+    options: list[click.Option] = []
+    owners: dict[str, str] = {}
+    for impl in pm.hook.torchlint_run_options.get_hookimpls():
+        for option in impl.function() or ():
+            if option.name in own or option.name in owners:
+                other = f"plugin {owners[option.name]!r}" if option.name in owners else "torchlint run itself"
+                raise click.UsageError(f"plugin {impl.plugin_name!r} adds the option {'/'.join(option.opts)}, which {other} already has")
+            owners[option.name] = impl.plugin_name
+            options.append(option)
+    return options
+
+
+@click.command(cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--device", default="cpu", show_default=True,
@@ -33,20 +66,15 @@ class _Backend(click.Choice):
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report: no progress, no program output.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) to use.")
-@click.option("--compile", "compile_backend", type=_Backend(["eager", "aot_eager", "inductor"]), is_flag=False,
-              flag_value="aot_eager", default=None,
-              help="Compile the model the program runs up the backend ladder eager -> aot_eager [-> inductor]: graph breaks, "
-                   "recompilations, the failing stage, accuracy and speed-up. --compile alone means --compile=aot_eager.")
-@click.option("--profile", is_flag=True, help="Profile the training loop: hot user lines and modules, time split, FLOPs per module.")
-@click.option("--profile-steps", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Steps to profile (after one warm-up step).")
+@click.option("--disable-probe", "disabled_probes", multiple=True, metavar="NAME",
+              help="Run without this probe (repeatable); `torchlint plugins` lists the probes' plugins.")
 @click.option("--nproc-per-node", "nproc_per_node", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run the script on N ranks through torch's launcher (torchrun): probes in every rank, collectives "
                    "compared across ranks, one report.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False),
-              help="Write report.html, findings.json and (with --profile) trace.json to this folder.")
-def run(target, script_args, device, fake_devices, steps, timeout, quiet, output_format, config_path, compile_backend, profile,
-        profile_steps, report_dir, nproc_per_node):
+              help="Write report.html, findings.json and the probes' files (the profile's trace.json) to this folder.")
+def run(target, script_args, device, fake_devices, steps, timeout, quiet, output_format, config_path, disabled_probes,
+        nproc_per_node, report_dir, **plugin_options):
     """Run TARGET under runtime probes and report static findings with evidence.
 
     TARGET is a script (train.py, run as __main__ with the arguments after --) or an entry
@@ -65,10 +93,9 @@ def run(target, script_args, device, fake_devices, steps, timeout, quiet, output
         quiet=quiet,
         output_format=output_format,
         config_path=config_path,
-        compile=compile_backend,
-        profile=profile,
-        profile_steps=profile_steps,
+        disabled_probes=tuple(disabled_probes),
         report_dir=report_dir,
         nproc_per_node=nproc_per_node,
+        plugin_options=plugin_options,
     )
     sys.exit(execute(options, cwd=Path.cwd(), out=sys.stdout))

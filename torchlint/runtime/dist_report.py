@@ -22,6 +22,7 @@ from typing import Any
 
 from torchlint.findings import Evidence, Finding, Severity
 from torchlint.runtime.dist_divergence import Divergence, Side, timelines_of
+from torchlint.plugins.probes.distributed import RULES as DISTRIBUTED_RULES
 from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, Outcome, _runtime_finding, display_path, merge
 from torchlint.runtime.runner import ChildResult
 
@@ -30,7 +31,7 @@ _ORDINALS = {1: "st", 2: "nd", 3: "rd"}
 
 
 def merge_ranks(static: list[Finding], child: ChildResult, *, world: int, enabled: Any, cwd: Path, timeout: float,
-                rules: dict | None = None) -> tuple[list[Finding], Outcome]:
+                rules: dict) -> tuple[list[Finding], Outcome]:
     ranks = _by_rank(child.events)
     primary = _primary_rank(ranks)
     verdict = child.first("diverged")
@@ -216,7 +217,7 @@ def _divergence_finding(divergence: Divergence, cwd: Path) -> Finding:
                        "arguments": [list(pair) for pair in side.call.fingerprint] if side.call else None,
                        "state": side.state} for side in divergence.sides],
             "rank": culprit.rank if culprit else None, "ranks": sorted(r for side in divergence.sides for r in side.ranks)}
-    finding = _runtime_finding(divergence.code, message, list(culprit.at), cwd)
+    finding = _runtime_finding(divergence.code, message, list(culprit.at), cwd, rule=DISTRIBUTED_RULES[divergence.code])
     return replace(finding, evidence=(Evidence(RUNTIME_ONLY, message, data),))
 
 
@@ -284,7 +285,8 @@ def _parameter_findings(events: list[dict], world: int, cwd: Path) -> list[Findi
                    f"ranks: {names}{more}; {why}")
         # Buffers that differ are usually BatchNorm statistics, which DDP re-broadcasts from rank 0
         # at the next forward: worth knowing, not the error different weights are.
-        finding = _runtime_finding("TL721", message, step["at"], cwd, severity=None if kind == "parameter" else Severity.WARNING)
+        finding = _runtime_finding("TL721", message, step["at"], cwd, severity=None if kind == "parameter" else Severity.WARNING,
+                                   rule=DISTRIBUTED_RULES["TL721"])
         data = {"tensors": [{"name": name, "ranks": groups} for name, groups in rows], "kind": kind, "ranks": sorted(tables)}
         findings.append(replace(finding, evidence=(Evidence(RUNTIME_ONLY, message, data),)))
     return findings
@@ -309,7 +311,7 @@ def _sampler_findings(events: list[dict], world: int, cwd: Path) -> list[Finding
                else f"it was built with the same rank ({first.get('sampler_rank')}) on every rank")
         message = (f"this DistributedSampler gave all {len(per_rank)} ranks the same {first.get('count')} indices "
                    f"(first: {first['indices'][:5]}): {how}, so every rank trains on the same data")
-        finding = _runtime_finding("TL722", message, first["at"], cwd)
+        finding = _runtime_finding("TL722", message, first["at"], cwd, rule=DISTRIBUTED_RULES["TL722"])
         findings.append(replace(finding, evidence=(Evidence(RUNTIME_ONLY, message, {"ranks": sorted(per_rank),
                                                                                       "num_replicas": replicas}),)))
     return findings

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from torchlint.findings import Evidence, Finding, Location, Severity
-from torchlint.runtime.rules import RUNTIME_RULES
+from torchlint.runtime.rules import ENGINE_RUNTIME_RULES
 from torchlint.runtime.runner import ChildResult
 
 CONFIRMED, NOT_REPRODUCED, NOT_REACHED, NOT_PROBED = "confirmed", "not reproduced", "not reached", "not probed"
@@ -62,7 +62,9 @@ def display_path(path: str, cwd: Path) -> str:
 
 
 def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | frozenset[str], cwd: Path,
-          timeout: float, rules: dict[str, type] | None = None) -> tuple[list[Finding], Outcome]:
+          timeout: float, rules: dict[str, type]) -> tuple[list[Finding], Outcome]:
+    """``rules``: every code the run knows (the session's registry): a probe's evidence becomes a
+    finding under the runtime-only rule its plugin declares."""
     start = child.first("start") or {}
     probe_codes = {code for probe in start.get("probes", ()) for code in probe.get("confirms", ())}
     evidence = [e for e in child.events if e["event"] == "evidence" and (e.get("code") is None or e["code"] in enabled)]
@@ -75,12 +77,13 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
     crash = _Crash.of(outcome)
     findings: list[Finding] = []
     for finding in static:
-        proof = crash.proves(finding, (rules or {}).get(finding.code)) if crash else None
+        proof = crash.proves(finding, rules.get(finding.code)) if crash else None
         findings.append(replace(finding, evidence=(_status_of(finding, evidence, observed, probe_codes, used, outcome, proof),)))
         if proof is not None:
             outcome.data["explained_by"] = outcome.data.get("explained_by") or finding.code
-    # A plugin's probe reports under the runtime-only rule its plugin declares, like the built-in ones.
-    known = {**RUNTIME_RULES, **{code: rule for code, rule in (rules or {}).items() if getattr(rule, "runtime_only", False)}}
+    # Each probe reports under the runtime-only rules its plugin declares, a third party's like
+    # the built-in ones.
+    known = {**ENGINE_RUNTIME_RULES, **{code: rule for code, rule in rules.items() if getattr(rule, "runtime_only", False)}}
     for index, event in enumerate(evidence):
         code = event.get("runtime_code")
         if index not in used and code in known and event.get("at"):
@@ -165,7 +168,7 @@ def _location(line: int) -> Location:
 
 def _runtime_finding(code: str, message: str, at: list, cwd: Path, event: dict | None = None,
                      severity: Severity | None = None, rule: type | None = None) -> Finding:
-    rule = rule or RUNTIME_RULES[code]
+    rule = rule or ENGINE_RUNTIME_RULES[code]
     data = dict((event or {}).get("data", {}))
     if event and event.get("probe"):
         data["probe"] = event["probe"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from torchlint.findings import Finding, Severity
 from torchlint.runtime.interrupts import Stopped, stopped_by_signals
@@ -35,15 +35,15 @@ class RunOptions:
     quiet: bool = False
     output_format: str = "text"
     config_path: str | None = None
-    compile: str | None = None  # eager, aot_eager, inductor: the top of the backend ladder
-    profile: bool = False
-    profile_steps: int = 5
+    disabled_probes: tuple[str, ...] = ()
     report_dir: str | None = None
     nproc_per_node: int = 1  # ranks started through torch's launcher (runtime.dist_launch)
+    #: The values of the options probes' plugins add (``--compile``, ``--profile``), by name.
+    plugin_options: dict[str, Any] = field(default_factory=dict)
 
     def probe_options(self, cwd: Path) -> dict:
-        """What the optional probes (compile, profile) read in the child as ``ctx.options``."""
-        options: dict = {}
+        """What the probes read in the child as ``ctx.options``."""
+        options: dict = dict(self.plugin_options)
         fake_devices = self.fake_devices
         if self.nproc_per_node > 1:
             options["distributed"] = {"nproc": self.nproc_per_node}
@@ -51,10 +51,8 @@ class RunOptions:
                 fake_devices = max(fake_devices, self.nproc_per_node)  # one simulated GPU per local rank
         if fake_devices != 1:
             options["fake_devices"] = fake_devices
-        if self.compile:
-            options["compile"] = self.compile
-        if self.profile:
-            options.update(profile=True, profile_steps=self.profile_steps)
+        if self.disabled_probes:
+            options["disabled_probes"] = list(self.disabled_probes)
         if self.report_dir:
             options["report_dir"] = str((cwd / self.report_dir).absolute())
         return options
@@ -140,29 +138,28 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     if options.nproc_per_node > 1:
         header += f" --nproc-per-node {options.nproc_per_node}"
     results = _probe_results(result)
-    if options.output_format == "json" and results:
+    sections = _sections(session.pm, results, cwd)
+    target_info = {"path": str(target.path), "entry": target.entry, "device": options.device}
+    if options.output_format == "json":
         import io
         import json
 
         buffer = io.StringIO()
-        write_json(findings, outcome, {"path": str(target.path), "entry": target.entry, "device": options.device}, buffer)
+        write_json(findings, outcome, target_info, buffer)
         document = json.loads(buffer.getvalue())
-        document.update(results)
+        document.update(probe_results(document, results))
         json.dump(document, out, indent=2, ensure_ascii=False)
         out.write("\n")
-    elif options.output_format == "json":
-        write_json(findings, outcome, {"path": str(target.path), "entry": target.entry, "device": options.device}, out)
     else:
         write_text(findings, outcome, header, out)
-        if results:
-            from torchlint.runtime.profile_summary import write_sections
-
-            write_sections(results, out, cwd)
+        for section in sections:
+            if section.text:
+                out.write("\n" + "\n".join(section.text) + "\n")
     if options.report_dir:
         from torchlint.runtime.html_report import write_report_dir
 
         where = write_report_dir(Path(options.report_dir), findings=findings, outcome=outcome, header=header, results=results,
-                                 target={"path": str(target.path), "entry": target.entry, "device": options.device}, cwd=cwd)
+                                 sections=sections, target=target_info, cwd=cwd)
         if not options.quiet:
             sys.stderr.write(f"torchlint: report written to {where}\n")
     return EXIT_FINDINGS if any(_fails(f) for f in findings) else EXIT_CLEAN
@@ -201,11 +198,24 @@ def _monitor(options: RunOptions):
     return DivergenceMonitor(options.nproc_per_node)
 
 
-def _probe_results(result) -> dict:
-    """The compile and profile probes' summaries (JSON events from the child), by name."""
-    return {kind: {k: v for k, v in event.items() if k != "event"}
-            for kind in ("compile", "profile")
-            for event in [result.first(f"{kind}-result")] if event is not None}
+def _probe_results(result) -> dict[str, dict]:
+    """The summaries the probes published (``ctx.publish``), by probe name, in the order they came."""
+    return {event["probe"]: event.get("data") or {} for event in result.events
+            if event.get("event") == "probe-result" and isinstance(event.get("probe"), str)}
+
+
+def probe_results(document: dict, results: dict[str, dict]) -> dict[str, dict]:
+    """The probes' summaries as JSON report keys, by probe name; a name that is already one of
+    the report's own keys (findings, outcome) is kept under `probe:NAME`."""
+    return {name if name not in document else f"probe:{name}": data for name, data in results.items()}
+
+
+def _sections(pm, results: dict[str, dict], cwd: Path) -> list:
+    if not results:
+        return []
+    from torchlint.runtime.sections import sections_of
+
+    return sections_of(pm, results, cwd)
 
 
 def _fails(finding: Finding) -> bool:

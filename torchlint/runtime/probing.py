@@ -37,6 +37,9 @@ class Probe:
     #: Code for evidence that matches no static finding (a TL7xx runtime-only finding).
     runtime_code: ClassVar[str | None] = None
     summary: ClassVar[str] = ""
+    #: Probes are installed, and see each call, in (order, name) order: a probe that must look
+    #: first (the device probe) has a small number, one that works after the run a large one.
+    order: ClassVar[int] = 50
 
     def __init__(self, ctx: ProbeContext) -> None:
         self.ctx = ctx
@@ -46,6 +49,11 @@ class Probe:
 
     def uninstall(self) -> None:
         """Called after the target has run, whatever happened; undo ``install``."""
+
+    def after_run(self) -> None:
+        """Called once the target has ended and every probe is uninstalled: work that must not
+        slow the program down or be cut short by its end (the compile probe's backend ladder).
+        A summary for the report is published here (``ctx.publish``)."""
 
     def watches(self, func: Any) -> bool:
         """Whether ``before``/``after``/``failed`` want calls of this torch function."""
@@ -139,6 +147,11 @@ class ProbeContext:
             data=data or {},
         )
         return True
+
+    def publish(self, probe: Probe, data: dict[str, Any]) -> None:
+        """The probe's summary for the report (JSON-able): the JSON report holds it under the
+        probe's name, and the probe's plugin renders it (``torchlint_run_section``)."""
+        self.events.emit("probe-result", probe=probe.name, data=data)
 
     @staticmethod
     def explain(exc: BaseException, code: str) -> None:

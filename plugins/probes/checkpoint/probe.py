@@ -25,6 +25,7 @@ from torchlint.runtime.probing import Probe
 
 class CheckpointProbe(Probe):
     name = "checkpoint"
+    order = 40
     confirms = ("TL301",)
     runtime_code = "TL706"
     summary = "torch.load without map_location of a checkpoint holding CUDA storages"

@@ -22,6 +22,7 @@ from torchlint.runtime.probing import Probe
 
 class CompileProbe(Probe):
     name = "compile"
+    order = 80
     confirms = ()
     runtime_code = "TL708"
     summary = "torch.compile health of the model the program runs: graph breaks, backend ladder, accuracy, speed"
@@ -73,7 +74,7 @@ class CompileProbe(Probe):
             result["recompilations"] = _merge(result.get("recompilations", []), program["recompilations"], ("path", "line", "function"))
             result["program_compiled"] = True
         self._report(result)
-        self.ctx.events.emit("compile-result", **result)
+        self.ctx.publish(self, result)
 
     # -- findings ---------------------------------------------------------------------------
     def _report(self, result: dict[str, Any]) -> None:

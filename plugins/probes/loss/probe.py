@@ -34,6 +34,7 @@ LOSSES = {F.cross_entropy: "TL101", F.nll_loss: "TL102"}
 
 class LossProbe(Probe):
     name = "loss"
+    order = 20
     confirms = ("TL101", "TL102")
     runtime_code = "TL704"
     summary = "softmax output reaching cross_entropy / nll_loss"

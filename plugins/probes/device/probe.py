@@ -35,6 +35,7 @@ class Origin:
 
 class DeviceProbe(Probe):
     name = "device"
+    order = 10
     confirms = ("TL201",)
     runtime_code = "TL701"
     summary = "device mismatches, with the line that created the misplaced tensor"

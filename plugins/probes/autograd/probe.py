@@ -53,6 +53,7 @@ class _Saved:
 
 class AutogradProbe(Probe):
     name = "autograd"
+    order = 30
     confirms = ("TL103",)
     runtime_code = "TL705"
     summary = "in-place edits of tensors autograd saved, and of leaves that require grad"

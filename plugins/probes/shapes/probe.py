@@ -32,6 +32,7 @@ CLASS_LOSSES = {F.cross_entropy, F.nll_loss}
 
 class ShapesProbe(Probe):
     name = "shapes"
+    order = 50
     runtime_code = "TL733"
     summary = "softmax/argmax over a dimension of size 1, a cross-entropy over one class"
 

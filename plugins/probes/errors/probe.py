@@ -49,6 +49,7 @@ EMPTY_PARAMETERS = "optimizer got an empty parameter list"
 
 class ErrorsProbe(Probe):
     name = "errors"
+    order = 48
     summary = "known torch errors explained: the failing module and its input shapes; models without parameters"
 
     def raised(self, exc: BaseException) -> None:

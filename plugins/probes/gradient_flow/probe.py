@@ -37,6 +37,7 @@ SHOWN = 6
 
 class GradientFlowProbe(Probe):
     name = "gradient-flow"
+    order = 50
     runtime_code = "TL730"
     summary = "parameters without gradients, parameters the optimizer does not change, a loss that never moves"
 

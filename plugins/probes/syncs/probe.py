@@ -7,14 +7,19 @@
   is the norm and is not reported.
 
 Counted under `--device fake-cuda`, where every sync the program would make on a GPU is
-recorded (with the op) as it happens; the probe asks for the user's line at each one.
+recorded (with the op) as it happens; the probe asks for the user's line at each one. On a
+real GPU (`--device cuda`) the probe watches the same calls itself and times each one: the
+time a sync takes is the time the host waited for the GPU's queue to drain, and the report
+says how long each line waited per step.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
+import torch
 from torch.optim import optimizer as optimizer_hooks
 
 from torchlint.runtime.probing import Probe
@@ -22,9 +27,18 @@ from torchlint.runtime.probing import Probe
 #: Syncs per step at one line above which it is reported (one per step is logging).
 PER_STEP = 1
 
+Tensor = torch.Tensor
+#: On a GPU, the calls that wait for it when given a CUDA tensor: the ones fake-cuda counts.
+SYNCING = {
+    Tensor.item: "item", Tensor.tolist: "tolist", Tensor.__float__: "float", Tensor.__int__: "int",
+    Tensor.__bool__: "bool", Tensor.__index__: "index", Tensor.__complex__: "complex", Tensor.__format__: "format",
+    Tensor.__repr__: "repr", Tensor.cpu: "cpu", Tensor.numpy: "numpy", Tensor.to: "to",
+}
+
 
 class SyncsProbe(Probe):
     name = "syncs"
+    order = 50
     runtime_code = "TL734"
     summary = "host-device syncs repeated within each optimizer step, by user line"
 
@@ -36,9 +50,35 @@ class SyncsProbe(Probe):
         self.total: Counter = Counter()
         self.ops: dict[tuple[str, int], Counter] = {}
         self.sites: dict[tuple[str, int], Any] = {}
+        #: Per line, seconds the host waited in its syncs (on a GPU only).
+        self.waited: Counter = Counter()
         self.windows = 0
         self.log = None  # the device mode's sync log exists once the program runs: see _stepped
+        #: On a real GPU the probe finds and times the syncs itself, from the first step on.
+        self.timed = self.ctx.device.name == "cuda" and torch.cuda.is_available()
+        self.listening = False
+        self.started: list[float | None] = []
         self.handle = optimizer_hooks.register_optimizer_step_post_hook(self._stepped)
+
+    def watches(self, func: Any) -> bool:
+        return self.timed and func in SYNCING
+
+    def before(self, func: Any, args: tuple, kwargs: dict) -> None:
+        source = args[0] if args else None
+        waits = (self.listening and isinstance(source, Tensor) and source.is_cuda
+                 and (func is not Tensor.to or _to_host(args, kwargs)))
+        self.started.append(time.perf_counter() if waits else None)
+
+    def after(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
+        self._timed(func)
+
+    def failed(self, func: Any, args: tuple, kwargs: dict, exc: BaseException) -> None:
+        self._timed(func)
+
+    def _timed(self, func: Any) -> None:
+        started = self.started.pop() if self.started else None
+        if started is not None:
+            self._synced(SYNCING[func], time.perf_counter() - started)
 
     def uninstall(self) -> None:
         self.handle.remove()
@@ -47,9 +87,10 @@ class SyncsProbe(Probe):
         self._judge()
 
     def _stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if self.log is None:
+        if not self.listening:
             # Listening starts at the first step: set-up before training (loading, a first
             # print) is not per step.
+            self.listening = True
             self.log = getattr(self.ctx.device, "syncs", None)
             if self.log is not None:
                 self.log.listeners.append(self._synced)
@@ -61,11 +102,12 @@ class SyncsProbe(Probe):
         else:
             self.fewest = {key: min(count, window[key]) for key, count in self.fewest.items() if window[key]}
 
-    def _synced(self, op: str) -> None:
+    def _synced(self, op: str, seconds: float = 0.0) -> None:
         site = self.ctx.site()
         if site is None:
             return
         key = (site.path, site.line)
+        self.waited[key] += seconds
         self.window[key] += 1
         self.total[key] += 1
         self.ops.setdefault(key, Counter())[op] += 1
@@ -79,17 +121,34 @@ class SyncsProbe(Probe):
             if fewest <= PER_STEP:
                 continue
             ops = ", ".join(f"`{op}` x{n}" for op, n in self.ops[key].most_common(3))
+            waited = ""
+            if self.timed:
+                waited = f", waiting {1000 * self.waited[key] / max(self.windows, 1):.2f} ms per step for the GPU"
             self.ctx.evidence(
                 self,
                 code=None,
                 at=self.sites[key],
                 message=(
                     f"this line synchronises the host with the GPU at least {fewest} times in every optimizer step "
-                    f"({self.total[key]} in all: {ops}); each sync waits for all queued GPU work: keep the values "
+                    f"({self.total[key]} in all: {ops}{waited}); each sync waits for all queued GPU work: keep the values "
                     "on the device and read them once per step"
                 ),
-                data={"fewest_per_step": fewest, "syncs": self.total[key], "steps": self.windows, "ops": dict(self.ops[key])},
+                data={"fewest_per_step": fewest, "syncs": self.total[key], "steps": self.windows, "ops": dict(self.ops[key]),
+                      **({"waited_ms": round(1000 * self.waited[key], 3)} if self.timed else {})},
             )
+
+
+def _to_host(args: tuple, kwargs: dict) -> bool:
+    """`t.to("cpu")`, `t.to(torch.device("cpu"))` or `t.to(other_cpu_tensor)`, blocking."""
+    if kwargs.get("non_blocking") or (len(args) > 2 and args[2] is True and isinstance(args[1], (str, torch.device))):
+        return False
+    target = kwargs.get("device", args[1] if len(args) > 1 else None)
+    if isinstance(target, Tensor):
+        target = target.device
+    try:
+        return target is not None and not isinstance(target, torch.dtype) and torch.device(target).type == "cpu"
+    except (TypeError, RuntimeError):
+        return False
 
 
 PROBE = SyncsProbe

@@ -57,6 +57,7 @@ class _ModuleStack:
 
 class ProfileProbe(Probe):
     name = "profile"
+    order = 90
     confirms = ()
     runtime_code = "TL712"
     summary = "hot paths by user line and module (torch.profiler), FLOPs per module"
@@ -304,7 +305,7 @@ class ProfileProbe(Probe):
         else:
             result.update(self._analyse())
         self._report(result)
-        self.ctx.events.emit("profile-result", **result)
+        self.ctx.publish(self, result)
 
     def _analyse(self) -> dict[str, Any]:
         report_dir = self.ctx.options.get("report_dir")

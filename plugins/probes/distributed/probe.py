@@ -38,6 +38,7 @@ SAMPLER_INDICES_SENT = 64
 
 class DistributedProbe(Probe):
     name = "distributed"
+    order = 95
     #: TL803 (a collective under a rank condition) is confirmed in the parent, where the ranks'
     #: collectives are compared (``runtime.dist_report``); here each collective line is noted.
     confirms = ("TL803", "TL807")

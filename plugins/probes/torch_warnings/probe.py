@@ -34,6 +34,7 @@ SIZE_CHECKED_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "b
 
 class WarningsProbe(Probe):
     name = "warnings"
+    order = 45
     summary = "torch warnings that signal a bug: implicit softmax dim, tensor copy-construction, non-leaf .grad, loss sizes"
 
     def warned(self, warning: TargetWarning) -> None:

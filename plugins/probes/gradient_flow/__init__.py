@@ -1,0 +1,109 @@
+"""Gradient-flow probe: the training bugs that never raise, read at the first optimizer steps.
+
+The plugin: the probe's rules with their docs, and the probe class, imported only in the
+child of `torchlint run` (this module must not import torch: `torchlint check` loads it).
+"""
+
+from __future__ import annotations
+
+from torchlint.pluginmanager import hookimpl
+from torchlint.runtime.rules import RuntimeRule
+
+
+class ParameterWithoutGradient(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run` (the gradient-flow probe) when trainable parameters the
+    optimizer updates get no gradient, or an all-zero one, at each of the first three
+    optimizer steps. They are named by their path in the model (`Net.head.weight`), at the
+    line that steps.
+
+    ## Why is this bad?
+    Nothing raises: the optimizer skips them and the model trains without them. The usual
+    causes are a layer built in `__init__` but never used in `forward`, a graph cut by
+    `.detach()`, `.item()` or `torch.tensor(x)`, and `optimizer.zero_grad()` placed between
+    `loss.backward()` and `optimizer.step()`, which clears every gradient before the step.
+
+    ## Example
+    ```python
+    loss.backward()
+    optimizer.zero_grad()
+    optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    ```
+    """
+
+    code = "TL730"
+    name = "parameter-without-gradient"
+    summary = "Trainable parameters got no gradient at any of the first steps: unused layers or a cut graph"
+
+
+class ParameterNotUpdated(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run` (the gradient-flow probe) when parameters that have a
+    gradient keep exactly their values through each of the first three optimizer steps.
+
+    ## Why is this bad?
+    The model does not learn and nothing says so: a learning rate of 0 (a scheduler that
+    starts at 0, `lr=args.lr` with the argument unset), or a param group frozen by hand.
+
+    ## Example
+    ```python
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    ```
+
+    ## Use instead
+    ```python
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    ```
+    """
+
+    code = "TL731"
+    name = "parameter-not-updated"
+    summary = "Parameters with a gradient kept their values through the first optimizer steps"
+
+
+class LossNotChanging(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run` (the gradient-flow probe) when the value of the loss that
+    `backward()` is called on is exactly the same at each of the first three steps.
+
+    ## Why is this bad?
+    The optimizer's updates never reach the loss: the parameters it updates get no
+    gradient, the learning rate is 0, or the loss does not depend on the model (a detached
+    output, a constant target compared with itself).
+
+    ## Example
+    ```python
+    loss = criterion(model(x).detach().requires_grad_(), y)
+    ```
+
+    ## Use instead
+    ```python
+    loss = criterion(model(x), y)
+    ```
+    """
+
+    code = "TL732"
+    name = "loss-not-changing"
+    summary = "The loss has exactly the same value at each of the first steps"
+
+
+@hookimpl
+def torchlint_rules() -> list[type]:
+    return [ParameterWithoutGradient, ParameterNotUpdated, LossNotChanging]
+
+
+@hookimpl
+def torchlint_probes() -> list[type]:
+    from torchlint.plugins.probes.gradient_flow.probe import PROBE
+
+    return [PROBE]
