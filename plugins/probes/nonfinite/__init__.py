@@ -5,7 +5,7 @@
   fp16 result that overflows), named at the user's line with its inputs' ranges, once the
   NaN/Inf reached a loss or a model's output.
 * TL736 backward: a gradient that became NaN/Inf while the forward values were finite
-  (`sqrt` or a norm at 0, `x.pow(0.5)`, `torch.where` over a `log`), named at the forward
+  (`sqrt` at 0, `x.pow(0.5)`, `torch.where` over a `log`), named at the forward
   line of the operation whose derivative did it, in the step it happened.
 
 It confirms TL107 (`log(softmax(x))`) and TL509 (`log(sum(exp(x)))`) where their NaN/Inf
@@ -77,10 +77,11 @@ class NonfiniteGradient(RuntimeRule):
     ## What it does
     Reported by `torchlint run` (the non-finite probe) when a `backward()` of a finite loss
     made NaN/Inf gradients, at the forward line of the operation whose derivative is
-    infinite or undefined at the values it had: `sqrt` at 0, a norm of a zero vector,
-    `x.pow(0.5)` at 0, `acos` at ±1, a `log` or a division inside `torch.where` (the
-    discarded branch still gets a gradient of 0 · inf = NaN). Found in the same step, before
-    the optimizer writes the NaN into the weights.
+    infinite or undefined at the values it had: `sqrt` at 0 (a distance or a norm written
+    as `sqrt(sum(d ** 2))`, where two points coincide), `x.pow(0.5)` at 0, `acos` at ±1, a
+    `log` or a division inside `torch.where` (the discarded branch still gets a gradient of
+    0 · inf = NaN). Found in the same step, before the optimizer writes the NaN into the
+    weights.
 
     ## Why is this bad?
     The forward pass looks fine, the loss is a number, and after one step every weight is
@@ -88,15 +89,16 @@ class NonfiniteGradient(RuntimeRule):
 
     ## Example
     ```python
-    dist = (a - b).norm(dim=1)             # a row where a == b: the gradient is 0/0
+    dist = ((a - b) ** 2).sum(dim=1).sqrt()   # a row where a == b: sqrt'(0) is infinite
     loss = F.relu(dist - margin).mean()
     ```
 
     ## Use instead
     ```python
-    dist = ((a - b).pow(2).sum(dim=1) + 1e-12).sqrt()
+    dist = torch.linalg.vector_norm(a - b, dim=1)  # its gradient at 0 is 0
     loss = F.relu(dist - margin).mean()
     ```
+    or `(((a - b) ** 2).sum(dim=1) + 1e-12).sqrt()`.
     For `torch.where(x > 0, torch.log(x), 0)`, take the log of a safe value:
     `torch.where(x > 0, torch.log(x.clamp_min(1e-12)), 0)`.
 

@@ -78,6 +78,7 @@ class NonfiniteProbe(Probe):
         self.on = bool(self.ctx.device.computes_values)
         self.stats: Counter = Counter()
         self.found: list[dict[str, Any]] = []
+        self.reported: set[tuple] = set()
         self.steps = 0
         if not self.on:
             return
@@ -115,10 +116,7 @@ class NonfiniteProbe(Probe):
         self.window.clear()
 
     def after_run(self) -> None:
-        publish = getattr(self.ctx, "publish", None)
-        if publish is None:
-            return
-        publish(self, {
+        self.ctx.publish(self, {
             "checked": {key: self.stats[key] for key in ("model outputs", "losses", "backward passes")},
             "replays": self.stats["replays"],
             "found": self.found,
@@ -425,12 +423,13 @@ class NonfiniteProbe(Probe):
 
     def _report(self, code: str, culprit: Culprit | None, site: Site | None, message: str, data: dict) -> None:
         key = (code, (site.path, site.line) if site else None)
-        if any(entry["key"] == list(map(str, key)) for entry in self.found):
+        if key in self.reported:
             return
+        self.reported.add(key)
         kind = _static_code(culprit, self.ctx.source(site)) if culprit is not None else None
         self.ctx.evidence(self, code=kind, at=site, sites=[site], runtime_code=code, message=message,
                           data=dict(data, step=self.steps + 1))
-        self.found.append({"key": list(map(str, key)), "code": code, "op": data.get("op"), "step": self.steps + 1,
+        self.found.append({"code": code, "op": data.get("op"), "step": self.steps + 1,
                            "at": [site.path, site.line] if site else None})
 
 
@@ -446,15 +445,12 @@ def _static_code(culprit: Culprit, source: str) -> str | None:
 
 def _backward_hint(op: str) -> str:
     hints = {
-        "sqrt": "the derivative of sqrt is infinite at 0 (use `x.clamp_min(eps).sqrt()` or add eps inside)",
+        "sqrt": "the derivative of sqrt is infinite at 0 (add an eps inside, or use `torch.linalg.vector_norm`, whose gradient at 0 is 0)",
         "pow": "x**p with p < 1 has an infinite derivative at 0",
-        "linalg_vector_norm": "the gradient of a norm is 0/0 at a zero vector (add eps, or use `F.normalize`)",
-        "norm": "the gradient of a norm is 0/0 at a zero vector (add eps, or use `F.normalize`)",
         "log": "the derivative of log is infinite at 0, and 0·inf is NaN even where `torch.where` dropped the value",
         "div": "the derivative of a/b is infinite where b is 0, even where `torch.where` dropped the value",
         "acos": "the derivative of acos is infinite at ±1",
         "asin": "the derivative of asin is infinite at ±1",
-        "cdist": "the gradient of a distance is 0/0 between identical points",
     }
     return hints.get(op, "its derivative is infinite or undefined at these inputs")
 
