@@ -7,8 +7,8 @@ with one host read each, and looks at no operation inside a model until one of t
   +inf there is judged at once; -inf alone is left until it reaches a loss (an attention
   module may return -inf scores on purpose);
 * every tensor passed to `backward()`;
-* after each `backward()`, the gradients of the parameters it reached (one fused inf-norm per
-  device).
+* after each `backward()`, the gradients of the parameters it reached (a sum per gradient, or
+  one fused norm on a GPU; the exact check only where that is not finite).
 
 What the program runs outside any module (the loss, a normalisation in the training loop)
 is recorded without being checked (``window``). When a boundary fails, the probe walks back
@@ -88,7 +88,6 @@ class NonfiniteProbe(Probe):
         self.starting: Call | None = None
         self.starting_site: Site | None = None
         self.stepping = False
-        self.before_finite: tuple[int, bool] | None = None
         self.loss: list[Tensor] = []
         self.loss_site: Site | None = None
         self.loss_finite = True
@@ -137,17 +136,6 @@ class NonfiniteProbe(Probe):
             known = self.inplace[func] = (name.endswith("_") and not name.endswith("__")) or name in INPLACE_DUNDERS
         return known
 
-    def before(self, func: Any, args: tuple, kwargs: dict) -> None:
-        if self.depth or self.stepping or threading.get_ident() != self.thread:
-            return
-        if func in BACKWARD:
-            self._before_backward(func, args, kwargs)
-        elif self._is_inplace(func) and args and isinstance(args[0], Tensor):
-            # The target's values before the edit are gone after it: read them now.
-            with torch._C.DisableTorchFunction():
-                if is_float(args[0]):
-                    self.before_finite = (id(args[0]), all_finite(args[0]))
-
     def after(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
         if threading.get_ident() != self.thread:
             return
@@ -157,27 +145,30 @@ class NonfiniteProbe(Probe):
                 self.ctx.observed(self, code, self.ctx.site(), "no NaN/Inf from it reached a loss or a model's output")
             return
         if func in BACKWARD:
-            self._after_backward()
+            self._backward_ran(args, kwargs, completed=True)
             return
         if self.stepping:
             return
         with torch._C.DisableTorchFunction():
             self._record(func, args, kwargs, result)
 
+    def failed(self, func: Any, args: tuple, kwargs: dict, exc: BaseException) -> None:
+        # A backward that raised (under the program's own detect_anomaly, say): its loss is
+        # judged all the same.
+        if func in BACKWARD and not self.depth and threading.get_ident() == self.thread:
+            self._backward_ran(args, kwargs, completed=False)
+
     def _record(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
         inplace = self._is_inplace(func)
         outputs = float_results(result)
         if not outputs and inplace and args and isinstance(args[0], Tensor) and is_float(args[0]):
             outputs = [args[0]]  # `x[mask] = value` returns None
-        before, self.before_finite = self.before_finite, None
         if not outputs:
             return
         inputs, scalars = flatten(args, kwargs)
         versions: list[int | None] = [t._version for t in inputs]
-        before_finite = None
-        if inplace and inputs and before is not None and before[0] == id(inputs[0]):
-            versions[0] = None
-            before_finite = before[1]
+        if inplace and inputs:
+            versions[0] = None  # the target's values before the edit: see Window.finite_at
         site = self.ctx.site()
         op = op_label(getattr(func, "__name__", "") or str(func))
         code = STATIC_OPS.get(func)
@@ -185,7 +176,7 @@ class NonfiniteProbe(Probe):
             self.ctx.observed(self, code, site, "no NaN/Inf from it reached a loss or a model's output")
         self.window.add(Record(
             index=0, op=op, site=site, func=func, args=args, kwargs=kwargs, inputs=inputs, input_versions=versions,
-            scalars=scalars, outputs=outputs, output_versions=[t._version for t in outputs], before_finite=before_finite,
+            scalars=scalars, outputs=outputs, output_versions=[t._version for t in outputs], inplace=inplace,
         ))
 
     # -- top-level module calls -----------------------------------------------------------------
@@ -231,7 +222,7 @@ class NonfiniteProbe(Probe):
 
     def _check_call(self, record: Record) -> None:
         self.stats["model outputs"] += 1
-        flags = finite_flags(record.outputs)
+        flags = record.notes["finite"] = finite_flags(record.outputs)
         if all(flags):
             return
         bad = [t for t, ok in zip(record.outputs, flags) if not ok]
@@ -251,7 +242,7 @@ class NonfiniteProbe(Probe):
             return call.origin
         call.judged = True
         for value, version in zip(record.inputs, record.input_versions):
-            if is_float(value) and Window.finite_at(record, value, version) is False:
+            if is_float(value) and self.window.finite_at(record, value, version) is False:
                 call.origin = self.window.origin_of(value, self._judge_call, before=record.index)
                 return call.origin
         if id(call.module) in self.quiet_modules or self.replays_left <= 0:
@@ -269,7 +260,20 @@ class NonfiniteProbe(Probe):
         return call.origin
 
     # -- backward -----------------------------------------------------------------------------
-    def _before_backward(self, func: Any, args: tuple, kwargs: dict) -> None:
+    def _backward_ran(self, args: tuple, kwargs: dict, completed: bool) -> None:
+        """After `backward()`: the loss it was given (the forward records are still there, the
+        weights not yet stepped), then the gradients it made; then the step's records go."""
+        self.stats["backward passes"] += 1
+        try:
+            with torch._C.DisableTorchFunction():
+                self._check_loss(args, kwargs)
+                if completed and self.loss_finite and self.loss and self.traces_left > 0:
+                    self._check_gradients()
+        finally:
+            self.window.clear()
+            self.loss = []
+
+    def _check_loss(self, args: tuple, kwargs: dict) -> None:
         first = args[0] if args else kwargs.get("tensors", kwargs.get("self"))
         tensors = [first] if isinstance(first, Tensor) else [t for t in first or () if isinstance(t, Tensor)]
         self.loss = [t for t in tensors if is_float(t)]
@@ -281,36 +285,25 @@ class NonfiniteProbe(Probe):
         # A loss scaled by GradScaler may overflow on purpose: the loss it scaled is the one to judge.
         unscaled = [self._unscaled(t) for t in self.loss]
         self.loss_scaled = any(u is not t for u, t in zip(unscaled, self.loss))
-        with torch._C.DisableTorchFunction():
-            flags = finite_flags(unscaled)
-            if all(flags):
+        flags = finite_flags(unscaled)
+        if all(flags):
+            return
+        self.loss_finite = False
+        for loss, ok in zip(unscaled, flags):
+            if ok:
+                continue
+            origin = self.window.origin_of(loss, self._judge_call)
+            if isinstance(origin, Culprit):
+                where = f" at {self.loss_site.short()}" if self.loss_site else ""
+                self._report_forward(origin, f"the loss passed to `backward()`{where}")
                 return
-            self.loss_finite = False
-            for loss, ok in zip(unscaled, flags):
-                if ok:
-                    continue
-                origin = self.window.origin_of(loss, self._judge_call)
-                if isinstance(origin, Culprit):
-                    where = f" at {self.loss_site.short()}" if self.loss_site else ""
-                    self._report_forward(origin, f"the loss passed to `backward()`{where}")
-                    return
-
-    def _after_backward(self) -> None:
-        self.stats["backward passes"] += 1
-        try:
-            if self.loss_finite and self.loss and self.traces_left > 0:
-                with torch._C.DisableTorchFunction():
-                    self._check_gradients()
-        finally:
-            self.window.clear()
-            self.loss = []
 
     def _check_gradients(self) -> None:
         leaves = self._leaves()
         grads = [(leaf, leaf.grad) for leaf in leaves if isinstance(leaf.grad, Tensor) and is_float(leaf.grad)]
         if not grads:
             return
-        bad = [leaf for (leaf, _), ok in zip(grads, _finite_by_device([g for _, g in grads])) if not ok]
+        bad = [leaf for (leaf, _), ok in zip(grads, finite_flags([g for _, g in grads])) if not ok]
         if not bad:
             return
         self.traces_left -= 1
@@ -455,20 +448,6 @@ def _backward_hint(op: str) -> str:
     return hints.get(op, "its derivative is infinite or undefined at these inputs")
 
 
-def _finite_by_device(tensors: list[Tensor]) -> list[bool]:
-    """Whether each tensor is finite: one inf-norm per tensor, fused per device, one read."""
-    flags = [True] * len(tensors)
-    groups: dict[Any, list[int]] = {}
-    for index, tensor in enumerate(tensors):
-        if not (tensor.is_meta or tensor.is_sparse):
-            groups.setdefault((tensor.device, tensor.dtype), []).append(index)
-    for indices in groups.values():
-        norms = torch._foreach_norm([tensors[i].detach() for i in indices], ord=float("inf"))
-        for index, ok in zip(indices, torch.isfinite(torch.stack([n.float() for n in norms])).tolist()):
-            flags[index] = bool(ok)
-    return flags
-
-
 def _graph(tensors: list[Tensor]) -> list[Any]:
     """The autograd nodes behind these tensors (still linked after backward freed their buffers)."""
     nodes, seen = [], set()
@@ -487,7 +466,7 @@ def _local_backward(record: Record) -> Culprit | None:
     """Differentiate one recorded op alone, at its recorded inputs, from all-ones output
     gradients: a non-finite result means its derivative is infinite or undefined there,
     whatever gradient reaches it (0·inf is NaN too)."""
-    if record.func is None or record.before_finite is not None:
+    if record.func is None or record.inplace:
         return None
     if any(v is not None and t._version != v for t, v in zip(record.inputs, record.input_versions)):
         return None

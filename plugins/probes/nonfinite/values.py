@@ -71,11 +71,25 @@ def all_finite(tensor: Tensor) -> bool:
 
 
 def finite_flags(tensors: list[Tensor]) -> list[bool]:
-    """`all_finite` of each, with one host read for all of them."""
-    if not tensors:
-        return []
-    flags = [torch.isfinite(t.detach()).all() for t in tensors]
-    return [bool(v) for v in torch.stack(flags).tolist()]
+    """`all_finite` of each, with one host read per device for all of them.
+
+    A sum is NaN or ±inf as soon as one element is, and it is the cheapest reduction there is
+    (on a CPU, `isfinite(t).all()` costs ten times as much); a finite tensor whose sum
+    overflows is then told apart by the exact check, which only non-finite sums pay for."""
+    flags = [True] * len(tensors)
+    groups: dict[Any, list[int]] = {}
+    for index, tensor in enumerate(tensors):
+        if tensor.is_floating_point() and tensor.numel() and not (tensor.is_meta or tensor.is_sparse):
+            groups.setdefault(tensor.device, []).append(index)
+    for device, indices in groups.items():
+        parts = [tensors[i].detach() for i in indices]
+        if device.type == "cuda":
+            sums = torch._foreach_norm(parts)  # one fused kernel; overflow is re-checked below
+        else:
+            sums = [part.sum(dtype=torch.float32 if part.element_size() < 4 else None) for part in parts]
+        for index, ok in zip(indices, torch.isfinite(torch.stack([s.float() for s in sums])).tolist()):
+            flags[index] = bool(ok) or all_finite(tensors[index])
+    return flags
 
 
 def non_finite_scalar(values: Iterable[Any]) -> bool:

@@ -24,6 +24,9 @@ from .values import Origin, Outside, all_finite, is_float, judge
 
 Tensor = torch.Tensor
 
+#: Ops whose result a second run would not reproduce.
+RANDOM = ("rand", "dropout", "bernoulli", "normal", "multinomial", "uniform", "exponential", "poisson", "empty")
+
 #: Records kept per step, and bytes of results they may hold; past either, the oldest half
 #: goes (their results then count as made outside the step).
 CAPACITY = 2048
@@ -59,8 +62,8 @@ class Record:
     scalars: list[Any]
     outputs: list[Tensor]
     output_versions: list[int]
-    #: For an in-place op: whether its target was finite before it ran.
-    before_finite: bool | None = None
+    #: An in-place op (its first input is its output, edited).
+    inplace: bool = False
     call: Call | None = None
     notes: dict[str, Any] = field(default_factory=dict)
 
@@ -167,12 +170,33 @@ class Window:
             tensor, before = bad, record.index
         return None
 
-    @staticmethod
-    def finite_at(record: Record, value: Tensor, version: int | None) -> bool | None:
-        """Whether `value` was finite when `record` ran: an in-place op's target from the
-        check made before it; any other input from its value now, if it has not changed."""
+    def finite_at(self, record: Record, value: Tensor, version: int | None) -> bool | None:
+        """Whether `value` was finite when `record` ran: an input from its value now, if it has
+        not changed since; an in-place op's target (version None) from what made it."""
         if version is None:
-            return record.before_finite
+            return self.finite_before(record, value)
         if value._version != version:
             return None
         return all_finite(value)
+
+    def finite_before(self, record: Record, value: Tensor) -> bool | None:
+        """An in-place op's target as it was before the edit, which is gone: the flags a model
+        call's outputs got when it returned, or the op that made it run again on its recorded
+        inputs (not a random one). None when neither is known."""
+        producer = self.producer(value, before=record.index)
+        if producer is None:
+            return None
+        position = next(i for i, out in enumerate(producer.outputs) if out is value)
+        if producer.call is not None:
+            flags = producer.notes.get("finite")
+            return flags[position] if flags else None
+        if producer.inplace or producer.func is None or any(word in producer.op for word in RANDOM):
+            return None
+        if any(v is not None and t._version != v for t, v in zip(producer.inputs, producer.input_versions)):
+            return None
+        try:
+            with torch.no_grad():
+                again = float_results(producer.func(*producer.args, **producer.kwargs))
+        except Exception:  # a factory for a device this process cannot reach, say
+            return None
+        return all_finite(again[position]) if position < len(again) else None
