@@ -45,7 +45,7 @@ def test_a_log_of_exact_zeros_is_named_at_its_line(buggy_bce):
 def test_the_published_summary_says_what_was_checked(buggy_bce):
     summary = buggy_bce.report["nonfinite"]
     assert summary["checked"] == {"model outputs": 4, "losses": 4, "backward passes": 4}
-    assert summary["found"] == [{"code": "TL735", "op": "log", "step": 1, "at": [str(FOLDER / "buggy" / "train.py"), 20]}]
+    assert summary["found"] == [{"code": "TL735", "op": "log", "when": "step 1", "at": [str(FOLDER / "buggy" / "train.py"), 20]}]
 
 
 @pytest.fixture(scope="module")
@@ -266,7 +266,7 @@ def test_the_terminal_section_appears_only_with_a_finding(tmp_path):
              "values_computed": True}
     assert section(quiet, tmp_path).text == ()
     assert section(quiet, tmp_path).cards == (("non-finite", "none", "first NaN/Inf by operation"),)
-    found = dict(quiet, replays=1, found=[{"code": "TL735", "op": "log", "step": 2, "at": [str(tmp_path / "t.py"), 9]}])
+    found = dict(quiet, replays=1, found=[{"code": "TL735", "op": "log", "when": "step 2", "at": [str(tmp_path / "t.py"), 9]}])
     assert section(found, tmp_path).text == [
         "non-finite values: checked 3 model outputs, 3 losses, 3 backward passes; 1 model call replayed",
         "  TL735 forward: `log` at t.py:9, step 2",

@@ -39,6 +39,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 from torchlint.runtime.frames import Site
 from torchlint.runtime.probing import Probe
+from torchlint.runtime.steps import on_optimizer_created
 
 from . import replay
 from .values import (EXPONENTIALS, LOGS, Culprit, Deliberate, Origin, Outside, all_finite, describe_input,
@@ -80,6 +81,8 @@ class NonfiniteProbe(Probe):
         self.found: list[dict[str, Any]] = []
         self.reported: set[tuple] = set()
         self.steps = 0
+        self.optimizers = False
+        self.in_backward = False
         if not self.on:
             return
         self.thread = threading.get_ident()
@@ -104,6 +107,7 @@ class NonfiniteProbe(Probe):
             optimizer_hooks.register_optimizer_step_pre_hook(self._step_begins),
             optimizer_hooks.register_optimizer_step_post_hook(self._step_ends),
         ]
+        self._unnote_optimizers = on_optimizer_created(self._optimizer_created)
         self._unpatch = _note_scaled_losses(self.scaled)
 
     def uninstall(self) -> None:
@@ -112,6 +116,7 @@ class NonfiniteProbe(Probe):
         for handle in self.handles:
             handle.remove()
         self._unpatch()
+        self._unnote_optimizers()
         self.window.clear()
 
     def after_run(self) -> None:
@@ -264,12 +269,14 @@ class NonfiniteProbe(Probe):
         """After `backward()`: the loss it was given (the forward records are still there, the
         weights not yet stepped), then the gradients it made; then the step's records go."""
         self.stats["backward passes"] += 1
+        self.in_backward = True
         try:
             with torch._C.DisableTorchFunction():
                 self._check_loss(args, kwargs)
                 if completed and self.loss_finite and self.loss and self.traces_left > 0:
                     self._check_gradients()
         finally:
+            self.in_backward = False
             self.window.clear()
             self.loss = []
 
@@ -316,7 +323,7 @@ class NonfiniteProbe(Probe):
         if culprit is None:
             self._report(
                 "TL736", None, self.loss_site,
-                f"`backward()`{where} of a finite loss made {reached} NaN/Inf (step {self.steps + 1}); "
+                f"`backward()`{where} of a finite loss made {reached} NaN/Inf ({self._when()}); "
                 "no operation of this step could be blamed (it could not be replayed)",
                 {"parameters": len(bad)},
             )
@@ -327,7 +334,7 @@ class NonfiniteProbe(Probe):
         message = (
             f"the derivative of `{culprit.op}`{at} is NaN/Inf at the values it got ({culprit.output})"
             f"{': ' + details if details else ''}; {_backward_hint(culprit.op)}; `backward()`{where} of a finite loss "
-            f"made {reached} NaN/Inf (step {self.steps + 1})"
+            f"made {reached} NaN/Inf ({self._when()})"
         )
         self._report("TL736", culprit, site, message, {"op": culprit.op, "parameters": len(bad)})
 
@@ -390,6 +397,9 @@ class NonfiniteProbe(Probe):
         return shown + (f" and {len(listed) - 4} more" if len(listed) > 4 else "")
 
     # -- optimizer steps ------------------------------------------------------------------------
+    def _optimizer_created(self) -> None:
+        self.optimizers = True  # from now on a finding names the optimizer step it is in
+
     def _step_begins(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.stepping = True
         for group in optimizer.param_groups:
@@ -403,6 +413,13 @@ class NonfiniteProbe(Probe):
         self.window.clear()
 
     # -- reporting ------------------------------------------------------------------------------
+    def _step(self) -> int:
+        """The optimizer step under way (1-based); without an optimizer, the backward pass."""
+        return self.steps + 1 if self.optimizers else self.stats["backward passes"] + (0 if self.in_backward else 1)
+
+    def _when(self) -> str:
+        return f"step {self._step()}" if self.optimizers else f"backward pass {self._step()}"
+
     def _report_forward(self, culprit: Culprit, boundary: str) -> None:
         site = culprit.site
         at = f" at {site.short()}" if site else ""
@@ -410,7 +427,7 @@ class NonfiniteProbe(Probe):
         hint = culprit.data.get("hint", "")
         message = (
             f"`{culprit.op}`{at} made {culprit.output} out of finite inputs: {details}"
-            f"{'; ' + hint if hint else ''}; they reached {boundary} (step {self.steps + 1})"
+            f"{'; ' + hint if hint else ''}; they reached {boundary} ({self._when()})"
         )
         self._report("TL735", culprit, site, message, {"op": culprit.op})
 
@@ -421,8 +438,8 @@ class NonfiniteProbe(Probe):
         self.reported.add(key)
         kind = _static_code(culprit, self.ctx.source(site)) if culprit is not None else None
         self.ctx.evidence(self, code=kind, at=site, sites=[site], runtime_code=code, message=message,
-                          data=dict(data, step=self.steps + 1))
-        self.found.append({"code": code, "op": data.get("op"), "step": self.steps + 1,
+                          data=dict(data, when=self._when()))
+        self.found.append({"code": code, "op": data.get("op"), "when": self._when(),
                            "at": [site.path, site.line] if site else None})
 
 

@@ -253,7 +253,8 @@ class ForwardWatch(TorchDispatchMode):
 def _aten_name(func: Any) -> str:
     packet = getattr(func, "overloadpacket", None)
     name = getattr(packet, "__name__", None) or getattr(func, "__name__", "") or str(func)
-    return name.split(".")[-1].strip("_")
+    name = name.split(".")[-1].strip("_")
+    return name[len("native_"):] if name.startswith("native_") else name  # native_layer_norm: layer_norm
 
 
 def _forward(module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:

@@ -26,7 +26,7 @@ def section(result: dict[str, Any], cwd: Path) -> RunSection:
 def _found(entry: dict[str, Any], cwd: Path) -> str:
     at = entry.get("at") or [None, None]
     what = "forward" if entry.get("code") == "TL735" else "backward"
-    return f"{entry.get('code')} {what}: `{entry.get('op') or '?'}` at {where(at[0], at[1], cwd)}, step {entry.get('step')}"
+    return f"{entry.get('code')} {what}: `{entry.get('op') or '?'}` at {where(at[0], at[1], cwd)}, {entry.get('when')}"
 
 
 def lines(result: dict[str, Any], cwd: Path) -> list[str]:
