@@ -1,7 +1,7 @@
 """The non-finite probe: where NaN/Inf first appeared, forward (TL735) and backward (TL736).
 
-Watching costs little and does not grow with the model: the probe checks three boundaries,
-with one host read each, and looks at no operation inside a model until one of them fails:
+Watching looks at no value inside a model until something fails. The probe reads three
+boundaries, with one host read each:
 
 * the output of every top-level module call (the model, an `nn.CrossEntropyLoss`): NaN or
   +inf there is judged at once; -inf alone is left until it reaches a loss (an attention
@@ -11,7 +11,7 @@ with one host read each, and looks at no operation inside a model until one of t
   one fused norm on a GPU; the exact check only where that is not finite).
 
 What the program runs outside any module (the loss, a normalisation in the training loop)
-is recorded without being checked (``window``). When a boundary fails, the probe walks back
+is recorded without being read (``window``). When a boundary fails, the probe walks back
 through those records to the first operation whose inputs were finite; a model call on that
 path is replayed with every operation watched (``replay``). A gradient that turns non-finite
 is traced the same way, in the same step, before the optimizer writes it into the weights:
@@ -221,8 +221,8 @@ class NonfiniteProbe(Probe):
             ))
             if outputs:
                 self._check_call(record)
-            if not call.grad_enabled:
-                # No backward can follow a call without a graph: what ran before it is done with.
+            if not call.grad_enabled and not self.window.has_graph():
+                # An evaluation loop: no backward will need what ran before this call.
                 self.window.keep_from(record.index)
 
     def _check_call(self, record: Record) -> None:
@@ -358,7 +358,10 @@ class NonfiniteProbe(Probe):
                     self.stats[f"replay error: {type(exc).__name__}"] += 1
                     found = None
             else:
-                found = _local_backward(record)
+                try:
+                    found = _local_backward(record)
+                except Exception:  # an op that cannot run alone again: try the one before
+                    found = None
             if found is not None:
                 return found
         return None

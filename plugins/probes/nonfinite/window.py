@@ -123,6 +123,10 @@ class Window:
             self._producers.setdefault(id(tensor), []).append(record)
         return record
 
+    def has_graph(self) -> bool:
+        """Some recorded result is part of an autograd graph (a backward may follow)."""
+        return any(t.requires_grad for record in self.records for t in record.outputs)
+
     def keep_from(self, index: int) -> None:
         """Forget the records before `index` (an eval loop never reaches a backward)."""
         kept = [r for r in self.records if r.index >= index]
