@@ -1,25 +1,33 @@
-"""Overhead of `torchlint run`'s probes on a small CNN training step (CPU).
+"""Overhead of `torchlint run`'s default probes on realistic training steps.
 
-    python benchmarks/runtime_overhead.py [--steps 30] [--repeats 5]
+    python benchmarks/runtime_overhead.py [--steps 30] [--repeats 5] [--device cpu|cuda|fake-cuda]
+                                          [--workloads tiny-cnn,cnn,transformer]
 
-Times the same training step plain, under the device + loss + autograd probes (installed
-exactly as the child of `torchlint run` installs them, with the step counter), under
-`torch.autograd.detect_anomaly()` for comparison, and on simulated CUDA (`--device
-fake-cuda`: the model and data placed on "cuda"), alone and under the probes. The three are interleaved and repeated and
-the median step time of each is reported, because a shared machine is noisy. Target: the
-probes at most 1.5x the plain run.
+Every probe a plain `torchlint run` installs (found through the plugins, as the child of
+`torchlint run` finds them: new probes are measured as soon as they are registered) is
+installed around the same training step that also runs plain and under
+`torch.autograd.detect_anomaly()` for comparison. The setups are interleaved and repeated,
+and the median step time of each is reported, because a shared machine is noisy.
+
+Workloads:
+  tiny-cnn     2 conv layers, batch 16x3x16x16: kernels so cheap that the probes' Python
+               time per operation shows at its worst
+  cnn          a ResNet-style CNN (4 stages of 2 residual blocks), batch 64x3x32x32
+  transformer  4 encoder layers, d_model 256, batch 32 x 128 tokens, classification head
+
+Target (issue 14): all default probes together at most 1.3x a plain run on a realistic step.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import warnings
 import os
 import statistics
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -28,22 +36,41 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from torchlint.plugins.probes.autograd.probe import AutogradProbe  # noqa: E402
-from torchlint.plugins.probes.device.probe import DeviceProbe  # noqa: E402
-from torchlint.plugins.probes.loss.probe import LossProbe  # noqa: E402
-from torchlint.runtime.devices import CpuMode, FakeCudaMode  # noqa: E402
+from torchlint.pluginmanager import make_plugin_manager  # noqa: E402
+from torchlint.runtime.child import _chosen_probes  # noqa: E402
+from torchlint.runtime.devices import CpuMode, CudaMode, FakeCudaMode  # noqa: E402
 from torchlint.runtime.events import EventWriter  # noqa: E402
 from torchlint.runtime.frames import default_classifier  # noqa: E402
 from torchlint.runtime.probing import ProbeContext, ProbeDispatch  # noqa: E402
 from torchlint.runtime.steps import StepCounter  # noqa: E402
 
 
-# Small on purpose: the probes cost Python time per operation, so a model whose kernels are
-# cheap shows their overhead at its worst (a bigger model hides it behind compute).
-BATCH = 16
+class Block(nn.Module):
+    def __init__(self, channels: int, stride: int = 1) -> None:
+        super().__init__()
+        out = channels * stride
+        self.conv1 = nn.Conv2d(channels, out, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(out)
+        self.conv2 = nn.Conv2d(out, out, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out)
+        self.skip = nn.Sequential() if stride == 1 else nn.Sequential(nn.Conv2d(channels, out, 1, stride, bias=False), nn.BatchNorm2d(out))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + self.skip(x))
 
 
-def small_cnn() -> nn.Module:
+def cnn() -> nn.Module:
+    layers = [nn.Conv2d(3, 32, 3, 1, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU()]
+    channels = 32
+    for stage in range(4):
+        stride = 1 if stage == 0 else 2
+        layers += [Block(channels, stride), Block(channels * stride)]
+        channels *= stride
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, 10))
+
+
+def tiny_cnn() -> nn.Module:
     return nn.Sequential(
         nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
@@ -51,30 +78,61 @@ def small_cnn() -> nn.Module:
     )
 
 
-def train(model: nn.Module, optimizer: torch.optim.Optimizer, steps: int, device: str = "cpu") -> float:
-    """Seconds per step, with data made inside the loop as a real script would."""
+class Classifier(nn.Module):
+    def __init__(self, vocab: int = 1000, d_model: int = 256, layers: int = 4) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        layer = nn.TransformerEncoderLayer(d_model, 8, 4 * d_model, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, 10)
+
+    def forward(self, tokens):
+        return self.head(self.encoder(self.embed(tokens)).mean(dim=1))
+
+
+#: name -> (model factory, batch factory(device) -> (inputs, labels))
+WORKLOADS = {
+    "tiny-cnn": (tiny_cnn, lambda device: (torch.randn(16, 3, 16, 16).to(device), torch.randint(0, 10, (16,)).to(device))),
+    "cnn": (cnn, lambda device: (torch.randn(64, 3, 32, 32).to(device), torch.randint(0, 10, (64,)).to(device))),
+    "transformer": (Classifier, lambda device: (torch.randint(0, 1000, (32, 128)).to(device), torch.randint(0, 10, (32,)).to(device))),
+}
+
+
+def train(model: nn.Module, optimizer: torch.optim.Optimizer, batch, steps: int, device: str) -> float:
+    """Seconds per step, with the batch made inside the loop as a real script would, and the
+    loss read once per step for logging, as nearly every script does."""
+    if device == "cuda":
+        torch.cuda.synchronize()
     started = time.perf_counter()
     for _ in range(steps):
-        x = torch.randn(BATCH, 3, 16, 16).to(device)
-        y = torch.randint(0, 10, (BATCH,)).to(device)
+        x, y = batch(device)
         loss = F.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        loss.item()
+    if device == "cuda":
+        torch.cuda.synchronize()
     return (time.perf_counter() - started) / steps
 
 
+def default_probes() -> list[type]:
+    pm = make_plugin_manager()
+    return _chosen_probes([cls for group in pm.hook.torchlint_probes() for cls in (group or ())], {})
+
+
 @contextlib.contextmanager
-def probes_installed(events_path: str, mode=None):
-    mode = mode or CpuMode()
+def probes_installed(classes: list[type], events_path: str, mode):
+    """As the child of `torchlint run` installs them: every probe, the step counter, the
+    device mode below the probes' dispatch."""
     ctx = ProbeContext(EventWriter(events_path), default_classifier(), mode, progress=lambda message: None)
-    probes = [DeviceProbe(ctx), LossProbe(ctx), AutogradProbe(ctx)]
+    ctx.options = {}
+    probes = [cls(ctx) for cls in classes]
     counter = StepCounter(None, lambda *args: None)
     for probe in probes:
         probe.install()
     counter.install()
     try:
-        # the device mode below the probes, as in the child of `torchlint run`
         with mode.active(), ProbeDispatch(probes, ctx):
             yield
     finally:
@@ -83,42 +141,55 @@ def probes_installed(events_path: str, mode=None):
             probe.uninstall()
 
 
+@contextlib.contextmanager
+def under_anomaly_detection(mode):
+    with mode.active(), torch.autograd.detect_anomaly():
+        yield
+
+
+def measure(name: str, device_mode: str, steps: int, repeats: int, events: str, classes: list[type]) -> dict[str, float]:
+    factory, batch = WORKLOADS[name]
+    device = "cpu" if device_mode == "cpu" else "cuda"
+    mode = {"cpu": CpuMode, "cuda": CudaMode, "fake-cuda": FakeCudaMode}[device_mode]()
+    setups = {
+        "plain": mode.active,
+        "all default probes": lambda: probes_installed(classes, events, mode),
+        "detect_anomaly": lambda: under_anomaly_detection(mode),
+    }
+    times: dict[str, list[float]] = {setup: [] for setup in setups}
+    for _ in range(repeats):
+        for setup, enter in setups.items():
+            with enter():
+                # Made inside the setup, as the program would be: fake-cuda places what is
+                # created while it is active, and the probes see the model and optimizer made.
+                torch.manual_seed(0)
+                model = factory().to(device)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+                train(model, optimizer, batch, 2, device)  # warm-up: allocator, kernels, optimizer state
+                times[setup].append(train(model, optimizer, batch, steps, device))
+    return {setup: statistics.median(samples) for setup, samples in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 keeps a shared machine's noise down)")
+    parser.add_argument("--device", choices=("cpu", "cuda", "fake-cuda"), default="cpu")
+    parser.add_argument("--workloads", default="tiny-cnn,cnn,transformer")
     options = parser.parse_args()
     torch.set_num_threads(options.threads)
-
     warnings.filterwarnings("ignore", message="Anomaly Detection has been enabled")
-    torch.manual_seed(0)
-    model = small_cnn()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    train(model, optimizer, 5)  # warm-up
-
+    warnings.filterwarnings("ignore", message=".*enable_nested_tensor.*")
+    classes = default_probes()
     events = os.path.join(tempfile.mkdtemp(prefix="torchlint-bench-"), "events.jsonl")
-    setups = {
-        "plain": (contextlib.nullcontext, "cpu"),
-        "probes (device+loss+autograd)": (lambda: probes_installed(events), "cpu"),
-        "detect_anomaly": (torch.autograd.detect_anomaly, "cpu"),
-        "fake-cuda, no probes": (FakeCudaMode().active, "cuda"),
-        "fake-cuda + probes": (lambda: probes_installed(events, FakeCudaMode()), "cuda"),
-    }
-    times: dict[str, list[float]] = {name: [] for name in setups}
-    for _ in range(options.repeats):
-        for name, (setup, device) in setups.items():
-            with setup():
-                model.to(device)  # on "cuda" the simulation places the parameters (and later the optimizer state)
-                times[name].append(train(model, optimizer, options.steps, device))
-                model.to("cpu")
-
-    plain = statistics.median(times["plain"])
-    print(f"small CNN training step on CPU, batch {BATCH}x3x16x16, {torch.get_num_threads()} threads, "
-          f"torch {torch.__version__}; median of {options.repeats} x {options.steps} steps")
-    for name, samples in times.items():
-        median = statistics.median(samples)
-        print(f"  {name:<32} {median * 1000:8.2f} ms/step   {median / plain:5.2f}x")
+    print(f"torch {torch.__version__}, --device {options.device}, {torch.get_num_threads()} thread(s); "
+          f"median of {options.repeats} x {options.steps} steps; probes: {', '.join(cls.name for cls in classes)}")
+    print(f"  {'workload':<12} {'plain ms/step':>14} {'probes':>8} {'detect_anomaly':>15}")
+    for name in options.workloads.split(","):
+        result = measure(name, options.device, options.steps, options.repeats, events, classes)
+        plain = result["plain"]
+        print(f"  {name:<12} {plain * 1000:>14.2f} {result['all default probes'] / plain:>7.2f}x {result['detect_anomaly'] / plain:>14.2f}x")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ CAPABILITIES = types.ClientCapabilities(
     text_document=types.TextDocumentClientCapabilities(
         publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True)
     ),
+    notebook_document=types.NotebookDocumentClientCapabilities(synchronization=types.NotebookDocumentSyncClientCapabilities()),
 )
 
 
@@ -155,10 +156,74 @@ class ServerSession:
     def close(self, name: str) -> None:
         self.client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(self.uri(name))))
 
+    # -- notebooks (LSP 3.17 notebook sync, as VS Code sends it) ----------------------------
+    def cell_uri(self, name: str, index: int) -> str:
+        """A cell's document URI the way VS Code makes them (a fragment per cell, escaped)."""
+        return f"vscode-notebook-cell:{(self.root / name).as_posix()}#W{index}sZmlsZQ%3D%3D"
+
+    def open_notebook(self, name: str, cells: list[tuple[str, str]]) -> list[str]:
+        """Open notebook `name` with `cells` ((kind "code" or "markdown", text), in order);
+        the cells' URIs."""
+        uris = [self.cell_uri(name, index) for index in range(len(cells))]
+        kinds = {"code": types.NotebookCellKind.Code, "markdown": types.NotebookCellKind.Markup}
+        self.versions[self.uri(name)] = 1
+        for uri, (_, text) in zip(uris, cells):
+            self.versions[uri], self.texts[uri] = 1, text
+        self.client.notebook_document_did_open(
+            types.DidOpenNotebookDocumentParams(
+                notebook_document=types.NotebookDocument(
+                    uri=self.uri(name),
+                    notebook_type="jupyter-notebook",
+                    version=1,
+                    cells=[types.NotebookCell(kind=kinds[kind], document=uri) for uri, (kind, _) in zip(uris, cells)],
+                ),
+                cell_text_documents=[
+                    types.TextDocumentItem(uri=uri, language_id="python" if kind == "code" else "markdown", version=1, text=text)
+                    for uri, (kind, text) in zip(uris, cells)
+                ],
+            )
+        )
+        return uris
+
+    def change_cell(self, name: str, cell: str, text: str) -> int:
+        """Replace the whole text of one cell; the cell document's new version."""
+        old = self.texts[cell]
+        lines = old.split("\n")
+        end = types.Position(line=len(lines) - 1, character=len(lines[-1].encode("utf-16-le")) // 2)
+        notebook = self.uri(name)
+        self.versions[notebook] += 1
+        self.versions[cell] += 1
+        self.texts[cell] = text
+        change = types.TextDocumentContentChangePartial(range=types.Range(types.Position(0, 0), end), text=text)
+        self.client.notebook_document_did_change(
+            types.DidChangeNotebookDocumentParams(
+                notebook_document=types.VersionedNotebookDocumentIdentifier(version=self.versions[notebook], uri=notebook),
+                change=types.NotebookDocumentChangeEvent(
+                    cells=types.NotebookDocumentCellChanges(
+                        text_content=[
+                            types.NotebookDocumentCellContentChanges(
+                                document=types.VersionedTextDocumentIdentifier(uri=cell, version=self.versions[cell]),
+                                changes=[change],
+                            )
+                        ]
+                    )
+                ),
+            )
+        )
+        return self.versions[cell]
+
+    def close_notebook(self, name: str, cells: list[str]) -> None:
+        self.client.notebook_document_did_close(
+            types.DidCloseNotebookDocumentParams(
+                notebook_document=types.NotebookDocumentIdentifier(uri=self.uri(name)),
+                cell_text_documents=[types.TextDocumentIdentifier(uri=uri) for uri in cells],
+            )
+        )
+
     async def diagnostics(self, name: str, where: Callable[[types.PublishDiagnosticsParams], bool] = lambda p: True, *, after: int = 0) -> types.PublishDiagnosticsParams:
-        """The first diagnostics published for `name` (from the `after`-th publication on)
-        that satisfy `where`."""
-        uri = self.uri(name)
+        """The first diagnostics published for `name` (a file in the root, or a document's
+        URI) from the `after`-th publication on that satisfy `where`."""
+        uri = name if ":" in name else self.uri(name)
         deadline = time.monotonic() + TIMEOUT
         seen = after
         while True:
@@ -178,7 +243,7 @@ class ServerSession:
 
     async def latest(self, name: str, version: int | None = None) -> types.PublishDiagnosticsParams:
         """Diagnostics for the given version of `name` (its current one by default)."""
-        uri = self.uri(name)
+        uri = name if ":" in name else self.uri(name)
         wanted = self.versions[uri] if version is None else version
         return await self.diagnostics(name, lambda p: p.version == wanted)
 

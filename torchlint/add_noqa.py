@@ -104,17 +104,18 @@ def _add_to_file(path: Path, display: str, findings: list[Finding], outcome: Noq
     outcome.files += 1
 
 
-def silencing_line(text: str, finding: Finding) -> tuple[int, str] | None:
+def silencing_line(text: str, finding: Finding, notebook=None) -> tuple[int, str] | None:
     """One finding's noqa, for an editor's "disable for this line" action: (line number, the
     line's new text without its line break). None when the finding is not silenced this way,
-    the text does not tokenize, or neither of its lines can take a comment."""
+    the text does not tokenize, or neither of its lines can take a comment. With `notebook`,
+    `text` is its joined code and the finding counts lines in its cell."""
     if finding.code in NOT_SILENCED:
         return None
     layout = _layout(text)
     if layout is None:
         return None
     lines = _PHYSICAL_LINE.findall(text)
-    line = _comment_line(finding, len(lines), layout)
+    line = _comment_line(finding, len(lines), layout, notebook)
     if line is None:
         return None
     edited = _with_codes(lines[line - 1], {finding.code}, layout.comments.get(line))

@@ -49,3 +49,27 @@ def test_the_fixed_program_is_silent():
     found, result = run("fixed/train.py")
     assert found == {}
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_gradient_that_vanishes_through_stacked_sigmoids_names_the_starved_layers():
+    found, _ = run("buggy/deep_sigmoid.py")
+    # The first layers' weights do not move either, but TL742 says why: no TL731 beside it.
+    assert set(found) == {"TL742"}
+    finding = found["TL742"]
+    assert finding["location"]["row"] == 19  # the line that steps
+    assert "the gradient vanishes before it reaches 6 layers" in finding["message"]
+    assert "what `Sequential.24` gets" in finding["message"]
+    assert list(finding["evidence"][0]["data"]["layers"])[:2] == ["Sequential.0", "Sequential.2"]
+
+
+def test_a_gradient_norm_that_grows_tenfold_each_step_is_an_explosion():
+    found, _ = run("buggy/raw_features.py")
+    assert set(found) == {"TL743"}
+    norms = found["TL743"]["evidence"][0]["data"]["gradient_norms"]
+    assert len(norms) == 3 and all(after >= 10 * before for before, after in zip(norms, norms[1:]))
+
+
+@pytest.mark.parametrize("script", ["fixed/deep_normalised.py", "fixed/normalised_features.py"])
+def test_normalised_twins_are_silent(script):
+    found, result = run(script)
+    assert found == {} and result.returncode == 0

@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING, Callable
 from lsprotocol import types
 
 from torchlint.findings import Severity
-from torchlint.fix.apply import apply_fixes
-from torchlint.lsp.positions import LineIndex
 
 if TYPE_CHECKING:
-    from torchlint.findings import Edit, Finding
+    from torchlint.findings import Finding
+    from torchlint.lsp.views import View
     from torchlint.rule import Rule
 
 SOURCE = "torchlint"
@@ -23,19 +22,10 @@ _SEVERITY = {
 }
 
 
-def finding_range(finding: Finding, lines: LineIndex) -> types.Range:
-    loc = finding.location
-    start = lines.to_lsp(loc.line, loc.column)
-    end = lines.to_lsp(loc.end_line, loc.end_column)
-    if end < start:
-        end = start
-    return types.Range(types.Position(*start), types.Position(*end))
-
-
-def diagnostic(finding: Finding, lines: LineIndex, docs_uri: Callable[[str], str | None]) -> types.Diagnostic:
+def diagnostic(finding: Finding, view: View, docs_uri: Callable[[str], str | None]) -> types.Diagnostic:
     href = docs_uri(finding.code)
     return types.Diagnostic(
-        range=finding_range(finding, lines),
+        range=view.range(finding),
         message=finding.message,
         severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
         code=finding.code,
@@ -57,11 +47,11 @@ def _overlaps(a: types.Range, b: types.Range) -> bool:
     )
 
 
-def hover(findings: list[Finding], lines: LineIndex, position: types.Position, rules: dict[str, type[Rule]]) -> types.Hover | None:
+def hover(view: View, position: types.Position, rules: dict[str, type[Rule]]) -> types.Hover | None:
     """The documentation of each rule with a finding under the cursor, after its message."""
     from torchlint.ruledoc import render_markdown
 
-    under = [f for f in findings if _contains(finding_range(f, lines), position)]
+    under = [f for f in view.findings if _contains(view.range(f), position)]
     if not under:
         return None
     parts = []
@@ -74,24 +64,11 @@ def hover(findings: list[Finding], lines: LineIndex, position: types.Position, r
             parts.append(render_markdown(rule))
     return types.Hover(
         contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)),
-        range=finding_range(under[0], lines),
+        range=view.range(under[0]),
     )
 
 
-def _text_edit(edit: Edit, lines: LineIndex) -> types.TextEdit:
-    start = lines.to_lsp(edit.line, edit.column)
-    end = lines.to_lsp(edit.end_line, edit.end_column)
-    return types.TextEdit(range=types.Range(types.Position(*start), types.Position(*end)), new_text=edit.content)
-
-
-def code_actions(
-    uri: str,
-    text: str,
-    findings: list[Finding],
-    lines: LineIndex,
-    wanted: types.Range,
-    docs_uri: Callable[[str], str | None],
-) -> list[types.CodeAction]:
+def code_actions(view: View, wanted: types.Range, docs_uri: Callable[[str], str | None]) -> list[types.CodeAction]:
     """For each finding the range touches: its fix (labelled when unsafe), a noqa for its
     line, and a link to its rule's docs (once per rule)."""
     actions: list[types.CodeAction] = []
@@ -99,15 +76,13 @@ def code_actions(
     docs_actions: list[types.CodeAction] = []
     silenced: set[tuple[int, str]] = set()
     documented: set[str] = set()
-    for finding in findings:
-        rng = finding_range(finding, lines)
-        if not _overlaps(rng, wanted):
+    for finding in view.findings:
+        if not _overlaps(view.range(finding), wanted):
             continue
-        diag = diagnostic(finding, lines, docs_uri)
+        diag = diagnostic(finding, view, docs_uri)
         fix = finding.fix
-        # Only a fix that still lands on the text it was made for (the same check `--fix`
-        # makes before writing).
-        if fix is not None and fix.edits and not apply_fixes(text, [fix]).stale:
+        changes = view.fix_changes(fix) if fix is not None and fix.edits else None
+        if changes:
             unsafe = fix.applicability != "safe"
             actions.append(
                 types.CodeAction(
@@ -115,13 +90,21 @@ def code_actions(
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=[diag],
                     is_preferred=not unsafe,
-                    edit=types.WorkspaceEdit(changes={uri: [_text_edit(e, lines) for e in fix.edits]}),
+                    edit=types.WorkspaceEdit(changes=changes),
                 )
             )
-        action = _noqa_action(uri, text, finding, lines, diag)
-        if action is not None and (finding.location.line, finding.code) not in silenced:
-            silenced.add((finding.location.line, finding.code))
-            noqa_actions.append(action)
+        if (finding.location.line, finding.code) not in silenced:
+            noqa = view.noqa_changes(finding)
+            if noqa is not None:
+                silenced.add((finding.location.line, finding.code))
+                noqa_actions.append(
+                    types.CodeAction(
+                        title=f"Disable {finding.code} for this line",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diag],
+                        edit=types.WorkspaceEdit(changes=noqa),
+                    )
+                )
         if finding.code not in documented and docs_uri(finding.code):
             documented.add(finding.code)
             docs_actions.append(
@@ -132,29 +115,9 @@ def code_actions(
                     command=types.Command(
                         title=f"Open the docs of {finding.code}",
                         command=OPEN_DOCS_COMMAND,
-                        arguments=[finding.code, uri],
+                        # the checked file (a cell's notebook), whose project's rules apply
+                        arguments=[finding.code, view.path.as_uri()],
                     ),
                 )
             )
     return actions + noqa_actions + docs_actions
-
-
-def _noqa_action(uri: str, text: str, finding: Finding, lines: LineIndex, diag: types.Diagnostic) -> types.CodeAction | None:
-    """`# noqa: TLxxx` on the line `check --add-noqa` would put it (the finding's first line
-    that can end in a comment), merged into a noqa already there."""
-    from torchlint.add_noqa import silencing_line
-
-    found = silencing_line(text, finding)
-    if found is None:
-        return None
-    number, edited = found
-    start = lines.to_lsp(number, 1)
-    end = lines.to_lsp(number, len(lines.line(number)) + 1)
-    return types.CodeAction(
-        title=f"Disable {finding.code} for this line",
-        kind=types.CodeActionKind.QuickFix,
-        diagnostics=[diag],
-        edit=types.WorkspaceEdit(
-            changes={uri: [types.TextEdit(range=types.Range(types.Position(*start), types.Position(*end)), new_text=edited)]}
-        ),
-    )

@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchlint.config import ConfigError, find_config_file
-from torchlint.lsp.documents import document_source, is_checked
+from torchlint.lsp.documents import document_source, is_checked, is_notebook
 from torchlint.pluginmanager import PluginError
 
 if TYPE_CHECKING:
     from torchlint.findings import Finding
+    from torchlint.notebook import Notebook
+    from torchlint.static.chunks import ChunkParser
     from torchlint.rule import Rule
     from torchlint.static.discover import Discovered
     from torchlint.static.engine import FileResult
@@ -49,12 +51,18 @@ class _Remembered:
 
     stamp: object  # (mtime_ns, size) for a file read from disk, the text for an open document
     result: FileResult
-    data: bytes
+    data: bytes  # the Python source checked (a notebook's joined code cells)
+    notebook: Notebook | None = None
 
 
 @dataclass
 class ProjectCheck:
-    findings: dict[str, list[Finding]] = field(default_factory=dict)  # by _key(path), open documents only
+    """Findings of the open documents, by _key(path); a notebook's findings are in cell
+    coordinates (`Finding.cell`, line in the cell), its fixes in the joined code of
+    `notebooks[key]`."""
+
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
+    notebooks: dict[str, Notebook] = field(default_factory=dict)
 
 
 class Project:
@@ -86,6 +94,9 @@ class Project:
         self._cache = session.cache(enabled)
         self._files: list[Discovered] | None = None
         self._remembered: dict[str, _Remembered] = {}
+        #: Each open document's chunked parser: an edit re-parses only the statements it
+        #: touched (torchlint/static/chunks.py). Dropped when the document closes.
+        self._parsers: dict[str, ChunkParser] = {}
 
     def display(self, path: Path) -> str:
         """The path as `torchlint check` run in the root shows it (messages name files so)."""
@@ -107,14 +118,17 @@ class Project:
 
     def wants(self, path: Path) -> bool:
         """Whether an open document at `path` is checked: not excluded by the configuration
-        (an open file need not be discovered yet: it may never have been saved)."""
-        from torchlint.static.discover import is_excluded
+        (an open file need not be discovered yet: it may never have been saved), and for a
+        notebook, notebooks included (`include = ["*.py"]` leaves them out, as in `check`)."""
+        from torchlint.static.discover import is_excluded, is_included
 
-        return is_checked(path) and not is_excluded(Path(_key(path)), self.config, self.root)
+        if not is_checked(path) or (is_notebook(path) and not is_included(Path(_key(path)), self.config)):
+            return False
+        return not is_excluded(Path(_key(path)), self.config, self.root)
 
     def check(self, documents: dict[str, str]) -> ProjectCheck:
-        """Check the project with `documents` (by _key(path): editor text) in place of
-        their files on disk; return the findings of those documents."""
+        """Check the project with `documents` (by _key(path): editor text, a notebook's
+        JSON) in place of their files on disk; return the findings of those documents."""
         from torchlint.static.discover import Discovered
 
         items = list(self._discovered())
@@ -122,7 +136,9 @@ class Project:
         for key in sorted(documents):
             if key not in known:
                 items.append(Discovered(Path(key), self.display(Path(key))))
-        results, contents = [], {}
+        for key in [key for key in self._parsers if key not in documents]:
+            del self._parsers[key]
+        results, contents, notebooks, open_notebooks = [], {}, {}, {}
         for item in items:
             key = _key(item.path)
             if key in documents:
@@ -133,9 +149,13 @@ class Project:
                 continue
             results.append(remembered.result)
             contents[item.display] = remembered.data
-        checked = self.engine.finish_results(items, results, contents)
+            if remembered.notebook is not None:
+                notebooks[item.display] = remembered.notebook
+                if key in documents:
+                    open_notebooks[key] = remembered.notebook
+        checked = self.engine.finish_results(items, results, contents, notebooks)
         by_display = {item.display: _key(item.path) for item in items if _key(item.path) in documents}
-        out = ProjectCheck({key: [] for key in documents})
+        out = ProjectCheck({key: [] for key in documents}, open_notebooks)
         for finding in checked.findings:
             key = by_display.get(finding.path)
             if key is not None:
@@ -149,14 +169,24 @@ class Project:
         source = document_source(Path(key), text)
         if source is None:
             return None
-        remembered = self._remembered[key] = _Remembered(text, self.engine.check_text(display, source), source.encode("utf-8"))
+        if source.text is None:  # a notebook whose JSON cannot be read (yet: being typed?)
+            remembered = self._remembered[key] = _Remembered(text, _not_checked(display, source), b"")
+            return remembered
+        from torchlint.static.chunks import ChunkParser
+
+        parser = self._parsers.get(key)
+        if parser is None:
+            parser = self._parsers[key] = ChunkParser()
+        result = _with_broken_cells(self.engine.check_text(display, source.text, parser=parser), source.notebook)
+        remembered = _Remembered(text, result, source.text.encode("utf-8", "surrogatepass"), source.notebook)
+        self._remembered[key] = remembered
         return remembered
 
     def _disk_result(self, item: Discovered) -> _Remembered | None:
         from torchlint.static.cache import content_hash
         from torchlint.static.engine import FileResult
         from torchlint.static.engine_rules import FileNotChecked, engine_finding
-        from torchlint.static.source import read_bytes
+        from torchlint.static.source import decode_notebook, read_bytes
 
         key = _key(item.path)
         stamp = _stamp(Path(key))
@@ -167,7 +197,16 @@ class Project:
         if data is None:
             result = FileResult(item.display, [engine_finding(FileNotChecked, item.display, f"cannot check: {problem}")])
             return _Remembered(stamp, result, b"")
+        notebook = None
         digest = content_hash(data)
+        if is_notebook(item.path):
+            # As `check` reads a notebook: its joined code is what is checked and cached (an
+            # edit of the outputs alone is a cache hit), under the key `check` uses.
+            source = decode_notebook(data)
+            if source.text is None:
+                return _Remembered(stamp, _not_checked(item.display, source), b"")
+            notebook, data = source.notebook, source.text.encode("utf-8")
+            digest = content_hash(b"ipynb\0" + data)
         result = None
         cached = self._cache.get(digest)
         if cached is not None:
@@ -176,10 +215,29 @@ class Project:
             except Exception:
                 result = None  # a damaged entry is a miss, as in `check`
         if result is None:
-            result = self.engine.check_bytes(item.display, data)
+            result = self.engine.check_text(item.display, data.decode("utf-8")) if notebook is not None else self.engine.check_bytes(item.display, data)
             self._cache.put(digest, result.to_json())
-        remembered = self._remembered[key] = _Remembered(stamp, result, data)
+        remembered = self._remembered[key] = _Remembered(stamp, _with_broken_cells(result, notebook), data, notebook)
         return remembered
+
+
+def _not_checked(display: str, source) -> FileResult:
+    from torchlint.static.engine import FileResult
+    from torchlint.static.engine_rules import FileNotChecked, engine_finding
+
+    return FileResult(display, [engine_finding(FileNotChecked, display, f"cannot check: {source.problem}", source.line, source.column)])
+
+
+def _with_broken_cells(result: FileResult, notebook: Notebook | None) -> FileResult:
+    """A notebook's cells that are not Python are left out of its code: one TL000 each, as
+    `check` reports them (added to a copy: the result itself is what is cached)."""
+    if notebook is None or not notebook.broken:
+        return result
+    from dataclasses import replace
+
+    from torchlint.notebook.cells import broken_cell_findings
+
+    return replace(result, findings=[*result.findings, *broken_cell_findings(result.path, notebook)])
 
 
 class LintWorkspace:
@@ -221,16 +279,18 @@ class LintWorkspace:
             project = self._projects[key] = Project(root, config_file, isolated=self.isolated)
         return project
 
-    def check(self, documents: dict[str, str]) -> dict[str, list[Finding]]:
+    def check(self, documents: dict[str, str]) -> ProjectCheck:
         """Findings of each document (by _key(path): its editor text), each project once."""
         grouped: dict[int, tuple[Project, dict[str, str]]] = {}
         for key, text in documents.items():
             project = self.project_for(Path(key))
             if project.wants(Path(key)):
                 grouped.setdefault(id(project), (project, {}))[1][key] = text
-        found: dict[str, list[Finding]] = {key: [] for key in documents}
+        found = ProjectCheck({key: [] for key in documents})
         for project, texts in grouped.values():
-            found.update(project.check(texts).findings)
+            checked = project.check(texts)
+            found.findings.update(checked.findings)
+            found.notebooks.update(checked.notebooks)
         return found
 
     def projects(self) -> list[Project]:

@@ -8,6 +8,7 @@ not by str.splitlines, which also splits at form feeds and U+2028.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -27,8 +28,10 @@ class LineIndex:
     """One document's lines, for converting its positions."""
 
     def __init__(self, text: str, encoding: str = UTF16) -> None:
+        self.text = text
         self.lines = _LINE_BREAK.split(text)
         self.encoding = encoding
+        self._starts: list[int] | None = None  # offset of each line, made on first use
 
     def line(self, number: int) -> str:
         """The text of 1-based line `number` ("" past the end)."""
@@ -42,6 +45,19 @@ class LineIndex:
         line = max(line, 1)
         text = self.lines[line - 1]
         return line - 1, _units(text[: max(column - 1, 0)], self.encoding)
+
+    def offset_position(self, offset: int) -> tuple[int, int]:
+        """A string offset into the text -> 0-based (line, character in the encoding)."""
+        if self._starts is None:
+            starts, position = [], 0
+            for match in _LINE_BREAK.finditer(self.text):
+                starts.append(position)
+                position = match.end()
+            starts.append(position)
+            self._starts = starts
+        line = bisect.bisect_right(self._starts, offset) - 1
+        start = self._starts[line]
+        return line, _units(self.text[start:offset], self.encoding)
 
     def from_lsp(self, line: int, character: int) -> tuple[int, int]:
         """0-based (line, character in the encoding) -> 1-based (line, code-point column)."""

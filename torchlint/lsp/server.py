@@ -6,6 +6,12 @@ is checked, and checks never overlap (an engine is not thread-safe). Every check
 project phase of each project with an open document, so an edit to `models.py` re-checks the
 open `train.py` that imports it.
 
+Notebooks: with a client that synchronizes notebooks (LSP 3.17 notebook document sync), the
+cells of a Jupyter notebook are checked together as `torchlint check` checks the saved
+notebook, and each cell's document gets its own diagnostics, fixes and hovers. A client
+without it can open the `.ipynb` file as text: findings are then shown on the cell's line in
+the JSON (see views.py).
+
 Settings (the client's `initializationOptions`): `debounceMs` (150), `isolated` (read no
 configuration file, as `check --isolated`: a configuration's `plugins` imports code from the
 workspace), `docsUrl` (a template such as `https://example.org/rules/{code}.html`).
@@ -17,9 +23,10 @@ import asyncio
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -28,46 +35,75 @@ from pygls.uris import to_fs_path
 from torchlint import __version__
 from torchlint.lsp import convert
 from torchlint.lsp.debounce import Debouncer
-from torchlint.lsp.documents import is_checked, is_config_file
-from torchlint.lsp.linting import LintWorkspace, path_key
-from torchlint.lsp.positions import LineIndex
-
-if TYPE_CHECKING:
-    from torchlint.findings import Finding
+from torchlint.lsp.documents import PYTHON_CELL_LANGUAGES, SyncedCell, is_checked, is_config_file, is_notebook, notebook_json
+from torchlint.lsp.linting import LintWorkspace, ProjectCheck, path_key
+from torchlint.lsp.views import CellView, NotebookFileView, PythonView, View
 
 DEFAULT_DEBOUNCE_MS = 150
-_WATCHED = ("**/pyproject.toml", "**/torchlint.toml", "**/.torchlint.toml", "**/*.py", "**/*.pyi")
+_WATCHED = ("**/pyproject.toml", "**/torchlint.toml", "**/.torchlint.toml", "**/*.py", "**/*.pyi", "**/*.ipynb")
+#: Jupyter notebooks, their Python cells: what the client is asked to synchronize.
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")], notebook="jupyter-notebook")
+    ],
+    save=True,
+)
 log = logging.getLogger("torchlint.server")
 
 
 @dataclass
-class Checked:
-    """What was last found in one open document, and for which of its texts."""
+class _Unit:
+    """One checked file of a check: what is checked of it, and what to publish for it."""
 
-    version: int | None
-    text: str
-    findings: list[Finding] = field(default_factory=list)
-    published: list[Any] | None = None
+    path: Path
+    text: str  # the file's text in the editor; for a synchronized notebook, its cells as JSON
+    document: Any = None  # the open text document (a .py, or a .ipynb opened as JSON)
+    cells: list[SyncedCell] | None = None  # a synchronized notebook's cells, in order
+
+    @property
+    def key(self) -> str:
+        return path_key(self.path)
 
 
 class TorchlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("torchlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "torchlint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=NOTEBOOK_SYNC,
+        )
         self.lint: LintWorkspace | None = None
         self.docs_template: str | None = None
-        self.checked: dict[str, Checked] = {}  # by URI
+        self.checked: dict[str, View] = {}  # by unquote(URI)
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchlint-check")
         self.debouncer = Debouncer(DEFAULT_DEBOUNCE_MS / 1000, self.check_open_documents)
         self._reported_problems: set[str] = set()
+        #: Bumped by every change to what is open; a check records the value it saw, so a
+        #: code action or hover knows whether the findings it would use are current.
+        self.changes = 0
+        self._checked_at = -1
 
     # -- documents -----------------------------------------------------------------------
+    def changed(self) -> None:
+        self.changes += 1
+
+    def _text_document(self, uri: str):
+        return self.workspace.text_documents.get(unquote(uri))
+
     def open_documents(self) -> dict[str, Any]:
-        """The open documents torchlint checks, by URI."""
+        """The open text documents torchlint checks (not notebook cells), by URI."""
         return {
             uri: document
             for uri, document in self.workspace.text_documents.items()
-            if uri.startswith("file:") and is_checked(Path(to_fs_path(uri) or uri))
+            if uri.startswith("file:")
+            and self.workspace.get_notebook_document(cell_uri=uri) is None
+            and is_checked(Path(to_fs_path(uri) or uri))
         }
+
+    def open_notebooks(self) -> dict[str, Any]:
+        """The open notebooks (with a file: path: their project is found from it), by URI."""
+        return {uri: notebook for uri, notebook in self.workspace.notebook_documents.items() if uri.startswith("file:")}
 
     def encoding(self) -> str:
         return str(self.workspace.position_encoding or "utf-16")
@@ -81,13 +117,47 @@ class TorchlintServer(LanguageServer):
     async def run_in_worker(self, function, *args):
         return await asyncio.get_running_loop().run_in_executor(self.worker, function, *args)
 
+    def _units(self) -> list[_Unit]:
+        """What the open documents and notebooks are now, to check and publish."""
+        units = [_Unit(Path(to_fs_path(uri)), document.source, document=document) for uri, document in self.open_documents().items()]
+        for uri, notebook in self.open_notebooks().items():
+            cells = []
+            for cell in notebook.cells:
+                document = self._text_document(cell.document)
+                if document is None:
+                    continue
+                python = cell.kind == types.NotebookCellKind.Code and (document.language_id or "python") in PYTHON_CELL_LANGUAGES
+                cells.append(SyncedCell(cell.document, document.version, document.source, python))
+            units.append(_Unit(Path(to_fs_path(uri)), notebook_json(cells), cells=cells))
+        return units
+
+    def _views(self, unit: _Unit, found: ProjectCheck) -> list[View]:
+        """The documents to publish for `unit`: the file's own, or one per notebook cell."""
+        findings, notebook = found.findings.get(unit.key, []), found.notebooks.get(unit.key)
+        encoding = self.encoding()
+        if unit.cells is None:
+            document = unit.document
+            if is_notebook(unit.path) and notebook is not None:  # its JSON (else shown as a script)
+                return [NotebookFileView(document.uri, document.version, unit.text, unit.path, findings, encoding, notebook=notebook)]
+            return [PythonView(document.uri, document.version, unit.text, unit.path, findings, encoding)]
+        views = [
+            CellView(cell.uri, cell.version, cell.text, unit.path, [], encoding, notebook=notebook, number=number, cells=unit.cells)
+            for number, cell in enumerate(unit.cells, start=1)
+        ]
+        for finding in findings if views else ():
+            # Cell N of the check is the client's N-th cell; a finding without a cell (the
+            # engine's own, on a notebook with no code) goes on the first rather than nowhere.
+            number = finding.cell if finding.cell is not None and 1 <= finding.cell <= len(views) else 1
+            views[number - 1].findings.append(finding)
+        return views
+
     async def check_open_documents(self) -> None:
         """Check every open document from its current text and publish what changed."""
         if self.lint is None:
             return
-        documents = self.open_documents()
-        snapshot = {uri: (document.version, document.source) for uri, document in documents.items()}
-        texts = {path_key(Path(to_fs_path(uri))): text for uri, (_, text) in snapshot.items()}
+        seen = self.changes
+        units = self._units()
+        texts = {unit.key: unit.text for unit in units}
         started = time.perf_counter()
         try:
             found = await self.run_in_worker(self.lint.check, texts)
@@ -100,25 +170,32 @@ class TorchlintServer(LanguageServer):
         # the latency, the rest being the debounce window and the protocol. Sent before the
         # diagnostics, so a client has it when they arrive.
         self.window_log_message(
-            types.LogMessageParams(types.MessageType.Log, f"torchlint: checked {len(snapshot)} open documents in {elapsed * 1000:.0f} ms")
+            types.LogMessageParams(types.MessageType.Log, f"torchlint: checked {len(units)} open documents in {elapsed * 1000:.0f} ms")
         )
         self._report_config_problems()
-        for uri, (version, text) in snapshot.items():
-            findings = found.get(path_key(Path(to_fs_path(uri))), [])
-            self.publish(uri, Checked(version, text, findings))
+        for unit in units:
+            for view in self._views(unit, found):
+                if self._text_document(view.uri) is not None:  # not closed while it was checked
+                    self.publish(view)
+        self._checked_at = max(self._checked_at, seen)
 
-    def publish(self, uri: str, checked: Checked) -> None:
-        path = Path(to_fs_path(uri))
-        lines = LineIndex(checked.text, self.encoding())
-        diagnostics = [convert.diagnostic(f, lines, lambda code: self.docs_uri(path, code)) for f in checked.findings]
-        previous = self.checked.get(uri)
-        checked.published = diagnostics
-        self.checked[uri] = checked
-        if previous is not None and previous.version == checked.version and previous.published == diagnostics:
+    def publish(self, view: View) -> None:
+        diagnostics = [convert.diagnostic(f, view, lambda code: self.docs_uri(view.path, code)) for f in view.findings]
+        key = unquote(view.uri)
+        previous = self.checked.get(key)
+        view.published = diagnostics
+        self.checked[key] = view
+        if previous is not None and previous.version == view.version and previous.published == diagnostics:
             return  # nothing new to say about this document
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=checked.version, diagnostics=diagnostics)
+            types.PublishDiagnosticsParams(uri=view.uri, version=view.version, diagnostics=diagnostics)
         )
+
+    def forget(self, uri: str) -> None:
+        """A document closed (or a cell was deleted): clear what was published for it."""
+        view = self.checked.pop(unquote(uri), None)
+        if view is not None and view.published:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=view.uri, diagnostics=[]))
 
     def _report_config_problems(self) -> None:
         for project in self.lint.projects():
@@ -128,22 +205,23 @@ class TorchlintServer(LanguageServer):
                     types.ShowMessageParams(types.MessageType.Error, f"torchlint: {project.problem} (using the default settings)")
                 )
 
-    async def current(self, uri: str) -> Checked | None:
-        """The findings for the document's current text, checking it now if they are stale
-        (a code action or hover asked before the debounced check ran)."""
-        document = self.workspace.text_documents.get(uri)
-        if document is None:
+    async def current(self, uri: str) -> View | None:
+        """What was found in the document's current text, checking now if anything changed
+        since the last check (a code action or hover asked before the debounced check ran;
+        in a notebook, an edit of another cell can change this one's findings)."""
+        if self._text_document(uri) is None:
             return None
-        checked = self.checked.get(uri)
-        if checked is None or checked.text != document.source:
+        view = self.checked.get(unquote(uri))
+        if view is None or self._checked_at < self.changes:
             await self.check_open_documents()
-            checked = self.checked.get(uri)
-        return checked
+            view = self.checked.get(unquote(uri))
+        return view
 
     def reload_configuration(self) -> None:
         if self.lint is not None:
             self.lint.reload()
         self._reported_problems.clear()
+        self.changed()
 
 
 server = TorchlintServer()
@@ -181,11 +259,13 @@ async def initialized(ls: TorchlintServer, params: types.InitializedParams) -> N
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.changed()
     ls.debouncer.poke(now=True)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.changed()
     ls.debouncer.poke()
 
 
@@ -199,10 +279,37 @@ def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> No
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
-    uri = params.text_document.uri
-    if ls.checked.pop(uri, None) is not None:
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    ls.changed()
+    ls.forget(params.text_document.uri)
     ls.debouncer.poke(now=True)  # other documents now see the file's text on disk
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def notebook_did_open(ls: TorchlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    ls.changed()
+    ls.debouncer.poke(now=True)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def notebook_did_change(ls: TorchlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    ls.changed()
+    structure = params.change.cells.structure if params.change.cells else None
+    for cell in (structure.did_close or []) if structure else []:
+        ls.forget(cell.uri)  # a deleted cell
+    ls.debouncer.poke()
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+def notebook_did_save(ls: TorchlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    ls.debouncer.poke(now=True)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+def notebook_did_close(ls: TorchlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    ls.changed()
+    for cell in params.cell_text_documents:
+        ls.forget(cell.uri)
+    ls.debouncer.poke(now=True)
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -212,6 +319,7 @@ def did_change_watched_files(ls: TorchlintServer, params: types.DidChangeWatched
         ls.reload_configuration()
     elif ls.lint is not None and any(kind != types.FileChangeType.Changed for _, kind in paths):
         ls.lint.forget_files()
+    ls.changed()  # files not open are read from disk
     ls.debouncer.poke(now=True)
 
 
@@ -220,23 +328,18 @@ def did_change_watched_files(ls: TorchlintServer, params: types.DidChangeWatched
     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=False),
 )
 async def code_action(ls: TorchlintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-    uri = params.text_document.uri
-    checked = await ls.current(uri)
-    if checked is None:
+    view = await ls.current(params.text_document.uri)
+    if view is None:
         return None
-    path = Path(to_fs_path(uri))
-    lines = LineIndex(checked.text, ls.encoding())
-    return convert.code_actions(uri, checked.text, checked.findings, lines, params.range, lambda code: ls.docs_uri(path, code))
+    return convert.code_actions(view, params.range, lambda code: ls.docs_uri(view.path, code))
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 async def hover(ls: TorchlintServer, params: types.HoverParams) -> types.Hover | None:
-    uri = params.text_document.uri
-    checked = await ls.current(uri)
-    if checked is None or ls.lint is None:
+    view = await ls.current(params.text_document.uri)
+    if view is None or ls.lint is None:
         return None
-    rules = ls.lint.project_for(Path(to_fs_path(uri))).rules
-    return convert.hover(checked.findings, LineIndex(checked.text, ls.encoding()), params.position, rules)
+    return convert.hover(view, params.position, ls.lint.project_for(view.path).rules)
 
 
 @server.command(convert.OPEN_DOCS_COMMAND)

@@ -20,6 +20,7 @@ A = TypeVar("A")
 if TYPE_CHECKING:
     from torchlint.config import Config
     from torchlint.rule import Rule
+    from torchlint.static.positions import Positions
 
 
 #: After a name: it is assigned, a parameter, a loop or comprehension variable (`x = `, `x,`, `x)`, `x:`, `x in`).
@@ -63,7 +64,13 @@ class FileContext:
     enabled_codes: frozenset[str] | None = None
 
     def __init__(
-        self, path: str, text: str, module: cst.Module, ancestors: list[cst.CSTNode], config: Config | None = None
+        self,
+        path: str,
+        text: str,
+        module: cst.Module,
+        ancestors: list[cst.CSTNode],
+        config: Config | None = None,
+        positions: Positions | None = None,
     ) -> None:
         self.path = path
         #: The run's configuration: `config.target_torch`, `config.plugin_options(name)`.
@@ -75,7 +82,9 @@ class FileContext:
         self.ancestors = ancestors
         self.facts: dict[str, Any] = {}
         self.pending: list[PendingReport] = []
-        self._positions = None
+        #: Made on first use; given by a caller that knows more of the layout (the language
+        #: server's chunked parse: statement lines, spans remembered from the last check).
+        self._positions = positions
         self._bindings: dict[int, frozenset[str]] = {}
         self._rebindable: set[str] | None = None
         self._qualnames: dict[int, str | None] = {}

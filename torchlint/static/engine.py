@@ -25,6 +25,7 @@ from torchlint.static.suppress import parse_suppressions
 
 if TYPE_CHECKING:
     from torchlint.notebook import Notebook
+    from torchlint.static.chunks import ChunkParser
     from torchlint.static.context import ProjectContext
     import pluggy
 
@@ -255,7 +256,9 @@ class StaticEngine:
         seen: dict[str, bool] = {}
         return any(_rule_wants_file(rule, text, seen) for rule in self.active_rules)
 
-    def check_text(self, path: str, text: str) -> FileResult:
+    def check_text(self, path: str, text: str, parser: ChunkParser | None = None) -> FileResult:
+        """`parser`: reuse the statements of an earlier version of the same file (the
+        language server's re-check after an edit) instead of parsing all of it."""
         result = FileResult(path)
         seen: dict[str, bool] = {}
         candidates = [rule for rule in self.active_rules if _rule_wants_file(rule, text, seen)]
@@ -264,7 +267,7 @@ class StaticEngine:
         if candidates and within_libcst_bounds(text):
             # The text proves libcst survives it, so libcst alone parses it (and reports its
             # syntax errors through CPython's message): `ast` would cost a fifth more.
-            return self._check_with_libcst(result, path, text, candidates)
+            return self._check_with_libcst(result, path, text, candidates, parser=parser)
         # Otherwise CPython parses first: syntax errors are reported whatever rules are
         # enabled, and code nested deeper than libcst survives never reaches libcst.
         tree, problem = _parse_with_python(text)
@@ -287,10 +290,16 @@ class StaticEngine:
             result.findings.append(engine_finding(FileNotChecked, path, message, deepest_line(tree)))
             return result
         del tree
-        return self._check_with_libcst(result, path, text, candidates)
+        return self._check_with_libcst(result, path, text, candidates, parser=parser)
 
     def _check_with_libcst(
-        self, result: FileResult, path: str, text: str, candidates: list[type[Rule]], python_problem: tuple[str, int, int] | None = None
+        self,
+        result: FileResult,
+        path: str,
+        text: str,
+        candidates: list[type[Rule]],
+        python_problem: tuple[str, int, int] | None = None,
+        parser: ChunkParser | None = None,
     ) -> FileResult:
         """Parse with libcst and run `candidates`. When CPython already refused the text,
         its error (with its position) is what a libcst failure reports."""
@@ -299,8 +308,13 @@ class StaticEngine:
         from torchlint.static.context import FileContext
         from torchlint.static.rules_run import run_rules
 
+        positions = None
         try:
-            module = cst.parse_module(text)
+            if parser is not None:
+                parsed = parser.parse(text)
+                module, positions = parsed.module, parsed.positions()
+            else:
+                module = cst.parse_module(text)
         except cst.ParserSyntaxError as exc:
             line, column = _position(text, exc.raw_line, exc.raw_column + 1)
             # CPython's message, where it refuses the text too, reads better and places
@@ -317,7 +331,7 @@ class StaticEngine:
             return result
         result.parsed = True
 
-        ctx = FileContext(path, text, module, [], self.config)
+        ctx = FileContext(path, text, module, [], self.config, positions=positions)
         ctx.enabled_codes = self.enabled
         crashes = run_rules(ctx, candidates)
         if self._wants_file_facts:
@@ -494,17 +508,20 @@ class StaticEngine:
                 kept.append(finding)
         return kept
 
-    def finish_results(self, items: list[Discovered], results: list[FileResult], contents: dict[str, bytes]) -> CheckResult:
+    def finish_results(self, items: list[Discovered], results: list[FileResult], contents: dict[str, bytes],
+                       notebooks: dict[str, Notebook] | None = None) -> CheckResult:
         """`check_paths`' last step, for per-file results kept elsewhere: the language server
         keeps each file's result between edits and re-runs only this (the project phase and
-        suppressions). `contents`: the bytes each result was computed from."""
+        suppressions). `contents`: the bytes each result was computed from (a notebook's
+        joined code cells); `notebooks`: the notebooks among them, by display path."""
+        notebooks = notebooks or {}
         texts = {
-            r.path: decode_source(contents[r.path]).text or ""
+            r.path: (contents[r.path].decode("utf-8", "surrogatepass") if r.path in notebooks else decode_source(contents[r.path]).text) or ""
             for r in results
             if r.path in contents and (r.findings or _has_directive(contents[r.path]))
         }
         tokens = TokenIndex(contents, self._project_tokens, self._assumed)
-        return self._finish(items, results, texts, tokens)
+        return self._finish(items, results, texts, tokens, notebooks)
 
     def _project_findings(self) -> list[Finding]:
         project = self.project

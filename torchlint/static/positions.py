@@ -105,28 +105,62 @@ def _new_state(module: cst.Module, line: int = 1, wanted: set[int] | None = None
     return state
 
 
+class Remembered:
+    """What positions learned about top-level statements, for the next check of a file whose
+    statements are the same objects (the language server's chunked parse reuses unchanged
+    ones, torchlint/static/chunks.py): spans relative to the statement's first line, and the
+    nodes each statement holds. Keyed by id, so the owner must keep every statement it has
+    entries for alive, and drop the others with `keep`."""
+
+    def __init__(self) -> None:
+        self.spans: dict[int, dict[int, Span | None]] = {}  # None: not inside that statement
+        self.nodes: dict[int, frozenset[int]] = {}
+
+    def keep(self, statements: Any) -> None:
+        alive = {id(statement) for statement in statements}
+        for table in (self.spans, self.nodes):
+            for key in [key for key in table if key not in alive]:
+                del table[key]
+
+
 class Positions:
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, starts: dict[int, int] | None = None, remembered: Remembered | None = None) -> None:
+        """`starts`: the first line of some top-level statements, by id, already known (the
+        chunked parse knows them from the text); the others are counted by generating the
+        code of the statements before them, from the nearest known one. `remembered`: what
+        earlier checks of the same statements found."""
         self.module = module
-        self._starts: dict[int, int] = {}  # id(top-level statement) -> its first line
-        self._next_index = 0
-        self._next_line = 1 + len(module.header)
+        self._starts: dict[int, int] = dict(starts or {})  # id(top-level statement) -> its first line
+        self._index: dict[int, int] | None = None
         self._spans: dict[int, Span] = {}
         self._whole: Any = None
         self._owner: dict[int, cst.CSTNode] | None = None
+        self._remembered = remembered
 
     def _start_line(self, statement: cst.CSTNode) -> int | None:
         key = id(statement)
+        found = self._starts.get(key)
+        if found is not None:
+            return found
+        if self._index is None:
+            self._index = {id(s): i for i, s in enumerate(self.module.body)}
+        target = self._index.get(key)
+        if target is None:
+            return None
         body = self.module.body
-        while key not in self._starts and self._next_index < len(body):
-            current = body[self._next_index]
-            self._starts[id(current)] = self._next_line
+        index = target
+        while index > 0 and id(body[index]) not in self._starts:
+            index -= 1
+        line = self._starts.get(id(body[index]), 1 + len(self.module.header))
+        while index < target:
             state = _new_state(self.module)
             with _deep_recursion():
-                current._codegen(state)
-            self._next_line += sum(len(_NEWLINE.findall(token)) for token in state.tokens if "\n" in token or "\r" in token)
-            self._next_index += 1
-        return self._starts.get(key)
+                body[index]._codegen(state)
+            line += sum(len(_NEWLINE.findall(token)) for token in state.tokens if "\n" in token or "\r" in token)
+            index += 1
+            self._starts[id(body[index])] = line
+        self._starts[key] = line
+        return line
 
     def span(self, node: cst.CSTNode, statement: cst.CSTNode | None) -> tuple[int, int, int, int]:
         """(line, column, end_line, end_column), 1-based, end exclusive."""
@@ -156,18 +190,44 @@ class Positions:
         start = self._start_line(statement)
         if start is None:
             return None
-        state = _new_state(self.module, start, {id(node) for node in nodes})
-        with _deep_recursion():
-            statement._codegen(state)
-        self._spans.update(state.results)
-        return state.results.get(id(nodes[0]))
+        known: dict[int, Span | None] = {}
+        if self._remembered is not None:
+            known = self._remembered.spans.setdefault(id(statement), {})
+        keys = [id(node) for node in nodes]
+        missing = [key for key in keys if key not in known]
+        if missing:
+            # Lines counted from 0 at the statement's first line: the same statement at
+            # another place in a later version of the file has the same relative spans.
+            state = _new_state(self.module, 0, set(missing))
+            with _deep_recursion():
+                statement._codegen(state)
+            known.update(state.results)
+            for key in missing:
+                known.setdefault(key, None)
+        for key in keys:
+            relative = known[key]
+            if relative is not None:
+                (line, column), (end_line, end_column) = relative
+                self._spans[key] = ((line + start, column), (end_line + start, end_column))
+        return self._spans.get(keys[0]) if known[keys[0]] is not None else None
 
     def _statement_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The top-level statement holding `node`, for reports made after the traversal (a
         walk of the tree, ~0.1x the parse, instead of whole-file positions, ~2x)."""
-        if self._owner is None:
-            from torchlint.static.walker import iter_nodes
+        from torchlint.static.walker import iter_nodes
 
+        remembered = self._remembered
+        if remembered is not None:
+            # Statement by statement, each walked once for as long as it is reused.
+            key = id(node)
+            for statement in self.module.body:
+                inside = remembered.nodes.get(id(statement))
+                if inside is None:
+                    inside = remembered.nodes[id(statement)] = frozenset(id(inner) for inner in iter_nodes(statement))
+                if key in inside:
+                    return statement
+            return None
+        if self._owner is None:
             self._owner = {}
             for statement in self.module.body:
                 for inner in iter_nodes(statement):

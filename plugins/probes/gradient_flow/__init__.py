@@ -6,6 +6,7 @@ child of `torchlint run` (this module must not import torch: `torchlint check` l
 
 from __future__ import annotations
 
+from torchlint.findings import Severity
 from torchlint.pluginmanager import hookimpl
 from torchlint.runtime.rules import RuntimeRule
 
@@ -97,9 +98,80 @@ class LossNotChanging(RuntimeRule):
     summary = "The loss has exactly the same value at each of the first steps"
 
 
+class VanishingGradient(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run` (the gradient-flow probe) when, at each of the first optimizer
+    steps, some layers get a gradient that, relative to their weights (`|grad| / |weight|`), is
+    a millionth or less of what the fastest-learning layer gets. Named by their path in the
+    model, with the share each gets. Embedding layers are left out: only the rows of the batch's
+    tokens get a gradient, so theirs is small in any healthy model.
+
+    ## Why is this bad?
+    Those layers do not learn: their updates are a millionth of the others'. The loss still
+    goes down a little (the last layers learn), so nothing looks wrong. The usual cause is
+    many saturating activations (`sigmoid`, `tanh`) stacked without normalisation or residual
+    connections: each multiplies the gradient by at most 0.25 on its way back.
+
+    ## Example
+    ```python
+    layers = []
+    for _ in range(12):
+        layers += [nn.Linear(64, 64), nn.Sigmoid()]
+    model = nn.Sequential(*layers, nn.Linear(64, 10))
+    ```
+
+    ## Use instead
+    ```python
+    for _ in range(12):
+        layers += [nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU()]
+    ```
+
+    ## Known limitations
+    Read at the first three steps only; a gradient that vanishes later in training is not seen.
+    """
+
+    code = "TL742"
+    name = "vanishing-gradient"
+    summary = "Some layers get a millionth of the gradient the others get, at every step"
+    severity = Severity.WARNING
+
+
+class ExplodingGradient(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run` (the gradient-flow probe) when the norm of all gradients grows
+    tenfold or more from each of the first optimizer steps to the next, with the norms.
+
+    ## Why is this bad?
+    Each update overshoots and makes the next gradient larger: within a few more steps the
+    weights and the loss are `inf` or `NaN`. The usual cause is a learning rate too high for
+    the scale of the inputs or targets (unnormalised features, targets in the thousands).
+
+    ## Example
+    ```python
+    x = torch.rand(256, 8) * 100            # raw features
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    ```
+
+    ## Use instead
+    ```python
+    x = (x - x.mean(0)) / x.std(0)          # or a smaller learning rate
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    ```
+
+    ## Known limitations
+    Gradients clipped before the step are seen clipped, so a clipped run is not reported.
+    """
+
+    code = "TL743"
+    name = "exploding-gradient"
+    summary = "The gradient norm grows tenfold or more at every step"
+
+
 @hookimpl
 def torchlint_rules() -> list[type]:
-    return [ParameterWithoutGradient, ParameterNotUpdated, LossNotChanging]
+    return [ParameterWithoutGradient, ParameterNotUpdated, LossNotChanging, VanishingGradient, ExplodingGradient]
 
 
 @hookimpl

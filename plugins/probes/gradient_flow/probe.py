@@ -8,6 +8,11 @@
   learning rate of 0, a param group frozen by hand).
 * TL732 a loss whose value is exactly the same at every one of the first steps: nothing the
   optimizer does reaches it.
+* TL742 layers whose gradient, relative to their weights, is a millionth or less of the
+  layer that learns fastest, at every one of the first steps: the gradient vanishes on its way
+  back (saturating activations stacked deep, a missing normalisation or residual path).
+* TL743 a gradient norm that grows tenfold or more from each step to the next: the updates
+  explode (a learning rate too high for the scale of the inputs or targets).
 
 The probe watches the first ``STEPS`` optimizer steps only (torch's global optimizer step
 hooks; nothing is hooked per op), so its cost does not grow with the run. Parameters are
@@ -33,6 +38,15 @@ from torchlint.runtime.probing import Probe
 STEPS = 3
 #: Names listed in a message before "and N more".
 SHOWN = 6
+#: A layer's |grad| / |weight| at or below this share of the largest layer's, at every step
+#: read, is vanishing. Healthy models measured: a ResNet-style CNN spans 1e-3 (BatchNorm vs
+#: the first conv), a transformer's layers 1e-3; 12 stacked sigmoids give 1e-11.
+VANISHED = 1e-6
+#: Growth of the total gradient norm, from each step to the next, that is an explosion.
+EXPLODING = 10.0
+#: Layers whose gradient is sparse by design (the rows of the tokens in the batch): their
+#: relative gradient is small in any healthy model and says nothing about the flow.
+SPARSE_GRADIENT_LAYERS = (nn.Embedding, nn.EmbeddingBag)
 
 
 class GradientFlowProbe(Probe):
@@ -53,6 +67,11 @@ class GradientFlowProbe(Probe):
         self.step_site = None
         self.losses: list[float] = []
         self.loss_site = None
+        #: id(param) -> the path of the layer that owns it (`Net.encoder.0`); not for sparse-gradient layers.
+        self.layers: dict[int, str] = {}
+        #: Per step read: layer -> (sum of squared gradients, sum of squared weights).
+        self.layer_norms: list[dict[str, list[float]]] = []
+        self.total_norms: list[float] = []
         self.judged = False
         self.handles = [
             optimizer_hooks.register_optimizer_step_pre_hook(self._before_step),
@@ -106,6 +125,7 @@ class GradientFlowProbe(Probe):
                 if norm == 0.0:
                     self.without_grad[id(param)] = self.without_grad.get(id(param), 0) + 1
                     self.zero_only[id(param)] = self.zero_only.get(id(param), True)
+            self._note_layers(with_grad, grad_norms)
             moving = [p for p, norm in zip(with_grad, grad_norms) if norm != 0.0]
             groups = ([moving[i] for i in indices] for indices in _by_device(moving).values())
             self.before_step = [(group, _prefixes(group), _prefixes([p.grad for p in group])) for group in groups]
@@ -123,6 +143,19 @@ class GradientFlowProbe(Probe):
         self.before_step = []
         if seen + 1 == STEPS:
             self._judge()  # judged now: the run may be stopped (--steps) or die later
+
+    def _note_layers(self, params: list[torch.Tensor], grad_norms: list[float]) -> None:
+        """Per layer, this step's squared gradient and weight norms; the total gradient norm."""
+        weight_norms = _norms(params)
+        layers: dict[str, list[float]] = {}
+        for param, grad_norm, weight_norm in zip(params, grad_norms, weight_norms):
+            layer = self.layers.get(id(param))
+            if layer is not None and grad_norm == grad_norm and weight_norm == weight_norm:  # not NaN
+                sums = layers.setdefault(layer, [0.0, 0.0])
+                sums[0] += grad_norm ** 2
+                sums[1] += weight_norm ** 2
+        self.layer_norms.append(layers)
+        self.total_norms.append(sum(norm ** 2 for norm in grad_norms if norm == norm) ** 0.5)
 
     # -- findings ----------------------------------------------------------------------------
     def _judge(self) -> None:
@@ -146,7 +179,9 @@ class GradientFlowProbe(Probe):
                 ),
                 data={"parameters": [self._name(key) for key in never], "steps": steps},
             )
-        frozen = [key for key, count in self.unchanged.items() if count >= steps]
+        vanished = self._judge_flow()
+        # A gradient a millionth of the others' moves no float32 weight: TL742 says why.
+        frozen = [key for key, count in self.unchanged.items() if count >= steps and self.layers.get(key) not in vanished]
         if frozen:
             self.ctx.evidence(
                 self,
@@ -172,6 +207,43 @@ class GradientFlowProbe(Probe):
                 ),
                 data={"losses": self.losses},
             )
+
+    def _judge_flow(self) -> set[str]:
+        """TL742 and TL743; returns the layers the gradient does not reach."""
+        vanished: list[str] = []
+        if len(self.layer_norms) >= 2:
+            ratios = [{layer: (g / w) ** 0.5 for layer, (g, w) in norms.items() if w > 0 and g > 0} for norms in self.layer_norms]
+            tops = [max(step.items(), key=lambda item: item[1]) if step else None for step in ratios]
+            if all(tops):
+                vanished = sorted((layer for layer in ratios[0]
+                                   if all(layer in step and step[layer] <= VANISHED * top[1] for step, top in zip(ratios, tops))),
+                                  key=lambda layer: ratios[-1][layer])
+                if vanished:
+                    top_layer, top_ratio = tops[-1]
+                    shown = ", ".join(f"`{layer}` ({ratios[-1][layer] / top_ratio:.0e})" for layer in vanished[:SHOWN])
+                    more = f" and {len(vanished) - SHOWN} more" if len(vanished) > SHOWN else ""
+                    self.ctx.evidence(
+                        self, code=None, at=self.step_site, runtime_code="TL742",
+                        message=(
+                            f"the gradient vanishes before it reaches {len(vanished)} layer{'s' * (len(vanished) != 1)}: "
+                            f"relative to its weights, each gets a millionth or less of what `{top_layer}` gets, at each of "
+                            f"the first {_steps(len(ratios))}: {shown}{more}; saturating activations stacked deep, or a "
+                            "missing normalisation or residual connection"
+                        ),
+                        data={"layers": {layer: ratios[-1][layer] / top_ratio for layer in vanished}, "reference": top_layer},
+                    )
+        norms = self.total_norms
+        if len(norms) >= STEPS and all(0 < before and after >= EXPLODING * before for before, after in zip(norms, norms[1:])):
+            self.ctx.evidence(
+                self, code=None, at=self.step_site, runtime_code="TL743",
+                message=(
+                    f"the gradient norm grows tenfold or more at every step: {', '.join(f'{n:.3g}' for n in norms)} over the "
+                    f"first {_steps(len(norms))}; the updates explode: lower the learning rate, normalise the inputs "
+                    "and targets, or clip the gradients"
+                ),
+                data={"gradient_norms": norms},
+            )
+        return set(vanished)
 
     def _count(self, keys: list[int]) -> str:
         return "1 parameter" if len(keys) == 1 else f"{len(keys)} parameters"
@@ -207,6 +279,11 @@ class GradientFlowProbe(Probe):
         for label, module in roots:
             for name, param in module.named_parameters():
                 self.names.setdefault(id(param), f"{label}.{name}")
+            for path, layer in module.named_modules():
+                if isinstance(layer, SPARSE_GRADIENT_LAYERS):
+                    continue
+                for param in layer.parameters(recurse=False):
+                    self.layers.setdefault(id(param), f"{label}.{path}" if path else label)
 
 
 def _trainable(optimizer: Any) -> list[torch.Tensor]:
