@@ -230,6 +230,30 @@ def test_an_overflow_grad_scaler_skips_is_not_reported(write, tmp_path):
     assert result.report["outcome"]["optimizer_steps"] == 0  # every step was skipped: the overflow was real
 
 
+RAISING_FORWARD = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Linear(4, 2)
+try:
+    model(torch.randn(3, 5))  # the wrong width: forward raises, the program goes on
+except RuntimeError:
+    pass
+out = model(torch.randn(3, 4))
+loss = out.sum() + torch.log(out.abs().min() * 0)  # log(0)
+loss.backward()
+"""
+
+
+@pytest.mark.slow
+def test_a_forward_that_raised_leaves_the_probe_watching(write, tmp_path):
+    write("retry.py", RAISING_FORWARD)
+    result = run("retry.py", cwd=tmp_path)
+    assert "always_call" not in result.stderr  # torch calls the hook without kwargs then
+    assert only(result, "TL735")["location"]["row"] == 11
+
+
 # -- the pieces, without a run ------------------------------------------------------------------
 def test_judge_tells_deliberate_values_from_culprits():
     from torchlint.plugins.probes.nonfinite.values import Culprit, Deliberate, Outside, judge

@@ -202,15 +202,18 @@ class NonfiniteProbe(Probe):
         )
         self.starting_site = self.ctx.site()
 
-    def _leave(self, module: torch.nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
+    def _leave(self, module: torch.nn.Module, args: tuple, *rest: Any) -> None:
+        # (kwargs, output) after a forward that returned; torch calls an always-called global
+        # hook with (output) alone when forward raised: then there is nothing to look at.
         if threading.get_ident() != self.thread:
             return
         self.depth = max(self.depth - 1, 0)
         if self.depth:
             return
         call, self.starting = self.starting, None
-        if call is None or call.module is not module:
+        if call is None or call.module is not module or len(rest) != 2:
             return
+        kwargs, output = rest
         with torch._C.DisableTorchFunction():
             outputs = [t for t in tree_leaves(output) if isinstance(t, Tensor) and is_float(t)]
             inputs, scalars = flatten(args, kwargs)
