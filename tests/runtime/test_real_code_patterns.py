@@ -60,3 +60,48 @@ def test_a_bias_whose_gradient_cancels_is_no_parameter_without_gradient(wgan):
     assert "`Critic.unused.bias`, `Critic.unused.weight`" in message
     assert "model.2.bias" not in message
     assert wgan.codes("runtime only") == {"TL730"}
+
+
+# minGPT's CausalSelfAttention, `att = F.softmax(att, dim=-1)`, sampling from a one-token
+# prompt: the first step attends over one key, which is how attention starts, and the key axis
+# grows with every token. A head with one output unit stays one, and is still reported.
+ATTENTION_SAMPLING = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.out = nn.Linear(8, 24), nn.Linear(8, 5)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(8, dim=2)
+        att = (q.view(1, -1, 2, 4).transpose(1, 2) @ k.view(1, -1, 2, 4).transpose(1, 2).transpose(-2, -1))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v.view(1, -1, 2, 4).transpose(1, 2)).transpose(1, 2).reshape(1, -1, 8)
+        return self.out(y)
+
+torch.manual_seed(0)
+model, embed = Attention(), nn.Embedding(5, 8)
+with torch.no_grad():
+    tokens = torch.zeros(1, 1, dtype=torch.long)
+    for _ in range(4):
+        logits = model(embed(tokens))[:, -1, :]
+        tokens = torch.cat([tokens, torch.multinomial(F.softmax(logits, dim=-1), 1)], dim=1)
+head = nn.Linear(8, 1)
+for _ in range(3):
+    predicted = head(torch.randn(6, 8)).argmax(dim=1)
+"""
+SOFTMAX_OVER_KEYS, ONE_UNIT_ARGMAX = 13, 26
+
+
+@pytest.fixture(scope="module")
+def attention(tmp_path_factory):
+    return run_script(tmp_path_factory.mktemp("attention"), ATTENTION_SAMPLING)
+
+
+def test_attention_over_one_key_at_the_first_token_is_no_size_one_hazard(attention):
+    rows = {f["location"]["row"] for f in attention.findings("runtime only") if f["code"] == "TL733"}
+    assert SOFTMAX_OVER_KEYS not in rows, attention.stdout
+    assert rows == {ONE_UNIT_ARGMAX}
