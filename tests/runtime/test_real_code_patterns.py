@@ -19,11 +19,19 @@ def run_script(folder, script: str, *options: str):
     return torchlint_run("train.py", "-q", "--output-format", "json", *options, cwd=folder, timeout=180)
 
 
+def line_of(script: str, text: str) -> int:
+    lines = textwrap.dedent(script).lstrip("\n").splitlines()
+    return next(number for number, line in enumerate(lines, 1) if text in line)
+
+
 # PyTorch-GAN's wgan_gp.py: the critic's last bias gets a gradient of exactly zero at every
 # step, because `-mean(real) + mean(fake)` does not change when the critic's output shifts by
 # a constant. Arithmetic, not a cut graph; a layer really left out of forward still counts.
-WGAN_CRITIC = """
+# acgan.py's auxiliary head, `nn.Softmax()` without dim on (batch, classes): torch picks the
+# last dimension, deprecated but right; on a 3-d tensor it picks the batch.
+GANS = """
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 class Critic(nn.Module):
@@ -44,12 +52,15 @@ for step in range(4):
     loss = -critic(real).mean() + critic(fake).mean()
     loss.backward()
     optimizer.step()
+aux = nn.Sequential(nn.Linear(16, 3), nn.Softmax())
+class_probs = aux(torch.randn(24, 16))
+token_probs = F.softmax(torch.randn(2, 5, 3))
 """
 
 
 @pytest.fixture(scope="module")
 def wgan(tmp_path_factory):
-    return run_script(tmp_path_factory.mktemp("wgan"), WGAN_CRITIC)
+    return run_script(tmp_path_factory.mktemp("gans"), GANS)
 
 
 def test_a_bias_whose_gradient_cancels_is_no_parameter_without_gradient(wgan):
@@ -59,7 +70,13 @@ def test_a_bias_whose_gradient_cancels_is_no_parameter_without_gradient(wgan):
     assert message.startswith("2 parameters the optimizer updates got no gradient")
     assert "`Critic.unused.bias`, `Critic.unused.weight`" in message
     assert "model.2.bias" not in message
-    assert wgan.codes("runtime only") == {"TL730"}
+
+
+def test_softmax_without_dim_is_reported_where_torch_picks_a_dimension_that_is_not_the_last(wgan):
+    implicit = {f["location"]["row"]: f["message"] for f in wgan.findings("runtime only") if f["code"] == "TL713"}
+    assert set(implicit) == {line_of(GANS, "token_probs =")}, wgan.stdout
+    assert "torch chose dim 0 for this 3-d input" in implicit[line_of(GANS, "token_probs =")]
+    assert wgan.codes("runtime only") == {"TL730", "TL713"}
 
 
 # minGPT's CausalSelfAttention, `att = F.softmax(att, dim=-1)`, sampling from a one-token
