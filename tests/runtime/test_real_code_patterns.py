@@ -122,3 +122,61 @@ def test_attention_over_one_key_at_the_first_token_is_no_size_one_hazard(attenti
     rows = {f["location"]["row"] for f in attention.findings("runtime only") if f["code"] == "TL733"}
     assert SOFTMAX_OVER_KEYS not in rows, attention.stdout
     assert rows == {ONE_UNIT_ARGMAX}
+
+
+# PyTorch-GAN's softmax_gan.py: `d_loss.backward(retain_graph=True)`, `optimizer_D.step()`, then
+# `g_loss.backward()` through the same discriminator graph: the step edited weights that graph
+# saved, and backward fails. On a GPU (and under fake-cuda) Adam updates with
+# `torch._foreach_addcdiv_`; the probe once missed it, and the crash was then reported nowhere.
+RETAINED_GRAPH = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+generator, discriminator = nn.Linear(4, 8), nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+optimizer_G = torch.optim.Adam(generator.parameters(), foreach=True)
+optimizer_D = torch.optim.Adam(discriminator.parameters(), foreach=True)
+for step in range(2):
+    d_fake = discriminator(generator(torch.randn(16, 4)))
+    d_loss = torch.exp(-d_fake).sum().log()
+    d_loss.backward(retain_graph=True)
+    optimizer_D.step()
+    g_loss = d_fake.sum()
+    g_loss.backward()
+    optimizer_G.step()
+"""
+
+
+@pytest.fixture(scope="module")
+def retained(tmp_path_factory):
+    return run_script(tmp_path_factory.mktemp("retained"), RETAINED_GRAPH)
+
+
+def test_a_foreach_optimizer_step_that_edits_a_retained_graph_is_named(retained):
+    step = line_of(RETAINED_GRAPH, "optimizer_D.step()")
+    outcome = retained.report["outcome"]
+    assert outcome["status"] == "raised" and f"it was modified in place at train.py:{step})" in outcome["summary"], outcome
+    (edit,) = retained.findings("runtime only")
+    assert (edit["code"], edit["location"]["row"]) == ("TL705", step)
+    assert edit["message"].startswith(f"in-place `foreach_addcdiv` at train.py:{step} modified a tensor saved for backward")
+    assert retained.returncode == 1
+
+
+# An in-place edit the probe does not watch (`out=` on a function that is not in-place by
+# name) still fails backward with the probe's error: with no line to name, that crash must stay
+# the program's error (TL702), not be marked as explained by evidence nobody reported.
+UNWATCHED_EDIT = """
+import torch
+
+x = torch.randn(4, requires_grad=True)
+h = torch.sigmoid(x)
+torch.mul(x.detach(), 2, out=h.detach())
+h.sum().backward()
+"""
+
+
+def test_a_backward_failure_no_probe_explains_is_still_reported(tmp_path):
+    result = run_script(tmp_path, UNWATCHED_EDIT)
+    (crash,) = result.findings("runtime only")
+    assert (crash["code"], crash["location"]["row"]) == ("TL702", line_of(UNWATCHED_EDIT, "backward()"))
+    assert "modified by an inplace operation" in crash["message"] and result.returncode == 1
