@@ -177,6 +177,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 keeps a shared machine's noise down)")
     parser.add_argument("--device", choices=("cpu", "cuda", "fake-cuda"), default="cpu")
     parser.add_argument("--workloads", default="tiny-cnn,cnn,transformer")
+    parser.add_argument("--each", action="store_true", help="also time each probe alone, to see which ones cost")
     options = parser.parse_args()
     torch.set_num_threads(options.threads)
     warnings.filterwarnings("ignore", message="Anomaly Detection has been enabled")
@@ -190,6 +191,10 @@ def main() -> None:
         result = measure(name, options.device, options.steps, options.repeats, events, classes)
         plain = result["plain"]
         print(f"  {name:<12} {plain * 1000:>14.2f} {result['all default probes'] / plain:>7.2f}x {result['detect_anomaly'] / plain:>14.2f}x")
+        if options.each:
+            for cls in classes:
+                alone = measure(name, options.device, options.steps, options.repeats, events, [cls])
+                print(f"    {cls.name:<14} alone {alone['all default probes'] / alone['plain']:.2f}x")
 
 
 if __name__ == "__main__":

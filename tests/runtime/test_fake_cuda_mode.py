@@ -261,11 +261,34 @@ def test_torch_cuda_and_accelerator_report_one_gpu(sim):
     assert start.elapsed_time(end) >= 0
 
 
+def test_legacy_cuda_tensor_types(sim):
+    # `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor` (PyTorch-GAN's scripts):
+    # the real types need CUDA kernels, and `Variable(t)` makes a new tensor outside any torch call
+    import numpy as np
+    from torch.autograd import Variable
+
+    Tensor, LongTensor = torch.cuda.FloatTensor, torch.cuda.LongTensor
+    ones = Tensor(4, 1).fill_(1.0)
+    noise = Variable(Tensor(np.zeros((4, 3))))
+    labels = Variable(LongTensor([1, 2, 3, 4]))
+    images = torch.zeros(4, 3).type(Tensor)
+    for tensor, dtype in ((ones, torch.float32), (noise, torch.float32), (labels, torch.int64), (images, torch.float32)):
+        assert tensor.device == torch.device("cuda", 0) and tensor.dtype == dtype
+    assert Tensor().shape == (0,) and Tensor(torch.Size([2, 5])).shape == (2, 5)
+    assert (ones * noise + images).is_cuda and images.type() == "torch.cuda.FloatTensor"
+    assert isinstance(images, Tensor) and not isinstance(images, LongTensor) and not isinstance(torch.zeros(1), Tensor)
+    back = images.type(torch.DoubleTensor)
+    assert back.device.type == "cpu" and back.dtype == torch.float64
+    assert torch.zeros(2).type("torch.cuda.HalfTensor").is_cuda
+
+
 def test_leaving_the_simulation_restores_torch():
     with simulating(SimulatedCuda()):
         pass
     assert not torch.cuda.is_available() and not torch.accelerator.is_available()
     assert nn.Parameter(torch.zeros(1)).device.type == "cpu"
+    assert torch.autograd.Variable(torch.zeros(1)).device.type == "cpu"
+    assert torch.cuda.FloatTensor.__module__ == "torch.cuda" and type(torch.cuda.FloatTensor).__name__ == "tensortype"
 
 
 def test_torch_compile_runs_on_simulated_cuda(sim, caplog):

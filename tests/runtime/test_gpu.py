@@ -28,3 +28,43 @@ def test_syncs_are_counted_and_timed_on_the_gpu():
 
 def test_one_sync_per_step_is_silent_on_the_gpu():
     assert "TL734" not in {f["code"] for f in run_example("syncs", "fixed", "train.py").findings()}
+
+
+#: The bundled buggy programs and what they give on the CPU (tests/runtime/test_<probe>.py):
+#: the same findings, at the same lines, on a real GPU.
+ON_THE_CPU = {
+    ("memory", "buggy", "train.py"): {("TL601", "confirmed", 38), ("TL737", "runtime only", 44)},
+    ("nonfinite", "buggy", "train.py"): {("TL735", "runtime only", 20)},
+    ("nonfinite", "buggy", "pairwise_distance.py"): {("TL736", "runtime only", 20)},
+    ("broadcast", "buggy", "train.py"): {("TL739", "runtime only", 21), ("TL739", "runtime only", 30)},
+    ("dataloader", "buggy", "train.py"): {("TL741", "runtime only", 33)},
+}
+
+
+@pytest.mark.parametrize("parts", sorted(ON_THE_CPU), ids=lambda parts: "/".join(parts[::2]))
+def test_the_health_probes_find_on_the_gpu_what_they_find_on_the_cpu(parts):
+    findings = run_example(*parts).findings()
+    assert {(f["code"], f["status"], f["location"]["row"]) for f in findings} == ON_THE_CPU[parts]
+
+
+OUT_OF_MEMORY = """import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024)).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(8):
+    x = torch.randn(2 ** (20 + step), 1024, device="cuda")  # the batch doubles every step
+    loss = model(x).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_running_out_of_gpu_memory_is_explained(tmp_path):
+    (tmp_path / "train.py").write_text(OUT_OF_MEMORY)
+    result = torchlint_run("train.py", "--device", "cuda", "-q", "--output-format", "json", cwd=tmp_path, timeout=300)
+    assert result.returncode == 1
+    (finding,) = [f for f in result.findings() if f["code"] == "TL738"]
+    assert finding["location"]["row"] in (7, 8, 10)  # the allocation, the forward or the backward that ran out
+    assert "TL702" not in {f["code"] for f in result.findings()}  # explained, not a bare crash

@@ -329,10 +329,30 @@ def _get_device(mode: FakeCudaFunctionMode, func: Any, args: tuple, kwargs: dict
 
 def _type(mode: FakeCudaFunctionMode, func: Any, args: tuple, kwargs: dict) -> Any:
     index = mode.sim.index_of(args[0])
+    legacy = _legacy_type_name(args[1] if len(args) > 1 else kwargs.get("dtype"))
+    if legacy is not None and (legacy.startswith("torch.cuda.") or index is not None):
+        # `.type(torch.cuda.FloatTensor)` (or its name) is a move and a cast: CUDA's kernels
+        # would do it; the simulation places a copy. A CUDA tensor's `.type(torch.FloatTensor)`
+        # comes back to the CPU.
+        dtype = getattr(torch, legacy.rsplit(".", 1)[1]).dtype
+        device = "cuda" if legacy.startswith("torch.cuda.") else "cpu"
+        source = args[0]
+        if source.dtype == dtype and (index is not None) == (device == "cuda"):
+            return source
+        return _to(mode, Tensor.to, (source, device, dtype), {"non_blocking": bool(kwargs.get("non_blocking", False))})
     result = mode.general(func, args, kwargs)
     if index is not None and isinstance(result, str) and result.startswith("torch."):
         return "torch.cuda." + result[len("torch."):]
     return result
+
+
+def _legacy_type_name(kind: Any) -> str | None:
+    """'torch.cuda.FloatTensor' for that type (the simulation's stand-in or torch's) or name."""
+    if isinstance(kind, type) and isinstance(getattr(kind, "dtype", None), torch.dtype):
+        kind = f"{kind.__module__}.{kind.__name__}"
+    if isinstance(kind, str) and kind.startswith("torch.") and kind.endswith("Tensor") and ".sparse." not in kind:
+        return kind
+    return None
 
 
 def _data_set(mode: FakeCudaFunctionMode, func: Any, args: tuple, kwargs: dict) -> Any:
@@ -488,7 +508,8 @@ def _special_handlers() -> dict[Any, Callable]:
 
 @contextlib.contextmanager
 def parameters_keep_placement(sim: SimulatedCuda) -> Iterator[None]:
-    """``nn.Parameter(t)`` makes a new tensor object outside any torch call: give it ``t``'s place."""
+    """``nn.Parameter(t)`` and the legacy ``Variable(t)`` make a new tensor object outside any
+    torch call: give it ``t``'s place."""
     parameter = torch.nn.Parameter
     original = parameter.__dict__["__new__"]
     make = original.__func__
@@ -501,11 +522,23 @@ def parameters_keep_placement(sim: SimulatedCuda) -> Iterator[None]:
                 sim.place(made, index)
         return made
 
+    variable = torch.autograd.Variable
+    make_variable = torch._C._LegacyVariableBase.__new__
+
+    def new_variable(cls: type, data: Any = None, *args: Any, **kwargs: Any) -> Any:
+        made = make_variable(cls, data, *args, **kwargs)
+        index = sim.index_of(data) if isinstance(data, Tensor) else None
+        if index is not None:
+            sim.place(made, index)
+        return made
+
     parameter.__new__ = staticmethod(__new__)
+    variable.__new__ = staticmethod(new_variable)
     try:
         yield
     finally:
         parameter.__new__ = original
+        del variable.__new__
 
 
 @contextlib.contextmanager

@@ -130,6 +130,40 @@ def _generator_class(sim: SimulatedCuda) -> type:
     return Generator
 
 
+#: The legacy tensor types `torch.cuda` exposes (`Tensor = torch.cuda.FloatTensor if cuda else
+#: torch.FloatTensor` in older training scripts), by name.
+LEGACY_TYPES = {
+    "FloatTensor": torch.float32, "DoubleTensor": torch.float64, "HalfTensor": torch.float16,
+    "BFloat16Tensor": torch.bfloat16, "LongTensor": torch.int64, "IntTensor": torch.int32,
+    "ShortTensor": torch.int16, "CharTensor": torch.int8, "ByteTensor": torch.uint8, "BoolTensor": torch.bool,
+}
+
+
+class _LegacyCudaType(type):
+    """``isinstance(t, torch.cuda.FloatTensor)``: a simulated-CUDA tensor of that dtype."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Tensor) and obj.is_cuda and obj.dtype == cls.dtype
+
+
+def _legacy_type(name: str, dtype: torch.dtype) -> type:
+    """``torch.cuda.FloatTensor(...)``: the real one needs CUDA kernels; this one makes the
+    same tensor on the simulated device (sizes, a torch.Size, or data to copy)."""
+
+    def __new__(cls: type, *args: Any, device: Any = None) -> Tensor:
+        if not args:
+            return torch.empty(0, dtype=dtype, device="cuda")
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            return args[0].to("cuda", dtype)
+        if len(args) == 1 and not isinstance(args[0], (int, torch.Size)):
+            return torch.tensor(args[0], dtype=dtype, device="cuda")
+        sizes = args[0] if isinstance(args[0], torch.Size) else args
+        return torch.empty(sizes, dtype=dtype, device="cuda")
+
+    return _LegacyCudaType(name, (), {"__new__": __new__, "__module__": "torch.cuda", "dtype": dtype,
+                                      "is_cuda": True, "is_sparse": False})
+
+
 def _runtime_replacements(sim: SimulatedCuda) -> list[tuple[Any, str, Any]]:
     """(owner, attribute, stand-in) for every function a script uses to ask about the GPU."""
     import torch.utils.data._utils.pin_memory as pin_memory_module
@@ -274,6 +308,7 @@ def _runtime_replacements(sim: SimulatedCuda) -> list[tuple[Any, str, Any]]:
         (pin_memory_module, "pin_memory", pin_memory),
         (torch, "Generator", _generator_class(sim)),
     ]
+    replacements += [(cuda, name, _legacy_type(name, dtype)) for name, dtype in LEGACY_TYPES.items()]
     for name in ("empty_cache", "manual_seed", "manual_seed_all", "seed", "seed_all", "ipc_collect", "init",
                  "set_rng_state", "set_rng_state_all"):
         replacements.append((cuda, name, noop(name)))

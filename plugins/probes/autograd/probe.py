@@ -3,7 +3,8 @@
 Every tensor autograd saves for backward goes through ``saved_tensors_hooks``: the pack
 hook wraps it in a holder that records its version counter and the line that saved it, and
 a weak registry maps the tensor (and its base, for views) to live holders. After an in-place
-operation (``*_`` methods, ``+=`` and friends, item assignment, ``out=``, ``inplace=True``)
+operation (``*_`` methods, ``+=`` and friends, item assignment, ``out=``, ``inplace=True``,
+and the ``torch._foreach_*_``/``torch._fused_*_`` updates optimizers make on a GPU)
 the probe compares versions and reports the mutation line; ``detect_anomaly`` would point
 at the op that saved the tensor instead. A holder dies with its graph (after backward), so
 edits after ``backward()`` (the optimizer's) are not reported.
@@ -39,6 +40,14 @@ _INPLACE_KEYWORD = {F.relu, F.relu6, F.elu, F.selu, F.celu, F.leaky_relu, F.hard
 def _mutating_name(func: Any) -> bool:
     name = getattr(func, "__name__", "")
     return name in _AUGMENTED or (name.endswith("_") and not name.startswith("_") and name not in _NOT_DATA)
+
+
+def _mutating_list(func: Any) -> bool:
+    """`torch._foreach_addcdiv_(params, ...)`, `torch._fused_adam_(params, ...)`: how optimizers
+    update every parameter at once on a GPU (and on the CPU with `foreach=True`): in place on
+    each tensor of the first argument."""
+    name = getattr(func, "__name__", "")
+    return name.endswith("_") and name.startswith(("_foreach_", "_fused_"))
 
 
 class _Saved:
@@ -106,7 +115,8 @@ class AutogradProbe(Probe):
                 f"[{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; expected version "
                 f"{holder.version} instead. (torchlint: it was modified in place{where})"
             )
-            self.ctx.explain(error, "TL103")
+            if holder.mutated_at is not None:  # else no evidence names it: the crash stays a TL702
+                self.ctx.explain(error, "TL103")
             raise error
         return tensor
 
@@ -124,7 +134,7 @@ class AutogradProbe(Probe):
     def watches(self, func: Any) -> bool:
         # `out=` is honoured on the functions watched here; watching every torch.* function
         # for a rare `out=` would cost every operation a Python call.
-        return _mutating_name(func) or func in _INPLACE_KEYWORD
+        return _mutating_name(func) or func in _INPLACE_KEYWORD or _mutating_list(func)
 
     def _target(self, func: Any, args: tuple, kwargs: dict) -> Tensor | None:
         if kwargs:
@@ -163,9 +173,17 @@ class AutogradProbe(Probe):
     def after(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
         if not self.saved:
             return
-        target = self._target(func, args, kwargs)
-        if target is None:
+        if _mutating_list(func):
+            if args and isinstance(args[0], (list, tuple)):
+                for target in args[0]:
+                    if isinstance(target, Tensor):
+                        self._mutated(func, target)
             return
+        target = self._target(func, args, kwargs)
+        if target is not None:
+            self._mutated(func, target)
+
+    def _mutated(self, func: Any, target: Tensor) -> None:
         refs = list(self.saved.get(id(target), ()))
         if target._base is not None:
             refs += self.saved.get(id(target._base), ())

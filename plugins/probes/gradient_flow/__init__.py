@@ -25,6 +25,11 @@ class ParameterWithoutGradient(RuntimeRule):
     `.detach()`, `.item()` or `torch.tensor(x)`, and `optimizer.zero_grad()` placed between
     `loss.backward()` and `optimizer.step()`, which clears every gradient before the step.
 
+    A bias whose gradient is exactly zero while a weight of its own layer gets one is not
+    counted: the gradient reaches that layer, and the bias's share cancels over the batch
+    because the loss does not change when the layer's output shifts by a constant (the last
+    bias of a WGAN critic trained on `-mean(real) + mean(fake)`).
+
     ## Example
     ```python
     loss.backward()

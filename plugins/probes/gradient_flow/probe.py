@@ -4,6 +4,8 @@
   steps (``.grad`` stays None, or is all zeros): a layer built but never used in ``forward``,
   a path cut by ``.detach()``/``.item()``/``torch.tensor(x)``, or ``zero_grad()`` called
   between ``backward()`` and ``step()``. Named by its path in the model (``Net.head.weight``).
+  A bias whose gradient cancels over the batch while its layer's weight gets one (a WGAN
+  critic's last bias) is arithmetic, not a flow problem, and is not counted.
 * TL731 parameters that have a gradient but do not change when the optimizer steps (a
   learning rate of 0, a param group frozen by hand).
 * TL732 a loss whose value is exactly the same at every one of the first steps: nothing the
@@ -66,6 +68,8 @@ class GradientFlowProbe(Probe):
         self.before_step: list[tuple[list, tuple, tuple]] = []
         self.params: dict[int, weakref.ref] = {}
         self.names: dict[int, str] = {}
+        #: id(bias) -> ids of the other parameters of its module (see `_cancelled`).
+        self.bias_siblings: dict[int, tuple[int, ...]] = {}
         self.step_site = None
         self.losses: list[float] = []
         self.loss_site = None
@@ -123,8 +127,9 @@ class GradientFlowProbe(Probe):
         # not show up in a profile of the step line.
         with torch._C.DisableTorchFunction(), torch.no_grad():
             grad_norms = _norms([p.grad for p in with_grad])
+            flowing = {id(p) for p, norm in zip(with_grad, grad_norms) if norm != 0.0}
             for param, norm in zip(with_grad, grad_norms):
-                if norm == 0.0:
+                if norm == 0.0 and not self._cancelled(param, flowing):
                     self.without_grad[id(param)] = self.without_grad.get(id(param), 0) + 1
                     self.zero_only[id(param)] = self.zero_only.get(id(param), True)
             self._note_layers(with_grad, grad_norms)
@@ -158,6 +163,14 @@ class GradientFlowProbe(Probe):
                 sums[1] += weight_norm ** 2
         self.layer_norms.append(layers)
         self.total_norms.append(sum(norm ** 2 for norm in grad_norms if norm == norm) ** 0.5)
+
+    def _cancelled(self, param: torch.Tensor, flowing: set[int]) -> bool:
+        """A bias with an all-zero gradient while a weight of its own layer gets one: the
+        gradient reaches the layer, and the bias's (the sum of the layer's output gradients
+        over the batch) cancels because the loss does not change when that output shifts by
+        a constant: a WGAN critic's last bias under `-mean(real) + mean(fake)`. Arithmetic,
+        not a flow problem, so not counted."""
+        return any(key in flowing for key in self.bias_siblings.get(id(param), ()))
 
     # -- findings ----------------------------------------------------------------------------
     def _judge(self) -> None:
@@ -288,6 +301,11 @@ class GradientFlowProbe(Probe):
                     continue
                 for param in layer.parameters(recurse=False):
                     self.layers.setdefault(id(param), f"{label}.{path}" if path else label)
+            for layer in module.modules():
+                own = dict(layer.named_parameters(recurse=False))
+                for name, param in own.items():
+                    if "bias" in name:
+                        self.bias_siblings.setdefault(id(param), tuple(id(p) for p in own.values() if p is not param))
 
 
 def _trainable(optimizer: Any) -> list[torch.Tensor]:

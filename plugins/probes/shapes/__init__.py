@@ -24,6 +24,10 @@ class SizeOneDimension(RuntimeRule):
     nothing and its accuracy is whatever the share of class 0 is. Nothing raises. The usual
     cause is a binary classifier with one output unit given a multi-class head.
 
+    A softmax or arg-reduction is reported where that dimension had size 1 at every call of
+    the line: an attention's key axis, 1 at the first token generated from a one-token prompt
+    and longer after it, is not.
+
     ## Example
     ```python
     model = nn.Sequential(nn.Linear(16, 1))

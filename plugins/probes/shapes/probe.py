@@ -7,7 +7,11 @@
   classifier with one output unit fed to a multi-class head (use `sigmoid` and
   `BCEWithLogitsLoss`, or two output units).
 
-Reported once per user line, at the line that called the op, with the shape it got.
+Reported once per user line, at the line that called the op, with the shape it got. A
+softmax or arg-reduction is judged when the run ends, and only where that dimension had size 1
+at every call of the line: a layer's one output unit stays one, while an attention's key axis
+that is 1 at the first token of generation (minGPT's `softmax(att, dim=-1)` on a one-token
+prompt) grows with the sequence and is no hazard.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ NORMALIZERS = {
 ARG_REDUCTIONS = {torch.argmax, Tensor.argmax, torch.argmin, Tensor.argmin}
 #: Losses whose input's dimension 1 holds the classes.
 CLASS_LOSSES = {F.cross_entropy, F.nll_loss}
+#: Calls of a line with a size-1 dimension, and none wider, after which it is reported without
+#: waiting for the end of the run (which a timeout never reaches).
+NARROW_CALLS = 3
 
 
 class ShapesProbe(Probe):
@@ -38,6 +45,17 @@ class ShapesProbe(Probe):
 
     def install(self) -> None:
         self.reported: set[tuple[str, int]] = set()
+        #: Per user line: the first call whose dimension had size 1 (site, func, shape, dim,
+        #: consequence), and how many calls had it.
+        self.narrow: dict[tuple[str, int], tuple] = {}
+        self.narrow_calls: dict[tuple[str, int], int] = {}
+        #: User lines whose dimension had a size above 1 at some call: no constant result there.
+        self.wide: set[tuple[str, int]] = set()
+
+    def uninstall(self) -> None:
+        for key, found in self.narrow.items():
+            if key not in self.wide:
+                self._report(*found)
 
     def watches(self, func: Any) -> bool:
         return func in NORMALIZERS or func in ARG_REDUCTIONS or func in CLASS_LOSSES
@@ -48,22 +66,29 @@ class ShapesProbe(Probe):
             return
         if func in CLASS_LOSSES:
             if tensor.dim() >= 2 and tensor.shape[1] == 1:
-                self._report(func, tensor, 1, "the loss is exactly 0 for every sample: there is one class to choose from")
+                self._report(self.ctx.site(), func, tuple(tensor.shape), 1,
+                             "the loss is exactly 0 for every sample: there is one class to choose from")
             return
         dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
-        if not isinstance(dim, int):
+        if not isinstance(dim, int) or not -tensor.dim() <= dim < tensor.dim():
             return  # softmax without dim is TL713's; argmax without dim flattens
-        if -tensor.dim() <= dim < tensor.dim() and tensor.shape[dim] == 1 and tensor.numel() > 1:
-            what = "0 everywhere" if func in ARG_REDUCTIONS else ("1 everywhere" if "log" not in op_name(func) else "0 everywhere")
-            self._report(func, tensor, dim, f"its result is {what}")
-
-    def _report(self, func: Any, tensor: Tensor, dim: int, consequence: str) -> None:
         site = self.ctx.site()
+        key = (site.path, site.line) if site else ("", 0)
+        if tensor.shape[dim] != 1:
+            self.wide.add(key)
+        elif tensor.numel() > 1 and key not in self.reported:
+            if key not in self.narrow:
+                what = "0 everywhere" if func in ARG_REDUCTIONS else ("1 everywhere" if "log" not in op_name(func) else "0 everywhere")
+                self.narrow[key] = (site, func, tuple(tensor.shape), dim, f"its result is {what}")
+            calls = self.narrow_calls[key] = self.narrow_calls.get(key, 0) + 1
+            if calls >= NARROW_CALLS and key not in self.wide:
+                self._report(*self.narrow[key])
+
+    def _report(self, site: Any, func: Any, shape: tuple, dim: int, consequence: str) -> None:
         key = (site.path, site.line) if site else ("", 0)
         if key in self.reported:
             return
         self.reported.add(key)
-        shape = tuple(tensor.shape)
         self.ctx.evidence(
             self,
             code=None,

@@ -25,6 +25,10 @@ class ImplicitSoftmaxDim(RuntimeRule):
     "probability" depends on the other samples, and the model trains on nonsense without
     an error.
 
+    A 1- or 2-d input is not reported: there torch picks the last dimension, the one
+    `dim=-1` names (a `(batch, classes)` head's `nn.Softmax()`), so the call is deprecated
+    but computes what was meant. torch still prints its warning.
+
     ## Example
     ```python
     probs = F.softmax(logits)          # logits: (batch, seq, vocab)

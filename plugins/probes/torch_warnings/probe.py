@@ -4,7 +4,8 @@ torch says these once, in the middle of a training log, attributed to the line t
 it (or to a line of torch); each is a bug more often than not:
 
 * TL713 ``softmax``/``log_softmax``/``softmin`` without ``dim``: torch picks dim 0 for 0-,
-  1- and 3-d inputs, so a ``(batch, seq, classes)`` tensor is normalised over the batch;
+  1- and 3-d inputs, so a ``(batch, seq, classes)`` tensor is normalised over the batch (a
+  1- or 2-d input, where torch picks the last dimension, is left alone: deprecated, not wrong);
 * TL714 ``torch.tensor(t)`` of a tensor: a copy cut from the graph (no gradient flows back);
 * TL715 ``.grad`` of a tensor that is not a leaf: always ``None`` after ``backward()``;
 * TL716 a loss whose input and target sizes differ (``mse_loss``, ``l1_loss``, ...): they
@@ -46,10 +47,18 @@ class WarningsProbe(Probe):
         found = IMPLICIT_DIM.search(text)
         if found:
             op = found["op"]
-            self.ctx.evidence(self, code=None, runtime_code="TL713", at=site, data={"op": op},
-                              message=f"`{op}` without `dim` at {where}: torch chose the dimension (dim 0 for a 0-, 1- or 3-d "
-                                      f"input, dim 1 otherwise), so a (batch, seq, classes) tensor is normalised over the batch; "
-                                      f"pass dim= (usually -1)")
+            ndim = _softmax_input_dims(warning.frame)
+            if ndim is not None and ndim <= 2:
+                return  # torch chose the last dimension, as dim=-1 would: deprecated, not wrong
+            if ndim is None:
+                chose = "torch chose the dimension (dim 0 for a 0-, 1- or 3-d input, dim 1 otherwise), so a (batch, seq, classes) " \
+                        "tensor is normalised over the batch"
+            elif ndim == 3:
+                chose = "torch chose dim 0 for this 3-d input, so a (batch, seq, classes) tensor is normalised over the batch"
+            else:
+                chose = f"torch chose dim 1 for this {ndim}-d input: the channels of an (N, C, H, W) image, not the last dimension"
+            self.ctx.evidence(self, code=None, runtime_code="TL713", at=site, data={"op": op, "ndim": ndim},
+                              message=f"`{op}` without `dim` at {where}: {chose}; pass dim= (usually -1)")
             return
         if COPY_CONSTRUCT.search(text):
             self.ctx.evidence(self, code=None, runtime_code="TL714", at=site, data={},
@@ -73,6 +82,19 @@ class WarningsProbe(Probe):
                               data={"loss": loss, "input": found["input"], "target": found["target"], "broadcast": shapes},
                               message=f"{what} at {where} got input of size {found['input']} and target of size "
                                       f"{found['target']}{into}; reshape one to the other (e.g. `output.squeeze(-1)`)")
+
+
+def _softmax_input_dims(frame: FrameType | None) -> int | None:
+    """The input's number of dimensions, read from torch's `_get_softmax_dim(name, ndim, ...)`,
+    the function that warns."""
+    for _ in range(4):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "_get_softmax_dim":
+            ndim = frame.f_locals.get("ndim")
+            return ndim if isinstance(ndim, int) else None
+        frame = frame.f_back
+    return None
 
 
 def _calling_loss(frame: FrameType | None) -> str | None:

@@ -1,0 +1,182 @@
+"""Patterns from public training programs (pytorch/examples, nanoGPT, minGPT, PyTorch-GAN,
+pytorch-cifar, pytorch-seq2seq) on which a probe once reported what the code's author would
+rightly reject. Each program is the pattern cut down to a few lines, run once and shared."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from conftest import torchlint_run
+
+pytest.importorskip("torch")
+
+pytestmark = pytest.mark.slow
+
+
+def run_script(folder, script: str, *options: str):
+    (folder / "train.py").write_text(textwrap.dedent(script).lstrip("\n"))
+    return torchlint_run("train.py", "-q", "--output-format", "json", *options, cwd=folder, timeout=180)
+
+
+def line_of(script: str, text: str) -> int:
+    lines = textwrap.dedent(script).lstrip("\n").splitlines()
+    return next(number for number, line in enumerate(lines, 1) if text in line)
+
+
+# PyTorch-GAN's wgan_gp.py: the critic's last bias gets a gradient of exactly zero at every
+# step, because `-mean(real) + mean(fake)` does not change when the critic's output shifts by
+# a constant. Arithmetic, not a cut graph; a layer really left out of forward still counts.
+# acgan.py's auxiliary head, `nn.Softmax()` without dim on (batch, classes): torch picks the
+# last dimension, deprecated but right; on a 3-d tensor it picks the batch.
+GANS = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+        self.unused = nn.Linear(16, 1)
+
+    def forward(self, x):
+        return self.model(x)
+
+torch.manual_seed(0)
+critic = Critic()
+optimizer = torch.optim.Adam(critic.parameters(), lr=1e-3)
+for step in range(4):
+    real, fake = torch.randn(24, 8) + 1, torch.randn(24, 8)
+    optimizer.zero_grad()
+    loss = -critic(real).mean() + critic(fake).mean()
+    loss.backward()
+    optimizer.step()
+aux = nn.Sequential(nn.Linear(16, 3), nn.Softmax())
+class_probs = aux(torch.randn(24, 16))
+token_probs = F.softmax(torch.randn(2, 5, 3))
+"""
+
+
+@pytest.fixture(scope="module")
+def wgan(tmp_path_factory):
+    return run_script(tmp_path_factory.mktemp("gans"), GANS)
+
+
+def test_a_bias_whose_gradient_cancels_is_no_parameter_without_gradient(wgan):
+    starved = [f for f in wgan.findings("runtime only") if f["code"] == "TL730"]
+    assert len(starved) == 1, wgan.stdout
+    message = starved[0]["message"]
+    assert message.startswith("2 parameters the optimizer updates got no gradient")
+    assert "`Critic.unused.bias`, `Critic.unused.weight`" in message
+    assert "model.2.bias" not in message
+
+
+def test_softmax_without_dim_is_reported_where_torch_picks_a_dimension_that_is_not_the_last(wgan):
+    implicit = {f["location"]["row"]: f["message"] for f in wgan.findings("runtime only") if f["code"] == "TL713"}
+    assert set(implicit) == {line_of(GANS, "token_probs =")}, wgan.stdout
+    assert "torch chose dim 0 for this 3-d input" in implicit[line_of(GANS, "token_probs =")]
+    assert wgan.codes("runtime only") == {"TL730", "TL713"}
+
+
+# minGPT's CausalSelfAttention, `att = F.softmax(att, dim=-1)`, sampling from a one-token
+# prompt: the first step attends over one key, which is how attention starts, and the key axis
+# grows with every token. A head with one output unit stays one, and is still reported.
+ATTENTION_SAMPLING = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.out = nn.Linear(8, 24), nn.Linear(8, 5)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(8, dim=2)
+        att = (q.view(1, -1, 2, 4).transpose(1, 2) @ k.view(1, -1, 2, 4).transpose(1, 2).transpose(-2, -1))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v.view(1, -1, 2, 4).transpose(1, 2)).transpose(1, 2).reshape(1, -1, 8)
+        return self.out(y)
+
+torch.manual_seed(0)
+model, embed = Attention(), nn.Embedding(5, 8)
+with torch.no_grad():
+    tokens = torch.zeros(1, 1, dtype=torch.long)
+    for _ in range(4):
+        logits = model(embed(tokens))[:, -1, :]
+        tokens = torch.cat([tokens, torch.multinomial(F.softmax(logits, dim=-1), 1)], dim=1)
+head = nn.Linear(8, 1)
+for _ in range(3):
+    predicted = head(torch.randn(6, 8)).argmax(dim=1)
+"""
+SOFTMAX_OVER_KEYS, ONE_UNIT_ARGMAX = 13, 26
+
+
+@pytest.fixture(scope="module")
+def attention(tmp_path_factory):
+    return run_script(tmp_path_factory.mktemp("attention"), ATTENTION_SAMPLING)
+
+
+def test_attention_over_one_key_at_the_first_token_is_no_size_one_hazard(attention):
+    rows = {f["location"]["row"] for f in attention.findings("runtime only") if f["code"] == "TL733"}
+    assert SOFTMAX_OVER_KEYS not in rows, attention.stdout
+    assert rows == {ONE_UNIT_ARGMAX}
+
+
+# PyTorch-GAN's softmax_gan.py: `d_loss.backward(retain_graph=True)`, `optimizer_D.step()`, then
+# `g_loss.backward()` through the same discriminator graph: the step edited weights that graph
+# saved, and backward fails. On a GPU (and under fake-cuda) Adam updates with
+# `torch._foreach_addcdiv_`; the probe once missed it, and the crash was then reported nowhere.
+RETAINED_GRAPH = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+generator, discriminator = nn.Linear(4, 8), nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+optimizer_G = torch.optim.Adam(generator.parameters(), foreach=True)
+optimizer_D = torch.optim.Adam(discriminator.parameters(), foreach=True)
+for step in range(2):
+    d_fake = discriminator(generator(torch.randn(16, 4)))
+    d_loss = torch.exp(-d_fake).sum().log()
+    d_loss.backward(retain_graph=True)
+    optimizer_D.step()
+    g_loss = d_fake.sum()
+    g_loss.backward()
+    optimizer_G.step()
+"""
+
+
+@pytest.fixture(scope="module")
+def retained(tmp_path_factory):
+    return run_script(tmp_path_factory.mktemp("retained"), RETAINED_GRAPH)
+
+
+def test_a_foreach_optimizer_step_that_edits_a_retained_graph_is_named(retained):
+    step = line_of(RETAINED_GRAPH, "optimizer_D.step()")
+    outcome = retained.report["outcome"]
+    assert outcome["status"] == "raised" and f"it was modified in place at train.py:{step})" in outcome["summary"], outcome
+    (edit,) = retained.findings("runtime only")
+    assert (edit["code"], edit["location"]["row"]) == ("TL705", step)
+    assert edit["message"].startswith(f"in-place `foreach_addcdiv` at train.py:{step} modified a tensor saved for backward")
+    assert retained.returncode == 1
+
+
+# An in-place edit the probe does not watch (`out=` on a function that is not in-place by
+# name) still fails backward with the probe's error: with no line to name, that crash must stay
+# the program's error (TL702), not be marked as explained by evidence nobody reported.
+UNWATCHED_EDIT = """
+import torch
+
+x = torch.randn(4, requires_grad=True)
+h = torch.sigmoid(x)
+torch.mul(x.detach(), 2, out=h.detach())
+h.sum().backward()
+"""
+
+
+def test_a_backward_failure_no_probe_explains_is_still_reported(tmp_path):
+    result = run_script(tmp_path, UNWATCHED_EDIT)
+    (crash,) = result.findings("runtime only")
+    assert (crash["code"], crash["location"]["row"]) == ("TL702", line_of(UNWATCHED_EDIT, "backward()"))
+    assert "modified by an inplace operation" in crash["message"] and result.returncode == 1
