@@ -68,8 +68,6 @@ class GradientFlowProbe(Probe):
         self.before_step: list[tuple[list, tuple, tuple]] = []
         self.params: dict[int, weakref.ref] = {}
         self.names: dict[int, str] = {}
-        #: id(bias) -> ids of the other parameters of its module (see `_cancelled`).
-        self.bias_siblings: dict[int, tuple[int, ...]] = {}
         self.step_site = None
         self.losses: list[float] = []
         self.loss_site = None
@@ -127,7 +125,7 @@ class GradientFlowProbe(Probe):
         # not show up in a profile of the step line.
         with torch._C.DisableTorchFunction(), torch.no_grad():
             grad_norms = _norms([p.grad for p in with_grad])
-            flowing = {id(p) for p, norm in zip(with_grad, grad_norms) if norm != 0.0}
+            flowing = {self.layers.get(id(p)) for p, norm in zip(with_grad, grad_norms) if norm != 0.0}
             for param, norm in zip(with_grad, grad_norms):
                 if norm == 0.0 and not self._cancelled(param, flowing):
                     self.without_grad[id(param)] = self.without_grad.get(id(param), 0) + 1
@@ -164,13 +162,14 @@ class GradientFlowProbe(Probe):
         self.layer_norms.append(layers)
         self.total_norms.append(sum(norm ** 2 for norm in grad_norms if norm == norm) ** 0.5)
 
-    def _cancelled(self, param: torch.Tensor, flowing: set[int]) -> bool:
+    def _cancelled(self, param: torch.Tensor, flowing: set[str | None]) -> bool:
         """A bias with an all-zero gradient while a weight of its own layer gets one: the
         gradient reaches the layer, and the bias's (the sum of the layer's output gradients
         over the batch) cancels because the loss does not change when that output shifts by
         a constant: a WGAN critic's last bias under `-mean(real) + mean(fake)`. Arithmetic,
         not a flow problem, so not counted."""
-        return any(key in flowing for key in self.bias_siblings.get(id(param), ()))
+        layer = self.layers.get(id(param))
+        return layer is not None and layer in flowing and "bias" in self.names.get(id(param), "").rsplit(".", 1)[-1]
 
     # -- findings ----------------------------------------------------------------------------
     def _judge(self) -> None:
@@ -301,11 +300,6 @@ class GradientFlowProbe(Probe):
                     continue
                 for param in layer.parameters(recurse=False):
                     self.layers.setdefault(id(param), f"{label}.{path}" if path else label)
-            for layer in module.modules():
-                own = dict(layer.named_parameters(recurse=False))
-                for name, param in own.items():
-                    if "bias" in name:
-                        self.bias_siblings.setdefault(id(param), tuple(id(p) for p in own.values() if p is not param))
 
 
 def _trainable(optimizer: Any) -> list[torch.Tensor]:
