@@ -132,6 +132,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     ctx = ProbeContext(events, default_classifier(), mode, progress)
     watchdog.frames = ctx.frames
     ctx.options = dict(spec.get("options") or {})  # --compile, --profile, --report (see RunSpec.options)
+    ctx.watch_steps = ctx.options.get("watch_steps")  # None: every step
     try:
         probe_classes = _chosen_probes([cls for group in pm.hook.torchlint_probes() for cls in (group or ())], ctx.options)
     except EntryError as exc:
@@ -155,7 +156,13 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         limit = f"/{counter.limit}" if counter.limit else ""
         progress(f"step {steps}{limit}" if kind == "step" else f"forward call {forwards}{limit} (no optimizer yet)")
 
-    counter = StepCounter(spec.get("steps"), on_progress)
+    dispatch: list[Any] = []  # the ProbeDispatch, once entered: it hears of every step
+
+    def on_step(steps: int) -> None:
+        for each in dispatch:
+            each.advance(steps)
+
+    counter = StepCounter(spec.get("steps"), on_progress, on_step)
     watchdog.counter = counter
     _silence_threads_once_stopped(counter, ctx)
     progress(f"running {Path(spec['script']).name} on {mode.name} under probes: {', '.join(p.name for p in probes) or 'none'}")
@@ -181,7 +188,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         stack.callback(shown.uninstall)
         # Entered last, so it sees each call first (with the device the user asked for),
         # before the device mode rewrites it.
-        stack.enter_context(ProbeDispatch(installed, ctx))
+        dispatch.append(stack.enter_context(ProbeDispatch(installed, ctx)))
         watchdog.phase = "target"
         try:
             if spec.get("entry"):
@@ -214,6 +221,8 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
                     ctx.probe_crashed(probe, "raised", error)
             outcome = {"status": "raised", "exception": _describe(exc, ctx, mode)}
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
+    if dispatch and dispatch[0].watched_steps is not None:
+        outcome["watched_steps"] = dispatch[0].watched_steps
     outcome.update(getattr(mode, "outcome_data", dict)())
     watchdog.phase = "after-run"
     _report_imports(events, ctx)

@@ -52,6 +52,31 @@ def _plugin_options(own: set[str | None]) -> list[click.Option]:
     return options
 
 
+class WatchSteps(click.ParamType):
+    """A number of steps, or `all`."""
+
+    name = "N|all"
+
+    def convert(self, value, param, ctx):
+        if value is None or isinstance(value, int):
+            return value
+        if str(value).strip().lower() == "all":
+            return None
+        try:
+            number = int(value)
+        except ValueError:
+            number = 0
+        if number < 1:
+            self.fail(f"{value!r} is neither a positive number of steps nor 'all'", param, ctx)
+        return number
+
+
+#: Steps the probes watch every torch call for, by default: enough for the probes that compare
+#: steps (gradient flow, memory growth, syncs per step), few enough that a long run pays
+#: for them once (see `Probe.keeps_watching`).
+DEFAULT_WATCH_STEPS = 10
+
+
 @click.command(cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("target")
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
@@ -60,6 +85,9 @@ def _plugin_options(own: set[str | None]) -> list[click.Option]:
 @click.option("--fake-devices", type=click.IntRange(min=1), default=1, show_default=True,
               help="How many GPUs --device fake-cuda simulates (cuda:0 .. cuda:N-1).")
 @click.option("--steps", type=click.IntRange(min=1), help="Stop after N optimizer steps (or N forward calls without an optimizer).")
+@click.option("--watch-steps", type=WatchSteps(), default=str(DEFAULT_WATCH_STEPS), show_default=True, metavar="N|all",
+              help="Steps during which the probes watch every torch call; after them the program runs at nearly "
+                   "full speed, with only module, optimizer and error hooks. `all` watches the whole run.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
               help="Seconds, counted from torchlint's own start, before the program and everything it started are "
                    "stopped; the report names the line it was on.")
@@ -73,7 +101,7 @@ def _plugin_options(own: set[str | None]) -> list[click.Option]:
                    "compared across ranks, one report.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False),
               help="Write report.html, findings.json and the probes' files (the profile's trace.json) to this folder.")
-def run(target, script_args, device, fake_devices, steps, timeout, quiet, output_format, config_path, disabled_probes,
+def run(target, script_args, device, fake_devices, steps, watch_steps, timeout, quiet, output_format, config_path, disabled_probes,
         nproc_per_node, report_dir, **plugin_options):
     """Run TARGET under runtime probes and report static findings with evidence.
 
@@ -89,6 +117,7 @@ def run(target, script_args, device, fake_devices, steps, timeout, quiet, output
         device=device,
         fake_devices=fake_devices,
         steps=steps,
+        watch_steps=watch_steps,
         timeout=timeout,
         quiet=quiet,
         output_format=output_format,

@@ -27,8 +27,10 @@ from torchlint.runtime.runner import ChildResult
 
 CONFIRMED, NOT_REPRODUCED, NOT_REACHED, NOT_PROBED = "confirmed", "not reproduced", "not reached", "not probed"
 RUNTIME_ONLY = "runtime only"
-#: Outcome fields a device mode adds (``DeviceMode.outcome_data``) that the report passes on.
-MODE_OUTCOME_KEYS = ("host_syncs",)
+#: Outcome fields the child adds that the JSON report passes on: what a device mode adds
+#: (``DeviceMode.outcome_data``; fake-cuda's ``host_syncs``), and the steps the probes watched
+#: when their window closed before the end (``--watch-steps``).
+OUTCOME_EXTRA_KEYS = ("host_syncs", "watched_steps")
 
 
 @dataclass
@@ -191,7 +193,7 @@ def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
     steps = known.get("optimizer_steps", 0)
     forwards = known.get("forward_calls", 0)
     counts = dict(optimizer_steps=steps, forward_calls=forwards, seconds=round(child.seconds, 2))
-    counts["extra"] = {key: (event or {})[key] for key in MODE_OUTCOME_KEYS if key in (event or {})}
+    counts["extra"] = {key: (event or {})[key] for key in OUTCOME_EXTRA_KEYS if key in (event or {})}
     far = f"after {steps} optimizer step{'s' * (steps != 1)} and {forwards} forward call{'s' * (forwards != 1)}"
     if child.timed_out and event is None:
         return _timed_out(child, stopped, far, cwd, timeout, counts)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from torchlint.findings import Finding, Severity
+from torchlint.runtime.command import DEFAULT_WATCH_STEPS
 from torchlint.runtime.interrupts import Stopped, stopped_by_signals
 from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, merge
 from torchlint.runtime.report import status_of, write_json, write_text
@@ -31,6 +32,8 @@ class RunOptions:
     device: str = "cpu"
     fake_devices: int = 1
     steps: int | None = None
+    #: Steps the probes watch every torch call for (None: the whole run); see `--watch-steps`.
+    watch_steps: int | None = DEFAULT_WATCH_STEPS
     timeout: float = 300.0
     quiet: bool = False
     output_format: str = "text"
@@ -44,6 +47,7 @@ class RunOptions:
     def probe_options(self, cwd: Path) -> dict:
         """What the probes read in the child as ``ctx.options``."""
         options: dict = dict(self.plugin_options)
+        options["watch_steps"] = self.watch_steps
         fake_devices = self.fake_devices
         if self.nproc_per_node > 1:
             options["distributed"] = {"nproc": self.nproc_per_node}

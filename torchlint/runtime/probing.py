@@ -15,10 +15,13 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import threading
 import traceback
 from typing import Any, ClassVar, Iterable
 
 import torch
+from torch.nn.modules import module as module_hooks
+from torch.optim import optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
 from torchlint.runtime.devices import DeviceMode
@@ -59,6 +62,25 @@ class Probe:
         """Whether ``before``/``after``/``failed`` want calls of this torch function."""
         return False
 
+    #: Whether ``before``/``after`` also want the torch calls an optimizer's ``step()`` makes
+    #: (its update arithmetic, a few per parameter). Off, the dispatch steps off the mode stack
+    #: for the length of ``step()``: on a small model those calls are most of a step's.
+    inside_optimizer_step: ClassVar[bool] = False
+
+    def keeps_watching(self, steps: int) -> bool:
+        """Asked after each step (optimizer step, or forward call while there is no optimizer),
+        ``steps`` being how many have ended: whether the probe still wants torch calls. The
+        default watches the first ``--watch-steps`` steps (``ctx.watch_steps``; None: all).
+        Once it answers False, ``stop_watching`` is called and the probe sees no more calls;
+        once no probe watches, torch calls run with no Python in between."""
+        limit = getattr(self.ctx, "watch_steps", None)
+        return limit is None or steps < limit
+
+    def stop_watching(self) -> None:
+        """The probe's watch is over (see ``keeps_watching``): remove what costs the program time
+        per operation or per tensor (saved-tensor hooks, module hooks). What catches rare
+        events cheaply (``raised``, a patched ``torch.load``) may stay until ``uninstall``."""
+
     def before(self, func: Any, args: tuple, kwargs: dict) -> None:
         """Before a watched call runs."""
 
@@ -86,6 +108,8 @@ class ProbeContext:
         self.frames = frames
         self.device = device
         self.progress = progress
+        #: Steps the probes watch every torch call for (`--watch-steps`); None: all of them.
+        self.watch_steps: int | None = None
         self._observed: set[tuple] = set()
         self._reported: set[tuple] = set()
 
@@ -175,15 +199,140 @@ _HOOKS = ("before", "after", "failed")
 
 
 class ProbeDispatch(TorchFunctionMode):
-    """One mode for all probes: a per-function table of the probe methods that want it."""
+    """One mode for all probes: a per-function table of the probe methods that want it.
+
+    A Python mode costs every torch call about a microsecond and a half, as much as a small
+    kernel's launch, so the dispatch stays on the mode stack only while it must:
+
+    * during an optimizer's ``step()`` it steps off, unless a watching probe wants those calls
+      (``Probe.inside_optimizer_step``);
+    * after each step it asks the probes whether they keep watching (``Probe.keeps_watching``);
+      once none does, it leaves the stack for good and the program runs at full speed, with
+      only the probes' cheap hooks (module, optimizer, ``raised``) left.
+    """
 
     def __init__(self, probes: list[Probe], ctx: ProbeContext) -> None:
         super().__init__()
         self.ctx = ctx
+        #: Probes whose watch is not over (each is asked ``keeps_watching`` after every step).
+        self.watching = list(probes)
         self.probes = [p for p in probes if any(_overrides(p, hook) for hook in (*_HOOKS, "watches"))]
         self._table: dict[Any, tuple[tuple, tuple, tuple]] = {}
-        self._empty = ((), (), ())
+        self.pushed = False  # on the torch-function mode stack now
+        self.retired = False  # every watch is over: never back on the stack
+        self._suspended = False  # stepped off for an optimizer's step()
+        self._step_hooks: list[Any] = []
+        self._window_hook: Any = None
+        self._ended = 0
+        #: Steps after which no probe watched any more (None: they watched to the end).
+        self.watched_steps: int | None = None
+        self.thread: int | None = None
 
+    # -- on and off the mode stack ------------------------------------------------------------
+    def __enter__(self) -> ProbeDispatch:
+        self.thread = threading.get_ident()
+        if not self.watching:  # no probe at all: nothing to watch
+            self.retired = True
+            return self
+        super().__enter__()
+        self.pushed = True
+        self._step_hooks = [
+            optimizer_hooks.register_optimizer_step_pre_hook(self._step_begins),
+            optimizer_hooks.register_optimizer_step_post_hook(self._step_ends),
+        ]
+        return self
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
+        for handle in self._step_hooks:
+            handle.remove()
+        self._step_hooks = []
+        if self._window_hook is not None:
+            self._window_hook.remove()
+            self._window_hook = None
+        if self.pushed:
+            _remove_from_stack(self)
+            self.pushed = False
+
+    def _step_begins(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        # The mode stack is per thread: only the target's thread has this mode on it.
+        if not self.pushed or threading.get_ident() != self.thread:
+            return
+        if any(p.inside_optimizer_step for p in self.probes):
+            return
+        stack = torch._C._len_torch_function_stack()
+        if stack and torch._C._get_function_stack_at(stack - 1) is self:
+            torch._C._pop_torch_function_stack()
+            self.pushed = False
+            self._suspended = True
+
+    def _step_ends(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        # A step() that raised leaves the dispatch off until the next step() ends: only a
+        # program that catches an optimizer's error and trains on loses calls to it.
+        if self._suspended and threading.get_ident() == self.thread:
+            self._suspended = False
+            if not self.retired:
+                torch._C._push_on_torch_function_stack(self)
+                self.pushed = True
+
+    # -- the watch window -----------------------------------------------------------------------
+    def advance(self, steps: int) -> None:
+        """``steps`` steps have ended. The probes are asked at the next module call: the step
+        counter calls this from inside an optimizer's hook loop, where a probe could not
+        remove its own optimizer hooks (and what follows the step, logging, the next batch,
+        still belongs to it)."""
+        if self.retired:
+            return
+        self._ended = steps
+        if self._window_hook is None:
+            self._window_hook = module_hooks.register_module_forward_pre_hook(self._close_window)
+
+    def _close_window(self, module: Any, args: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
+        self._window_hook.remove()
+        self._window_hook = None
+        self.ask(self._ended)
+
+    def ask(self, steps: int) -> None:
+        """Probes whose watch is over after ``steps`` steps stop watching; once none watches
+        any more, the dispatch leaves the mode stack."""
+        stopping = []
+        for probe in list(self.watching):
+            try:
+                keeps = probe.keeps_watching(steps)
+            except Exception as exc:
+                self.disable(probe, "keeps_watching", exc)
+                continue
+            if not keeps:
+                stopping.append(probe)
+        # Last installed, first stopped: hooks that nest (saved-tensor hooks) come off in order.
+        for probe in reversed(stopping):
+            self.watching.remove(probe)
+            if probe in self.probes:
+                self.probes.remove(probe)
+                self._table.clear()
+            try:
+                probe.stop_watching()
+            except Exception as exc:
+                self.ctx.probe_crashed(probe, "stop_watching", exc)
+        if not self.watching and not self.retired:
+            self.retire()
+            self.watched_steps = steps
+            self.ctx.progress(f"the probes watched {steps} step{'s' * (steps != 1)}; the program runs on without "
+                              "them between it and torch (--watch-steps)")
+
+    def retire(self) -> None:
+        """Off the stack for the rest of the run."""
+        self.retired = True
+        for handle in self._step_hooks:  # from a module hook: no optimizer hook loop runs
+            handle.remove()
+        self._step_hooks = []
+        self._suspended = False
+        if self.pushed:
+            _remove_from_stack(self)
+            self.pushed = False
+
+    # -- each torch call ----------------------------------------------------------------------
     def _entry(self, func: Any) -> tuple[tuple, tuple, tuple]:
         wanted = [p for p in self.probes if self._safe_watches(p, func)]
         entry = tuple(tuple(getattr(p, hook) for p in wanted if _overrides(p, hook)) for hook in _HOOKS)
@@ -201,8 +350,11 @@ class ProbeDispatch(TorchFunctionMode):
             return False
 
     def disable(self, probe: Probe, where: str, exc: BaseException) -> None:
-        if probe in self.probes:
-            self.probes.remove(probe)
+        if probe in self.probes or probe in self.watching:
+            if probe in self.probes:
+                self.probes.remove(probe)
+            if probe in self.watching:
+                self.watching.remove(probe)
             self._table.clear()
             self.ctx.probe_crashed(probe, where, exc)
 
@@ -242,6 +394,19 @@ class ProbeDispatch(TorchFunctionMode):
         finally:
             if syncs is not None:
                 syncs.paused -= 1
+
+
+def _remove_from_stack(mode: TorchFunctionMode) -> None:
+    """Take ``mode`` off this thread's torch-function mode stack, wherever it is (a mode the
+    program pushed later may sit above it), and put the ones above back in their order."""
+    above = []
+    while torch._C._len_torch_function_stack():
+        top = torch._C._pop_torch_function_stack()
+        if top is mode:
+            break
+        above.append(top)
+    for other in reversed(above):
+        torch._C._push_on_torch_function_stack(other)
 
 
 class WarningDispatch:

@@ -46,8 +46,11 @@ def _progress_worthy(count: int) -> bool:
 
 
 class StepCounter:
-    def __init__(self, limit: int | None, on_progress: Callable[[str, int, int], None]) -> None:
+    def __init__(self, limit: int | None, on_progress: Callable[[str, int, int], None],
+                 on_step: Callable[[int], None] | None = None) -> None:
         self.limit = limit
+        #: Called with the number of steps ended, after each one (the probes' watch window).
+        self.on_step = on_step
         self.optimizer_steps = 0
         self.forward_calls = 0
         self._on_progress = on_progress
@@ -94,6 +97,8 @@ class StepCounter:
         self.optimizer_steps += 1
         if _progress_worthy(self.optimizer_steps):
             self._on_progress("step", self.optimizer_steps, self.forward_calls)
+        if self.on_step is not None:
+            self.on_step(self.optimizer_steps)
         if self.limit is not None and self.optimizer_steps >= self.limit:
             self._stop(f"{self.optimizer_steps} optimizer steps")
 
@@ -109,7 +114,10 @@ class StepCounter:
         if self._depth != 0 or next(module.parameters(), None) is None:
             return
         self.forward_calls += 1
-        if _progress_worthy(self.forward_calls) and not self._optimizer_seen:
-            self._on_progress("forward", self.optimizer_steps, self.forward_calls)
+        if not self._optimizer_seen:
+            if _progress_worthy(self.forward_calls):
+                self._on_progress("forward", self.optimizer_steps, self.forward_calls)
+            if self.on_step is not None:
+                self.on_step(self.forward_calls)
         if self.limit is not None and not self._optimizer_seen and self.forward_calls >= self.limit:
             self._stop(f"{self.forward_calls} forward calls")

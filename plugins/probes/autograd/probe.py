@@ -77,13 +77,35 @@ class AutogradProbe(Probe):
         self._leaf_reported: set[int] = set()
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
+        self._hooks_on = True
+        self.packing = True
+
+    def keeps_watching(self, steps: int) -> bool:
+        # The hooks come off only when they are the innermost pair: while another probe's
+        # pair sits on them (the memory probe's, during its own window), this one waits.
+        return super().keeps_watching(steps) or (self._hooks_on and not self._innermost())
+
+    def _innermost(self) -> bool:
+        return torch._C._autograd._top_saved_tensors_default_hooks(True) == (self._pack, self._unpack)
+
+    def stop_watching(self) -> None:
+        # Tensors saved from now on keep autograd's own version check (and its error, which
+        # names the op that saved the tensor, not the edit); holders already made still
+        # unpack through this probe. The hooks come off only when they are the innermost
+        # pair: taking off another pair (the program's) would change its nesting.
+        self.packing = False
+        if self._hooks_on and self._innermost():
+            self._hooks.__exit__(None, None, None)
+            self._hooks_on = False
 
     def uninstall(self) -> None:
-        self._hooks.__exit__(None, None, None)
+        if self._hooks_on:
+            self._hooks.__exit__(None, None, None)
+            self._hooks_on = False
 
     # -- saved tensors ----------------------------------------------------------------------
     def _pack(self, tensor: Tensor) -> _Saved | Tensor:
-        if _is_compiling():
+        if _is_compiling() or not self.packing:  # compiling first: Dynamo must not guard on `packing`
             # Dynamo traces this hook into compiled graphs, where lines and version counters
             # mean nothing: keep the tensor as autograd would (no graph break, no recompiles).
             return tensor

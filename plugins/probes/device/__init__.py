@@ -35,6 +35,12 @@ class RuntimeDeviceMismatch(RuntimeRule):
         return x + noise
     ```
     Run `torchlint run train.py --device fake-cuda` to find these on a machine without a GPU.
+
+    ## Known limitations
+    The creation line is known for tensors made while the probes watch (the first
+    `--watch-steps` steps, 10 by default). A mismatch that happens only later (an evaluation
+    after the first epoch) is reported as the crash at its line; `--watch-steps all` names
+    the creation line there too.
     """
 
     code = "TL701"

@@ -161,7 +161,8 @@ def torchlint_run_options() -> list[Any]:
     return [
         click.Option(
             ["--memory-steps"], type=click.IntRange(1, 1000), default=DEFAULT_STEPS, show_default=True,
-            help="Iterations of each loop the memory probe watches closely (saved-for-backward bytes by line and module, graphs kept).",
+            help="Iterations of each loop the memory probe watches closely (saved-for-backward bytes by line and module, "
+                 "graphs kept); more than --watch-steps stretches the run's watch window to cover them.",
         ),
         click.Option(
             ["--memory-history"], is_flag=True, default=False,

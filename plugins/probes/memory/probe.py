@@ -135,6 +135,21 @@ class MemoryProbe(Probe):
         if publish is not None:
             publish(self, self._summary())
 
+    # -- the run's watch window ----------------------------------------------------------------
+    def keeps_watching(self, steps: int) -> bool:
+        # `--memory-steps` may ask for more steps than the run watches (never fewer: the
+        # probe's own windows end it earlier); a probe whose windows are all used up is done.
+        limit = self.ctx.watch_steps
+        return not self.closed and (limit is None or steps < max(limit, self.window))
+
+    def stop_watching(self) -> None:
+        """No loop is watched from here on: no saved-tensor holders, no module hooks. What the
+        watched iterations recorded still explains an out-of-memory error."""
+        self.left = {loop: 0 for loop in self.left}
+        self.watching = False
+        self.saved.watch(False)
+        self._close()
+
     # -- torch calls ------------------------------------------------------------------------
     def watches(self, func: Any) -> bool:
         return func in ARITHMETIC or func in LOSS_FUNCTIONS or func in BACKWARD

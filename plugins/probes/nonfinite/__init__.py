@@ -106,7 +106,10 @@ class NonfiniteGradient(RuntimeRule):
     Under `GradScaler`, NaN/Inf gradients from an overflow are what the scaler skips steps
     for: only a gradient with an operation to blame is reported. Checked after each
     `backward()` for the parameters of the models it ran and of the optimizers seen; at most
-    three times per run.
+    three times per run. After the watched steps (`--watch-steps`, 10 by default) the
+    gradients are read before each optimizer step instead, and only an operation inside a
+    model call can be named (by replaying the call); one in the loss is reported with the
+    `--watch-steps` that would name it.
     """
 
     code = "TL736"

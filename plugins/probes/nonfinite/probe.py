@@ -101,6 +101,9 @@ class NonfiniteProbe(Probe):
         self.scaled: dict[int, tuple[weakref.ref, Any]] = {}
         self.loss_scaled = False
         self.inplace: dict[Any, bool] = {}
+        #: Whether the probe still sees every torch call (the run's first `--watch-steps`);
+        #: after that it reads the boundaries it can reach without them (see `stop_watching`).
+        self.watched = True
         self.handles = [
             module_hooks.register_module_forward_pre_hook(self._enter),
             module_hooks.register_module_forward_hook(self._leave, with_kwargs=True, always_call=True),
@@ -118,6 +121,15 @@ class NonfiniteProbe(Probe):
         self._unpatch()
         self._unnote_optimizers()
         self.window.clear()
+
+    def stop_watching(self) -> None:
+        """From here on the probe sees no torch call, only module calls and optimizer steps:
+        each top-level module's output is still read (and a NaN/Inf replayed to its op), and
+        the gradients are read before each optimizer step instead of after `backward()`; a
+        non-finite gradient is traced by replaying the step's last model call."""
+        if self.on:
+            self.watched = False
+            self.window.clear()
 
     def after_run(self) -> None:
         self.ctx.publish(self, {
@@ -214,6 +226,8 @@ class NonfiniteProbe(Probe):
         if call is None or call.module is not module or len(rest) != 2:
             return
         kwargs, output = rest
+        if not self.watched:
+            self.window.clear()  # no backward() is seen to clear it: only this call is kept
         with torch._C.DisableTorchFunction():
             outputs = [t for t in tree_leaves(output) if isinstance(t, Tensor) and is_float(t)]
             inputs, scalars = flatten(args, kwargs)
@@ -320,34 +334,40 @@ class NonfiniteProbe(Probe):
         culprit = self._gradient_culprit()
         if culprit is None and self.loss_scaled:
             return  # an overflow GradScaler skips the step for: what it is for
-        where = f" at {self.loss_site.short()}" if self.loss_site else ""
         names = self._names(bad)
         reached = f"the gradient of 1 parameter ({names})" if len(bad) == 1 else f"the gradients of {len(bad)} parameters ({names})"
+        if self.watched:
+            where = f" at {self.loss_site.short()}" if self.loss_site else ""
+            made, site = f"`backward()`{where} of a finite loss made {reached}", self.loss_site
+        else:
+            made, site = f"{reached} turned", self.ctx.site()
+            # The step about to run writes them into the weights: every later value is NaN.
+            self.traces_left = 0
         if culprit is None:
-            self._report(
-                "TL736", None, self.loss_site,
-                f"`backward()`{where} of a finite loss made {reached} NaN/Inf ({self._when()}); "
-                "no operation of this step could be blamed (it could not be replayed)",
-                {"parameters": len(bad)},
-            )
+            unnamed = ("no operation of this step could be blamed (it could not be replayed)" if self.watched else
+                       "after the watched steps only model calls are replayed, and none made it (the operation may "
+                       f"be outside the model, in the loss); `--watch-steps {self._step()}` watches every operation "
+                       "up to this step")
+            self._report("TL736", None, site, f"{made} NaN/Inf ({self._when()}); {unnamed}", {"parameters": len(bad)})
             return
         site = culprit.site
         at = f" at {site.short()}" if site else ""
         details = "; ".join(culprit.inputs)
         message = (
             f"the derivative of `{culprit.op}`{at} is NaN/Inf at the values it got ({culprit.output})"
-            f"{': ' + details if details else ''}; {_backward_hint(culprit.op)}; `backward()`{where} of a finite loss "
-            f"made {reached} NaN/Inf ({self._when()})"
+            f"{': ' + details if details else ''}; {_backward_hint(culprit.op)}; {made} NaN/Inf ({self._when()})"
         )
         self._report("TL736", culprit, site, message, {"op": culprit.op, "parameters": len(bad)})
 
     def _gradient_culprit(self) -> Culprit | None:
         """The last recorded operation of this backward's graph (the first its backward ran)
         whose own derivative is non-finite at its recorded inputs."""
-        nodes = _graph(self.loss)
-        ids = {id(node) for node in nodes}
+        # Unwatched, no loss was seen: the model call kept (the step's last) is replayed.
+        ids = {id(node) for node in _graph(self.loss)} if self.loss else None
         for record in reversed(self.window.records):
-            if not any(t.grad_fn is not None and id(t.grad_fn) in ids for t in record.outputs):
+            if ids is None and record.call is None:
+                continue
+            if ids is not None and not any(t.grad_fn is not None and id(t.grad_fn) in ids for t in record.outputs):
                 continue
             if record.call is not None:
                 if self.replays_left <= 0:
@@ -412,6 +432,20 @@ class NonfiniteProbe(Probe):
             for param in group["params"]:
                 if isinstance(param, Tensor) and id(param) not in self.params:
                     self.params[id(param)] = weakref.ref(param)
+        # Unwatched, `backward()` goes unseen: its gradients are read here, before the step
+        # writes them into the weights. Under GradScaler an overflow is the scaler's to skip.
+        if not self.watched and self.traces_left > 0 and not self.scaled and threading.get_ident() == self.thread:
+            with torch._C.DisableTorchFunction():
+                if not self._gradients_look_finite(optimizer):
+                    self._check_gradients()
+
+    @staticmethod
+    def _gradients_look_finite(optimizer: Any) -> bool:
+        """One pass over the gradients the step is about to apply, every step after the
+        watched ones: the parameters are named and traced only when one is not finite."""
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"]
+                 if isinstance(p, Tensor) and p.grad is not None]
+        return all(finite_flags([g for g in grads if not g.is_sparse]))
 
     def _step_ends(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.stepping = False

@@ -62,9 +62,18 @@ class ProfileProbe(Probe):
     runtime_code = "TL712"
     summary = "hot paths by user line and module (torch.profiler), FLOPs per module"
 
+    #: The optimizer's update is part of the `optimizer.step()` line's time.
+    inside_optimizer_step = True
+
     @classmethod
     def wanted(cls, options: dict) -> bool:
         return bool(options.get("profile"))
+
+    def keeps_watching(self, steps: int) -> bool:
+        # Until the profiled steps are over, whatever the run's watch window.
+        if not self.timing or self.error:
+            return super().keeps_watching(steps)
+        return self.profiler is None or self._annotating
 
     def install(self) -> None:
         options = self.ctx.options

@@ -35,6 +35,10 @@ class RepeatedHostSync(RuntimeRule):
     ```python
     correct += (predicted == target).sum()   # a tensor: read it once, after the epoch
     ```
+
+    ## Known limitations
+    The steps counted are those the probes watch (`--watch-steps`, 10 by default): a line
+    that syncs in every one of them is reported.
     """
 
     code = "TL734"

@@ -80,11 +80,21 @@ class SyncsProbe(Probe):
         if started is not None:
             self._synced(SYNCING[func], time.perf_counter() - started)
 
+    def stop_watching(self) -> None:
+        # Per step means per watched step: the steps after the window would all look
+        # sync-free (on a GPU the syncs are found through the calls no longer seen).
+        self._stop_listening()
+
     def uninstall(self) -> None:
-        self.handle.remove()
+        self._stop_listening()
+        self._judge()
+
+    def _stop_listening(self) -> None:
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = None
         if self.log is not None and self._synced in self.log.listeners:
             self.log.listeners.remove(self._synced)
-        self._judge()
 
     def _stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self.listening:
