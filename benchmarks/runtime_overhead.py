@@ -1,19 +1,28 @@
 """Overhead of `torchlint run`'s default probes on realistic training steps.
 
-    python benchmarks/runtime_overhead.py [--steps 30] [--repeats 5] [--device cpu|cuda|fake-cuda]
-                                          [--workloads tiny-cnn,cnn,transformer]
+    python benchmarks/runtime_overhead.py [--steps 20] [--repeats 5] [--device cpu|cuda|fake-cuda]
+                                          [--workloads tiny-cnn,cnn,transformer] [--each]
 
 Every probe a plain `torchlint run` installs (found through the plugins, as the child of
 `torchlint run` finds them: new probes are measured as soon as they are registered) is
-installed around the same training step that also runs plain and under
-`torch.autograd.detect_anomaly()` for comparison. The setups are interleaved and repeated,
-and the median step time of each is reported, because a shared machine is noisy.
+installed around the same training step, which also runs plain and under
+`torch.autograd.detect_anomaly()` for comparison. Four numbers per workload, each the median
+of interleaved repeats (a shared machine is noisy), as a multiple of the plain step:
+
+  watched   a step while the probes watch every torch call (`--watch-steps all`)
+  after     a step after the default watch window (`--watch-steps 10`): module, optimizer
+            and error hooks only
+  run       a whole run of --run-steps steps from a new model, the window included, as
+            `torchlint run` runs a training script
+  anomaly   a step under `torch.autograd.detect_anomaly()`
 
 Workloads:
-  tiny-cnn     2 conv layers, batch 16x3x16x16: kernels so cheap that the probes' Python
-               time per operation shows at its worst
-  cnn          a ResNet-style CNN (4 stages of 2 residual blocks), batch 64x3x32x32
-  transformer  4 encoder layers, d_model 256, batch 32 x 128 tokens, classification head
+  tiny-cnn        2 conv layers, batch 16x3x16x16: kernels so cheap that the probes' Python
+                  time per operation shows at its worst
+  cnn             a ResNet-style CNN (4 stages of 2 residual blocks), batch 64x3x32x32
+  transformer     4 encoder layers, d_model 256, batch 32 x 128 tokens, classification head
+  cnn-b4,         the same models at batch 4 (4 x 16 tokens): on a CPU, steps as launch-bound
+  transformer-b4  as the full batches are on a GPU (Python launching kernels is the step)
 
 Target (issue 14): all default probes together at most 1.3x a plain run on a realistic step.
 """
@@ -95,7 +104,11 @@ WORKLOADS = {
     "tiny-cnn": (tiny_cnn, lambda device: (torch.randn(16, 3, 16, 16).to(device), torch.randint(0, 10, (16,)).to(device))),
     "cnn": (cnn, lambda device: (torch.randn(64, 3, 32, 32).to(device), torch.randint(0, 10, (64,)).to(device))),
     "transformer": (Classifier, lambda device: (torch.randint(0, 1000, (32, 128)).to(device), torch.randint(0, 10, (32,)).to(device))),
+    "cnn-b4": (cnn, lambda device: (torch.randn(4, 3, 32, 32).to(device), torch.randint(0, 10, (4,)).to(device))),
+    "transformer-b4": (Classifier, lambda device: (torch.randint(0, 1000, (4, 16)).to(device), torch.randint(0, 10, (4,)).to(device))),
 }
+#: The window `torchlint run` watches by default (`--watch-steps`).
+WATCH_STEPS = 10
 
 
 def train(model: nn.Module, optimizer: torch.optim.Optimizer, batch, steps: int, device: str) -> float:
@@ -122,18 +135,20 @@ def default_probes() -> list[type]:
 
 
 @contextlib.contextmanager
-def probes_installed(classes: list[type], events_path: str, mode):
-    """As the child of `torchlint run` installs them: every probe, the step counter, the
-    device mode below the probes' dispatch."""
+def probes_installed(classes: list[type], events_path: str, mode, watch_steps: int | None = None):
+    """As the child of `torchlint run` installs them: every probe, the step counter that tells
+    the dispatch when a step ends, the device mode below the probes' dispatch."""
     ctx = ProbeContext(EventWriter(events_path), default_classifier(), mode, progress=lambda message: None)
     ctx.options = {}
+    ctx.watch_steps = watch_steps
     probes = [cls(ctx) for cls in classes]
-    counter = StepCounter(None, lambda *args: None)
+    dispatch = ProbeDispatch(probes, ctx)
+    counter = StepCounter(None, lambda *args: None, dispatch.advance)
     for probe in probes:
         probe.install()
     counter.install()
     try:
-        with mode.active(), ProbeDispatch(probes, ctx):
+        with mode.active(), dispatch:
             yield
     finally:
         counter.uninstall()
@@ -147,26 +162,40 @@ def under_anomaly_detection(mode):
         yield
 
 
-def measure(name: str, device_mode: str, steps: int, repeats: int, events: str, classes: list[type]) -> dict[str, float]:
+def measure(name: str, device_mode: str, steps: int, repeats: int, events: str, classes: list[type],
+            run_steps: int) -> dict[str, float]:
+    """Seconds per step of each setup (median over the repeats)."""
     factory, batch = WORKLOADS[name]
     device = "cpu" if device_mode == "cpu" else "cuda"
     mode = {"cpu": CpuMode, "cuda": CudaMode, "fake-cuda": FakeCudaMode}[device_mode]()
+    # (setup, watch steps, steps run before the timed ones)
     setups = {
-        "plain": mode.active,
-        "all default probes": lambda: probes_installed(classes, events, mode),
-        "detect_anomaly": lambda: under_anomaly_detection(mode),
+        "plain": (mode.active, 2),
+        "watched": (lambda: probes_installed(classes, events, mode, None), 2),
+        "after": (lambda: probes_installed(classes, events, mode, WATCH_STEPS), WATCH_STEPS + 2),
+        "anomaly": (lambda: under_anomaly_detection(mode), 2),
     }
-    times: dict[str, list[float]] = {setup: [] for setup in setups}
+    runs = {
+        "plain run": mode.active,
+        "run": lambda: probes_installed(classes, events, mode, WATCH_STEPS),
+    }
+    times: dict[str, list[float]] = {setup: [] for setup in (*setups, *runs)}
     for _ in range(repeats):
-        for setup, enter in setups.items():
+        for setup, (enter, warmup) in setups.items():
             with enter():
                 # Made inside the setup, as the program would be: fake-cuda places what is
                 # created while it is active, and the probes see the model and optimizer made.
                 torch.manual_seed(0)
                 model = factory().to(device)
                 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-                train(model, optimizer, batch, 2, device)  # warm-up: allocator, kernels, optimizer state
+                train(model, optimizer, batch, warmup, device)  # allocator, kernels, optimizer state; the window
                 times[setup].append(train(model, optimizer, batch, steps, device))
+        for setup, enter in runs.items():
+            with enter():
+                torch.manual_seed(0)
+                model = factory().to(device)
+                optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+                times[setup].append(train(model, optimizer, batch, run_steps, device))
     return {setup: statistics.median(samples) for setup, samples in times.items()}
 
 
@@ -177,6 +206,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 keeps a shared machine's noise down)")
     parser.add_argument("--device", choices=("cpu", "cuda", "fake-cuda"), default="cpu")
     parser.add_argument("--workloads", default="tiny-cnn,cnn,transformer")
+    parser.add_argument("--run-steps", type=int, default=100, help="steps of the whole run timed (window included)")
     parser.add_argument("--each", action="store_true", help="also time each probe alone, to see which ones cost")
     options = parser.parse_args()
     torch.set_num_threads(options.threads)
@@ -185,16 +215,19 @@ def main() -> None:
     classes = default_probes()
     events = os.path.join(tempfile.mkdtemp(prefix="torchlint-bench-"), "events.jsonl")
     print(f"torch {torch.__version__}, --device {options.device}, {torch.get_num_threads()} thread(s); "
-          f"median of {options.repeats} x {options.steps} steps; probes: {', '.join(cls.name for cls in classes)}")
-    print(f"  {'workload':<12} {'plain ms/step':>14} {'probes':>8} {'detect_anomaly':>15}")
+          f"median of {options.repeats} x {options.steps} steps; runs of {options.run_steps} steps; "
+          f"probes: {', '.join(cls.name for cls in classes)}")
+    print(f"  {'workload':<16} {'plain ms/step':>14} {'watched':>8} {'after':>8} {'run':>8} {'anomaly':>8}")
     for name in options.workloads.split(","):
-        result = measure(name, options.device, options.steps, options.repeats, events, classes)
+        result = measure(name, options.device, options.steps, options.repeats, events, classes, options.run_steps)
         plain = result["plain"]
-        print(f"  {name:<12} {plain * 1000:>14.2f} {result['all default probes'] / plain:>7.2f}x {result['detect_anomaly'] / plain:>14.2f}x")
+        print(f"  {name:<16} {plain * 1000:>14.2f} {result['watched'] / plain:>7.2f}x {result['after'] / plain:>7.2f}x "
+              f"{result['run'] / result['plain run']:>7.2f}x {result['anomaly'] / plain:>7.2f}x")
         if options.each:
             for cls in classes:
-                alone = measure(name, options.device, options.steps, options.repeats, events, [cls])
-                print(f"    {cls.name:<14} alone {alone['all default probes'] / alone['plain']:.2f}x")
+                alone = measure(name, options.device, options.steps, options.repeats, events, [cls], options.run_steps)
+                print(f"    {cls.name:<14} alone: watched {alone['watched'] / alone['plain']:.2f}x, "
+                      f"after {alone['after'] / alone['plain']:.2f}x")
 
 
 if __name__ == "__main__":
