@@ -4,8 +4,9 @@ Every tensor autograd saves for backward goes through ``saved_tensors_hooks``: t
 hook wraps it in a holder that records its version counter and the line that saved it, and
 a weak registry maps the tensor (and its base, for views) to live holders. After an in-place
 operation (``*_`` methods, ``+=`` and friends, item assignment, ``out=``, ``inplace=True``,
-and the ``torch._foreach_*_``/``torch._fused_*_`` updates optimizers make on a GPU)
-the probe compares versions and reports the mutation line; ``detect_anomaly`` would point
+and the ``torch._foreach_*_``/``torch._fused_*_`` updates optimizers make on a GPU; around
+an optimizer's ``step()``, which the dispatch leaves unwatched, the versions of the
+parameters a live graph saved) the probe compares versions and reports the mutation line; ``detect_anomaly`` would point
 at the op that saved the tensor instead. A holder dies with its graph (after backward), so
 edits after ``backward()`` (the optimizer's) are not reported.
 
@@ -22,6 +23,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch.optim import optimizer as optimizer_hooks
 
 from torchlint.runtime.frames import Site
 from torchlint.runtime.probing import Probe, op_name
@@ -79,6 +81,29 @@ class AutogradProbe(Probe):
         self._hooks.__enter__()
         self._hooks_on = True
         self.packing = True
+        # The dispatch steps aside during an optimizer's step(): its in-place update of
+        # weights a retained graph saved (`backward(retain_graph=True)`, then `step()`, then
+        # a second backward through the same graph) is found by comparing versions around it.
+        self._stepping: list[Tensor] = []
+        self._step_hooks = [
+            optimizer_hooks.register_optimizer_step_pre_hook(self._before_step),
+            optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
+        ]
+
+    def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        saved = self.saved
+        if saved and self.packing:
+            self._stepping = [p for group in optimizer.param_groups for p in group["params"] if id(p) in saved]
+
+    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        params, self._stepping = self._stepping, []
+        for param in params:
+            self._mutated(f"update by `{type(optimizer).__name__}.step()`", param)
+
+    def _remove_step_hooks(self) -> None:
+        for handle in self._step_hooks:
+            handle.remove()
+        self._step_hooks = []
 
     def keeps_watching(self, steps: int) -> bool:
         # The hooks come off only when they are the innermost pair: while another probe's
@@ -94,11 +119,13 @@ class AutogradProbe(Probe):
         # unpack through this probe. The hooks come off only when they are the innermost
         # pair: taking off another pair (the program's) would change its nesting.
         self.packing = False
+        self._remove_step_hooks()
         if self._hooks_on and self._innermost():
             self._hooks.__exit__(None, None, None)
             self._hooks_on = False
 
     def uninstall(self) -> None:
+        self._remove_step_hooks()
         if self._hooks_on:
             self._hooks.__exit__(None, None, None)
             self._hooks_on = False
@@ -199,13 +226,13 @@ class AutogradProbe(Probe):
             if args and isinstance(args[0], (list, tuple)):
                 for target in args[0]:
                     if isinstance(target, Tensor):
-                        self._mutated(func, target)
+                        self._mutated(f"`{op_name(func)}`", target)
             return
         target = self._target(func, args, kwargs)
         if target is not None:
-            self._mutated(func, target)
+            self._mutated(f"`{op_name(func)}`", target)
 
-    def _mutated(self, func: Any, target: Tensor) -> None:
+    def _mutated(self, op: str, target: Tensor) -> None:
         refs = list(self.saved.get(id(target), ()))
         if target._base is not None:
             refs += self.saved.get(id(target._base), ())
@@ -222,8 +249,8 @@ class AutogradProbe(Probe):
                 code="TL103",
                 at=site,
                 sites=[site],
-                message=f"in-place `{op_name(func)}`{where} modified a tensor saved for backward{saved}; backward will fail",
-                data={"op": op_name(func), "kind": "saved", "saved_at": [holder.saved_at.path, holder.saved_at.line] if holder.saved_at else None},
+                message=f"in-place {op}{where} modified a tensor saved for backward{saved}; backward will fail",
+                data={"op": op.strip("`"), "kind": "saved", "saved_at": [holder.saved_at.path, holder.saved_at.line] if holder.saved_at else None},
             )
 
     def failed(self, func: Any, args: tuple, kwargs: dict, exc: BaseException) -> None:
