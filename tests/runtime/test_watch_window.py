@@ -114,6 +114,26 @@ def test_the_optimizer_update_runs_without_the_dispatch(options):
     assert not {"add_", "addcdiv_", "lerp_"} & set(probe.calls), probe.calls
 
 
+def test_a_closure_passed_to_step_is_the_program_and_stays_watched():
+    ctx, (probe,), dispatch, counter = wired([Seeing], watch_steps=None)
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.LBFGS(model.parameters(), max_iter=2)
+
+    def closure():
+        optimizer.zero_grad()
+        loss = model(torch.ones(2, 3)).mul(2.0).sum()
+        loss.backward()
+        return loss
+
+    counter.install()
+    try:
+        with dispatch:
+            optimizer.step(closure)
+    finally:
+        counter.uninstall()
+    assert probe.calls.count("mul") >= 2  # every evaluation of the closure was seen
+
+
 class SeesTheUpdate(Seeing):
     name = "sees-the-update"
     inside_optimizer_step = True

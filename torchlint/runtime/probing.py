@@ -259,6 +259,9 @@ class ProbeDispatch(TorchFunctionMode):
             return
         if any(p.inside_optimizer_step for p in self.probes):
             return
+        # The hook's args are step()'s own, the optimizer first.
+        if (len(args) > 1 and args[1] is not None) or kwargs.get("closure") is not None:
+            return  # step(closure) runs the program's forward and backward (LBFGS): watched
         stack = torch._C._len_torch_function_stack()
         if stack and torch._C._get_function_stack_at(stack - 1) is self:
             torch._C._pop_torch_function_stack()
