@@ -173,6 +173,41 @@ def test_a_probe_whose_keeps_watching_raises_is_switched_off_and_reported():
     assert probe.stopped_at == [2] and depths == [1, 1, 0, 0]
 
 
+class CallsAModule(Seeing):
+    """Runs a module from inside its hook, where the dispatch is off the stack (as the nonfinite
+    probe's replay of a model call is)."""
+
+    name = "calls-a-module"
+
+    def install(self) -> None:
+        super().install()
+        self.helper = torch.nn.Linear(3, 3)
+
+    def after(self, func, args, kwargs, result) -> None:
+        super().after(func, args, kwargs, result)
+        self.helper(torch.ones(1, 3))
+
+
+def test_a_module_call_a_probe_makes_off_the_stack_does_not_close_the_window():
+    ctx, (probe,), dispatch, counter = wired([CallsAModule], watch_steps=1)
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    counter.install()
+    try:
+        with dispatch:
+            for _ in range(2):
+                loss = model(torch.ones(2, 3)).sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                torch.mul(loss, 2.0)  # the probe runs its module here, after the step ended
+            assert torch._C._len_torch_function_stack() == 0 and dispatch.retired
+    finally:
+        counter.uninstall()
+    assert torch._C._len_torch_function_stack() == 0
+    assert probe.calls == ["mul"]  # closed at the next model call, not inside the probe's own
+
+
 class Outer(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))

@@ -292,6 +292,8 @@ class ProbeDispatch(TorchFunctionMode):
     def _close_window(self, module: Any, args: Any) -> None:
         if threading.get_ident() != self.thread:
             return
+        if not self.pushed or not _on_stack(self):
+            return  # a module call a probe makes off the stack (a replay): the next one
         self._window_hook.remove()
         self._window_hook = None
         self.ask(self._ended)
@@ -397,6 +399,10 @@ class ProbeDispatch(TorchFunctionMode):
         finally:
             if syncs is not None:
                 syncs.paused -= 1
+
+
+def _on_stack(mode: TorchFunctionMode) -> bool:
+    return any(torch._C._get_function_stack_at(i) is mode for i in range(torch._C._len_torch_function_stack()))
 
 
 def _remove_from_stack(mode: TorchFunctionMode) -> None:
