@@ -79,3 +79,5 @@ def test_it_confirms_tl405_at_a_loader_without_num_workers(tmp_path):
     (static,) = [f for f in result.findings() if f["code"] == "TL405"]
     assert (static["status"], static["location"]["row"]) == ("confirmed", LOADER_LINE)
     assert "the training loop waited for this DataLoader's next batch" in static["evidence"][0]["detail"]
+    # The same measurement: no TL741 beside the confirmed TL405.
+    assert [f["code"] for f in result.findings()] == ["TL405"]

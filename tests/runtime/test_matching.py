@@ -139,3 +139,25 @@ def test_a_timeout_without_the_watchdogs_event_is_placed_from_faulthandlers_dump
     (finding,) = findings
     assert (finding.code, finding.location.line) == ("TL703", 5)
     assert "timed out after 5 s at train.py:5 " in finding.message
+
+
+def test_a_runtime_only_event_repeating_a_confirmation_is_not_reported_again(tmp_path):
+    """The dataloader probe's TL741 and its TL405 confirmation are one measurement, sent twice
+    (TL405 is off by default); a TL405 finding confirmed by it leaves no TL741 beside it."""
+    train = tmp_path / "train.py"
+    start = {"event": "start", "probes": [{"name": "dataloader", "confirms": ["TL405"], "runtime_code": "TL741"}]}
+    wait = dict(event="evidence", probe="dataloader", message="waited 60% of each step", at=[str(train), 9], data={})
+    runtime_only = dict(wait, code=None, runtime_code="TL741", sites=[])
+    confirmation = dict(wait, code="TL405", runtime_code=None, sites=[[str(train), 9]])
+    events = [start, runtime_only, confirmation, completed()]
+    result = ChildResult(events=events, returncode=0, timed_out=False, seconds=1.0, script=str(train))
+    findings, _ = merge([static("TL405", train, 9)], result, enabled={"TL405", "TL741"}, cwd=tmp_path, timeout=10, rules=RULES)
+    assert [(f.code, f.evidence[0].status) for f in findings] == [("TL405", "confirmed")]
+    # Without the static finding (TL405 not selected) the runtime-only finding stands.
+    findings, _ = merge([], result, enabled={"TL741"}, cwd=tmp_path, timeout=10, rules=RULES)
+    assert [(f.code, f.evidence[0].status) for f in findings] == [("TL741", "runtime only")]
+    # Another probe's event at the same line is news of its own.
+    other = dict(runtime_only, probe="syncs", runtime_code="TL734")
+    result.events.insert(3, other)
+    findings, _ = merge([static("TL405", train, 9)], result, enabled={"TL405", "TL734"}, cwd=tmp_path, timeout=10, rules=RULES)
+    assert sorted(f.code for f in findings) == ["TL405", "TL734"]

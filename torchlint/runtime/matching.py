@@ -86,13 +86,23 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
     # Each probe reports under the runtime-only rules its plugin declares, a third party's like
     # the built-in ones.
     known = {**ENGINE_RUNTIME_RULES, **{code: rule for code, rule in rules.items() if getattr(rule, "runtime_only", False)}}
+    # A probe that reports a runtime-only finding whatever the selection, and confirms an
+    # off-by-default rule with the same measurement (the dataloader probe's TL741 and TL405),
+    # sends two events: once the static finding is confirmed, the other is the same news.
+    confirming = {_observation(evidence[index]) for index in used}
     for index, event in enumerate(evidence):
         code = event.get("runtime_code")
-        if index not in used and code in known and event.get("at"):
+        if index not in used and code in known and event.get("at") and _observation(event) not in confirming:
             findings.append(_runtime_finding(code, event["message"], event["at"], cwd, event, rule=known[code]))
     findings.extend(_outcome_findings(child, outcome, cwd))
     findings.extend(_probe_crashes(child, cwd))
     return _dedupe(findings), outcome
+
+
+def _observation(event: dict) -> tuple:
+    """What a probe saw, where: two events with the same one are one observation."""
+    at = event.get("at")
+    return event.get("probe"), (_key(at[0]), int(at[1])) if at else None, event.get("message")
 
 
 def _inside(finding: Finding, path_key: str, line: int) -> bool:
