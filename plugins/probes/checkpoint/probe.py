@@ -1,8 +1,14 @@
-"""Checkpoint probe: confirms TL301 by reading where a checkpoint's storages live.
+"""Checkpoint probe: confirms TL301 by reading where a checkpoint's storages live, and TL302
+by how ``torch.load`` without ``weights_only`` went under the torch that ran it.
 
 For each ``torch.load`` without ``map_location``, the probe reads the storage location tags
 (``cuda:0``, ``cpu``) from the file before torch does, without unpickling anything (see
 ``torchlint.runtime.checkpoint_locations``), then lets ``torch.load`` run as usual.
+
+A load without ``weights_only`` confirms TL302 when it unpickled with ``weights_only=False``
+(the default before torch 2.6: the file could have run any code) or when the
+``weights_only=True`` default refused the file (and the program caught the error); it loaded
+under that default otherwise, which is TL302 not reproduced on this torch.
 
 A file this process saved itself (a round trip: save a model, load the best one back) still
 confirms a TL301 finding, but is no TL706 where TL301 found nothing: TL301 leaves a save and
@@ -14,6 +20,7 @@ from __future__ import annotations
 import functools
 import io
 import os
+import re
 from typing import Any
 
 import torch
@@ -26,7 +33,7 @@ from torchlint.runtime.probing import Probe
 class CheckpointProbe(Probe):
     name = "checkpoint"
     order = 40
-    confirms = ("TL301",)
+    confirms = ("TL301", "TL302")
     runtime_code = "TL706"
     summary = "torch.load without map_location of a checkpoint holding CUDA storages"
 
@@ -54,17 +61,46 @@ class CheckpointProbe(Probe):
                     confirmed = self._inspect(f)
                 except Exception as exc:  # never let the probe break a load
                     self.ctx.probe_crashed(self, "torch.load", exc)
+            by_default = "weights_only" not in kwargs
             try:
-                return original(f, *args, **kwargs)
+                result = original(f, *args, **kwargs)
             except Exception as exc:
                 if confirmed:  # "Attempting to deserialize object on a CUDA device" is this finding
                     self.ctx.explain(exc, "TL301")
+                if by_default and _REFUSED in str(exc):
+                    self._weights_only(f, kwargs, refused=exc)
+                    self.ctx.explain(exc, "TL302")
                 raise
+            if by_default:
+                self._weights_only(f, kwargs)
+            return result
 
         torch.load = torch.serialization.load = load
 
     def uninstall(self) -> None:
         torch.load, torch.serialization.load, torch.save, torch.serialization.save = self._originals
+
+    def _weights_only(self, f: Any, kwargs: dict, refused: BaseException | None = None) -> None:
+        """TL302 at a load that left ``weights_only`` to torch's default."""
+        site = self.ctx.site()
+        where = f" at {site.short()}" if site else ""
+        name = _display_name(f)
+        version = torch.__version__.split("+")[0]
+        if refused is not None:
+            first = str(refused).strip().splitlines()[0] if str(refused).strip() else type(refused).__name__
+            self.ctx.evidence(self, code="TL302", at=site, sites=[site], confirm_only=True,
+                              message=f"`torch.load`{where} of {name} failed under torch {version}'s default "
+                                      f"weights_only=True: {first}",
+                              data={"weights_only": True, "torch": version})
+        elif _weights_only_by_default(kwargs):
+            self.ctx.observed(self, "TL302", site,
+                              f"{name} loaded under torch {version}'s default weights_only=True: "
+                              "it holds only what that loader accepts")
+        else:
+            self.ctx.evidence(self, code="TL302", at=site, sites=[site], confirm_only=True,
+                              message=f"`torch.load`{where} unpickled {name} with weights_only=False, torch "
+                                      f"{version}'s default: a file from elsewhere could have run any code",
+                              data={"weights_only": False, "torch": version})
 
     def _inspect(self, f: Any) -> bool:
         """Report what the checkpoint holds; True when it holds CUDA storages."""
@@ -81,7 +117,7 @@ class CheckpointProbe(Probe):
         summary = ", ".join(f"{n} storage{'s' * (n != 1)} on {loc}" for loc, n in sorted(cuda.items()))
         where = f" at {site.short()}" if site else ""
         path = _file_name(f)
-        name = os.path.basename(path) if path else type(f).__name__
+        name = _display_name(f)
         round_trip = path is not None and path in self._saved_here
         self.ctx.evidence(
             self,
@@ -94,6 +130,30 @@ class CheckpointProbe(Probe):
             confirm_only=round_trip,
         )
         return True
+
+
+#: How torch >= 2.6 words a checkpoint its weights_only loader refuses.
+_REFUSED = "Weights only load failed"
+
+
+def _weights_only_by_default(kwargs: dict) -> bool:
+    """Whether ``torch.load`` without ``weights_only`` loads with ``weights_only=True`` here:
+    torch 2.6 and newer, unless ``pickle_module`` or torch's environment variables say otherwise
+    (read as ``torch.serialization.load`` reads them)."""
+    truthy = ("1", "y", "yes", "true")
+    if os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in truthy:
+        return True
+    if os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in truthy:
+        return False
+    if kwargs.get("pickle_module") is not None:
+        return False
+    release = re.match(r"(\d+)\.(\d+)", torch.__version__)
+    return release is not None and (int(release[1]), int(release[2])) >= (2, 6)
+
+
+def _display_name(f: Any) -> str:
+    path = _file_name(f)
+    return os.path.basename(path) if path else type(f).__name__
 
 
 def _file_name(f: Any) -> str | None:
