@@ -112,11 +112,27 @@ class ProbeContext:
         self.watch_steps: int | None = None
         self._observed: set[tuple] = set()
         self._reported: set[tuple] = set()
+        #: The torch call the dispatch is running (a serial number; None between calls) on
+        #: ``call_thread``, and the user line found for it. Every probe hook of one call, and
+        #: every saved-tensor hook inside it (a convolution saves its input and its weight),
+        #: asks for the same line: the stack is walked once per call, not once per question.
+        self.call: int | None = None
+        self.call_thread: int | None = None
+        self._site_call: int | None = None
+        self._call_site: Site | None = None
 
     # -- where ------------------------------------------------------------------------------
     def site(self) -> Site | None:
         """The user line that is running now (the innermost frame outside torch/torchlint)."""
-        return self.frames.user_site(sys._getframe(1))
+        call = self.call
+        if call is None or threading.get_ident() != self.call_thread:
+            return self.frames.user_site(sys._getframe(1))
+        # Inside one torch call no user code runs (autograd.Function.apply is no torch
+        # function, and a module call is none): the line cannot change until it returns.
+        if call != self._site_call:
+            self._call_site = self.frames.user_site(sys._getframe(1))
+            self._site_call = call
+        return self._call_site
 
     @staticmethod
     def source(site: Site | None) -> str:
@@ -227,10 +243,11 @@ class ProbeDispatch(TorchFunctionMode):
         #: Steps after which no probe watched any more (None: they watched to the end).
         self.watched_steps: int | None = None
         self.thread: int | None = None
+        self._calls = 0  # torch calls seen: each one's number names it for ``ProbeContext.site``
 
     # -- on and off the mode stack ------------------------------------------------------------
     def __enter__(self) -> ProbeDispatch:
-        self.thread = threading.get_ident()
+        self.thread = self.ctx.call_thread = threading.get_ident()
         if not self.watching:  # no probe at all: nothing to watch
             self.retired = True
             return self
@@ -364,6 +381,16 @@ class ProbeDispatch(TorchFunctionMode):
             self.ctx.probe_crashed(probe, where, exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        ctx = self.ctx
+        outer = ctx.call
+        self._calls += 1
+        ctx.call = self._calls
+        try:
+            return self._dispatch(func, args, kwargs)
+        finally:
+            ctx.call = outer
+
+    def _dispatch(self, func, args, kwargs):
         if kwargs is None:
             kwargs = {}
         entry = self._table.get(func)

@@ -141,7 +141,7 @@ class AutogradProbe(Probe):
         # keeps every graph not run backward (an eval pass with grad on) alive until the cyclic
         # GC, where the next optimizer step "modifies" its saved weights. The registry's ids
         # may then be reused, which the version comparison in `after` tolerates.
-        holder = _Saved(tensor.detach(), self.ctx.frames.user_site())
+        holder = _Saved(tensor.detach(), self.ctx.site())
         ref = weakref.ref(holder)
         saved = self.saved
         saved.setdefault(id(tensor), []).append(ref)

@@ -482,7 +482,7 @@ class MemoryProbe(Probe):
 
     # -- helpers ----------------------------------------------------------------------------
     def _site(self) -> Site | None:
-        return self.ctx.frames.user_site(sys._getframe(1))
+        return self.ctx.site()
 
     def _module(self) -> str | None:
         return self.stack[-1] if self.stack else None
