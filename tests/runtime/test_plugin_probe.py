@@ -164,3 +164,22 @@ def test_disable_probe_switches_it_off_and_names_the_probes_when_misspelt(projec
     typo = torchlint_run("train.py", "--device", "cpu", "--disable-probe", "acme-wide", cwd=work, env=env, timeout=180)
     assert typo.returncode == 2
     assert "--disable-probe: no probe named acme-wide (the probes: acme-wide-layer, autograd," in typo.stderr
+
+
+def test_a_plugin_the_configuration_names_adds_its_option_when_run_from_another_folder(tmp_path):
+    """`plugins = [...]` in the project's pyproject.toml: the run reads the configuration found
+    from the target's folder, and so do the options it accepts (or `--config`'s file)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.torchlint]\nplugins = ["acme_health"]\n')
+    (project / "acme_health.py").write_text(PLUGIN)
+    (project / "acme_health_probe.py").write_text(PROBE)
+    (project / "train.py").write_text(TRAIN)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run = torchlint_run(str(project / "train.py"), "--device", "cpu", "--acme-max-outputs", "100", cwd=tmp_path, timeout=180)
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert "ACME901 [runtime only] a Linear layer with 2048 outputs ran" in run.stdout
+    named = torchlint_run("--config", str(project / "pyproject.toml"), str(project / "train.py"), "--device", "cpu",
+                          "--acme-max-outputs", "4096", cwd=elsewhere, timeout=180)
+    assert named.returncode == 0 and "acme: Linear widths seen: 8, 2048" in named.stdout, named.stderr[-3000:]

@@ -18,22 +18,60 @@ class RunCommand(click.Command):
     """A click command whose options include those of every probe's plugin."""
 
     _with_plugins = False
+    #: Where the run will look for its configuration (see ``_configuration_of``).
+    _configuration: tuple[Path | None, Path] | None = None
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # The options must exist before click parses the line that uses them: the plugins a
+        # configuration names are read from the configuration the run itself will read.
+        valued = {opt for param in self.params if isinstance(param, click.Option) and not param.is_flag for opt in param.opts}
+        self._configuration = _configuration_of(args, valued)
+        return super().parse_args(ctx, args)
 
     def get_params(self, ctx: click.Context) -> list[click.Parameter]:
         if not self._with_plugins:
             self._with_plugins = True
-            self.params.extend(_plugin_options({param.name for param in self.params}))
+            config_file, start = self._configuration or (None, Path.cwd())
+            self.params.extend(_plugin_options({param.name for param in self.params}, config_file, start))
         return super().get_params(ctx)
 
 
-def _plugin_options(own: set[str | None]) -> list[click.Option]:
-    """The options of installed probe plugins and of those the configuration found from here
-    names. A configuration that cannot be read adds none: the run itself says what is wrong."""
+def _configuration_of(args: list[str], valued: set[str]) -> tuple[Path | None, Path]:
+    """The configuration `torchlint run ARGS` reads, found before the line is parsed: the file
+    `--config` names, else the one found from the target's folder (the first argument before
+    `--` that is no option nor the value of one of ``valued``, and names a file;
+    `file.py:function` names file.py)."""
+    config_file = None
+    start = Path.cwd()
+    found_target = False
+    values = iter(args)
+    for arg in values:
+        if arg == "--":
+            break
+        if arg in valued:
+            value = next(values, None)
+            if arg == "--config" and value is not None:
+                config_file = Path(value)
+        elif arg.startswith("--config="):
+            config_file = Path(arg.split("=", 1)[1])
+        elif not found_target and not arg.startswith("-"):
+            path = Path(arg.rsplit(":", 1)[0] if ":" in arg and not Path(arg).is_file() else arg)
+            if path.is_file():
+                start, found_target = path.resolve().parent, True
+    return config_file, start
+
+
+def _plugin_options(own: set[str | None], config_file: Path | None = None, start: Path | None = None) -> list[click.Option]:
+    """The options of installed probe plugins and of those the run's configuration names (the
+    ``config_file``, else the one found from ``start``). A configuration that cannot be read
+    adds none: the run itself says what is wrong."""
     from torchlint.config import ConfigError, find_config_file, load_config
     from torchlint.pluginmanager import PluginError, make_plugin_manager
 
     try:
-        config = load_config(find_config_file(Path.cwd()), cwd=Path.cwd())
+        start = start or Path.cwd()
+        config = load_config(config_file if config_file is not None and config_file.is_file() else find_config_file(start),
+                             cwd=Path.cwd())
         pm = make_plugin_manager(config.plugins, config.root)
     except (ConfigError, PluginError):
         try:
