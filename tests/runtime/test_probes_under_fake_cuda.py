@@ -34,7 +34,7 @@ h += 1
 try:
     h.sum().backward()
 except RuntimeError as exc:
-    print("caught:", str(exc)[:60])
+    open("caught.txt", "w").write(str(exc))
 noise = torch.randn(8, 3)
 print((model(x) + noise).sum().item())
 """
@@ -46,11 +46,11 @@ def run(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp(request.param)
     (folder / "train.py").write_text(textwrap.dedent(SCRIPT).lstrip("\n"))
     result = torchlint_run("train.py", "--device", request.param, "-q", "--output-format", "json", cwd=folder, timeout=120)
-    return request.param, result
+    return request.param, result, folder
 
 
 def test_loss_and_autograd_findings_are_the_same_on_both_devices(run):
-    device, result = run
+    device, result, _ = run
     confirmed = {(f["code"], f["location"]["row"]): f["evidence"][0]["detail"] for f in result.findings("confirmed")}
     # TL201 reads the script's own statements: `noise` meets the moved model's output; only
     # simulated CUDA placement can confirm it
@@ -65,12 +65,12 @@ def test_an_eval_pass_with_grad_on_is_not_blamed_on_the_next_optimizer_step(run)
     # `predicted = model(x)` keeps no graph; the autograd probe once kept it alive through a
     # reference cycle (conv + relu) and reported the next `optimizer.step()` as modifying
     # the weight that graph had saved
-    _, result = run
+    _, result, _ = run
     assert not [f for f in result.findings() if f["location"]["row"] == OPTIMIZER_STEP]
 
 
 def test_only_simulated_cuda_shows_the_device_bug(run):
-    device, result = run
+    device, result, _ = run
     outcome = result.report["outcome"]
     if device == "cpu":
         assert outcome["status"] == "completed" and not result.findings("runtime only")
@@ -82,3 +82,13 @@ def test_only_simulated_cuda_shows_the_device_bug(run):
     (finding,) = [f for f in result.findings("confirmed") if f["code"] == "TL201"]
     assert finding["location"]["row"] == NOISE
     assert f"train.py:{MIXED}" in str(finding["evidence"])
+
+
+def test_the_error_the_program_catches_names_the_tensor_type_it_would_on_its_device(run):
+    """Saved-tensor hooks replace autograd's own version check with one that names the edit;
+    its message says `torch.cuda.FloatTensor` for a tensor on the (simulated) GPU, as CUDA's does."""
+    device, _, folder = run
+    caught = (folder / "caught.txt").read_text()
+    assert "modified by an inplace operation" in caught and f"(torchlint: it was modified in place at train.py:{INPLACE})" in caught
+    expected = "torch.cuda.FloatTensor" if device == "fake-cuda" else "torch.FloatTensor"
+    assert f"[{expected} [8, 3]] is at version" in caught, caught

@@ -66,6 +66,11 @@ class DeviceMode:
         """A message from torch, with simulated device names mapped back to what the user asked for."""
         return message
 
+    def type_name(self, tensor: Any) -> str:
+        """`tensor.type()` as the program would see it (`torch.cuda.FloatTensor`), for messages
+        that imitate torch's own."""
+        return tensor.type()
+
 
 class CpuMode(DeviceMode):
     pass
@@ -109,6 +114,16 @@ class FakeCudaMode(DeviceMode):
 
     def outcome_data(self) -> dict[str, Any]:
         return {"host_syncs": self.sim.syncs.as_dict()} if self.sim is not None else {}
+
+    def type_name(self, tensor: Any) -> str:
+        # Asked from hooks torch calls outside the simulation's mode (autograd's unpack hooks).
+        import torch
+
+        with torch._C.DisableTorchFunction():
+            name = tensor.type()
+        if self.sim is not None and self.sim.index_of(tensor) is not None and name.startswith("torch."):
+            return "torch.cuda." + name[len("torch."):]
+        return name
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:

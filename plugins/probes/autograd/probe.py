@@ -53,13 +53,16 @@ def _mutating_list(func: Any) -> bool:
 
 
 class _Saved:
-    __slots__ = ("tensor", "version", "saved_at", "mutated_at", "__weakref__")
+    __slots__ = ("tensor", "version", "saved_at", "mutated_at", "type_name", "__weakref__")
 
     def __init__(self, tensor: Tensor, saved_at: Site | None) -> None:
         self.tensor = tensor
         self.version = tensor._version
         self.saved_at = saved_at
         self.mutated_at: Site | None = None
+        #: `torch.cuda.FloatTensor`, as the program saw the edited tensor (read at the edit: a
+        #: simulated GPU's placement is the edited tensor's, not this alias's).
+        self.type_name: str | None = None
 
 
 class AutogradProbe(Probe):
@@ -161,7 +164,7 @@ class AutogradProbe(Probe):
             where = f" at {holder.mutated_at.short()}" if holder.mutated_at else ""
             error = RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[{tensor.type()} {list(tensor.shape)}] is at version {tensor._version}; expected version "
+                f"[{holder.type_name or self.ctx.device.type_name(tensor)} {list(tensor.shape)}] is at version {tensor._version}; expected version "
                 f"{holder.version} instead. (torchlint: it was modified in place{where})"
             )
             if holder.mutated_at is not None:  # else no evidence names it: the crash stays a TL702
@@ -242,6 +245,7 @@ class AutogradProbe(Probe):
                 continue
             site = self.ctx.site()
             holder.mutated_at = site
+            holder.type_name = self.ctx.device.type_name(target)
             where = f" at {site.short()}" if site else ""
             saved = f" by the operation at {holder.saved_at.short()} `{self.ctx.source(holder.saved_at)}`" if holder.saved_at else ""
             self.ctx.evidence(
