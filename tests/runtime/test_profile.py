@@ -54,6 +54,38 @@ def test_trace_attribution_to_lines_modules_and_backward_through_sequence_number
     assert (function["path"], function["line"], function["function"]) == ("/p/model.py", 10, "forward")
 
 
+def test_the_other_probes_work_is_no_lines_and_no_share_of_the_step():
+    """The gradient-flow probe takes norms in an optimizer hook, inside the program's
+    `optimizer.step()` line; the autograd probe detaches each saved tensor inside the op that
+    saves it. Neither is the program's time."""
+    events = [
+        _x("train.py(20): main", 0, 400, cat="python_function"),
+        _x("line: train.py:18", 10, 50),
+        _x("model.py(10): forward", 10, 50, cat="python_function"),
+        _x("aten::linear", 12, 40, **{"Sequence number": 1}),
+        _x("/t/plugins/probes/autograd/probe.py(140): _pack", 20, 6, cat="python_function"),
+        _x("aten::detach", 21, 4),
+        _x("line: train.py:22", 100, 200),
+        _x("Optimizer.step#SGD.step", 100, 200, cat="user_annotation"),
+        _x("/t/plugins/probes/gradient_flow/probe.py(120): _before_step", 110, 80, cat="python_function"),
+        _x("/t/plugins/probes/gradient_flow/probe.py(140): _norms", 112, 70, cat="python_function"),
+        _x("aten::linalg_vector_norm", 115, 60),
+        _x("aten::add_", 200, 30),
+    ]
+    user = {"train.py": "/p/train.py", "model.py": "/p/model.py"}
+    result = analyse(events, steps=1, window_us=400, user_file=user.get,
+                     probe_file=lambda name: name.startswith("/t/plugins/probes/"))
+    by_line = {r["name"]: r for r in result["lines"]}
+    assert by_line["train.py:22"]["ops"] == ["aten::add_"] and by_line["train.py:22"]["forward_ms"] == pytest.approx(0.03)
+    assert by_line["train.py:18"]["ops"] == ["aten::linear"]
+    assert {o["name"] for o in result["ops"]} == {"aten::linear", "aten::add_"}
+    assert result["probes_ms"] == pytest.approx(0.086)  # the two outermost probe frames: 80 + 6 us
+    assert result["split_ms"]["optimizer"] == pytest.approx(0.12)  # 200 us less the 80 of the hook
+    # Without the predicate (a trace read by another tool), everything is the program's.
+    plain = analyse(events, steps=1, window_us=400, user_file=user.get)
+    assert "aten::linalg_vector_norm" in {r["name"]: r for r in plain["lines"]}["train.py:22"]["ops"]
+
+
 def test_profile_names_the_hot_line_and_writes_the_report(tmp_path):
     run = torchlint_run("train.py", "--profile", "--profile-steps", "2", "--steps", "4", "--report", str(tmp_path / "out"),
                         "--output-format", "json", cwd=HOTSPOT, timeout=240)
@@ -68,6 +100,11 @@ def test_profile_names_the_hot_line_and_writes_the_report(tmp_path):
     modules = {m["path"] for m in profile["modules"]}
     assert {"encoder", "encoder.proj", "encoder.norm", "head"} <= modules
     assert profile["split_ms"]["forward"] > 0 and profile["split_ms"]["backward"] > 0 and profile["split_ms"]["optimizer"] > 0
+    # The probes' own work (the gradient-flow probe's norms in the optimizer's hooks, the loss
+    # the nonfinite probe reads after backward) is theirs, not the program's lines'.
+    step_line = next(line for line in profile["lines"] if line["source"] == "optimizer.step()")
+    assert not {"aten::_foreach_norm", "aten::linalg_vector_norm"} & set(step_line["ops"]), step_line
+    assert profile["probes_ms"] > 0
     flops = {m["path"]: m["flops"] for m in profile["flops"]["modules"]}
     assert flops["encoder.proj"] == 2 * 64 * 32 * 2048 and flops["head"] == 2 * 64 * 1024 * 10
     out = tmp_path / "out"

@@ -9,6 +9,13 @@ the innermost user ``python_function``. Backward operations run in
 ``autograd::engine::evaluate_function: XBackward0`` ranges that carry the ``Sequence
 number`` of the forward operation that recorded them, so backward time goes to the forward
 operation's line and module.
+
+The other probes watch the same steps, and what they compute (a gradient's norm in an
+optimizer hook, a loss read after ``backward()``, a tensor detached in a saved-tensor hook)
+runs inside the program's lines and steps. An operation whose innermost Python frame, before
+any of the user's, is a probe's (``probe_file``) is the probes' work: it is attributed to no
+line, function or module, and the time of the probes' outermost frames is taken out of the
+forward, backward and optimizer shares and reported as ``probes_ms``.
 """
 
 from __future__ import annotations
@@ -44,12 +51,14 @@ class _Acc:
 
 def analyse(events: list[dict[str, Any]], *, steps: int, lines: dict[str, dict[str, Any]] | None = None,
             modules: dict[str, str] | None = None, user_file: Callable[[str], str | None] | None = None,
-            window_us: float | None = None, top: int = 15) -> dict[str, Any]:
+            window_us: float | None = None, top: int = 15,
+            probe_file: Callable[[str], bool] | None = None) -> dict[str, Any]:
     """Summarise ``events`` (the trace's complete events) over ``steps`` profiled steps.
 
     ``lines`` maps a line annotation's name to {path, line, function, source}; ``modules``
     maps a module annotation's name to its dotted path; ``user_file`` turns a
-    ``python_function`` file name into an absolute user path (None for library code).
+    ``python_function`` file name into an absolute user path (None for library code);
+    ``probe_file`` tells a file of the probes' own code.
     Times in the result are milliseconds per step.
     """
     lines = lines or {}
@@ -88,6 +97,26 @@ def analyse(events: list[dict[str, Any]], *, steps: int, lines: dict[str, dict[s
         py_cache[name] = found
         return found
 
+    probe_cache: dict[str, bool] = {}
+
+    def py_probe(name: str) -> bool:
+        found = probe_cache.get(name)
+        if found is None:
+            match = _PY_FRAME.match(name) if probe_file is not None else None
+            found = probe_cache[name] = bool(match and probe_file(match.group("file")))
+        return found
+
+    def probes_own(stack: list[dict]) -> bool:
+        """Whether the innermost Python frame that is a probe's or the user's is a probe's."""
+        for e in reversed(stack):
+            if e.get("cat") == "python_function":
+                if py_probe(e["name"]):
+                    return True
+                if py_user(e["name"]):
+                    return False
+        return False
+
+    probes_total = 0.0
     root_modules = {name for name, path in modules.items() if path == ""}
     # The probe adds its ranges only while profiling: the first one marks the window's start.
     # A range that began before it (the optimizer step whose hook started the profiler) is
@@ -113,7 +142,15 @@ def analyse(events: list[dict[str, Any]], *, steps: int, lines: dict[str, dict[s
             cat, name = event.get("cat"), event.get("name", "")
             first_ts = ts if first_ts is None else min(first_ts, ts)
             last_end = end if last_end is None else max(last_end, end)
-            if cat == "user_annotation":
+            if cat == "python_function" and probe_file is not None and py_probe(name):
+                if not any(e.get("cat") == "python_function" and py_probe(e["name"]) for e in stack):
+                    # The probes' outermost frame: its time is theirs, not the share it runs in.
+                    spent = clipped(ts, dur)
+                    probes_total += spent
+                    share = _share_of(stack, root_modules)
+                    if share is not None:
+                        split[share] -= spent
+            elif cat == "user_annotation":
                 if name in root_modules:
                     split["forward"] += dur
                 elif name.startswith("Optimizer.step#") or name.startswith("Optimizer.zero_grad#"):
@@ -129,6 +166,8 @@ def analyse(events: list[dict[str, Any]], *, steps: int, lines: dict[str, dict[s
                         module_acc[modules[parent["name"]]].self_fwd -= dur
                 elif name.startswith(LINE_PREFIX):
                     line_acc[name].calls += 1
+            elif cat == "cpu_op" and probe_file is not None and probes_own(stack):
+                pass  # the probes' work: no line's, function's, module's or op table's
             elif cat == "cpu_op":
                 parent_op = next((e for e in reversed(stack) if e.get("cat") == "cpu_op"), None)
                 op_total[name] += dur
@@ -216,13 +255,27 @@ def analyse(events: list[dict[str, Any]], *, steps: int, lines: dict[str, dict[s
     return {
         "steps": steps,
         "step_ms": ms(wall),
-        "split_ms": {"forward": ms(split["forward"]), "backward": ms(split["backward"]),
-                     "optimizer": ms(split["optimizer"]), "other": ms(other)},
+        "split_ms": {"forward": ms(max(0.0, split["forward"])), "backward": ms(max(0.0, split["backward"])),
+                     "optimizer": ms(max(0.0, split["optimizer"])), "other": ms(max(0.0, other - probes_total))},
+        "probes_ms": ms(probes_total),
         "lines": hot_lines[:top],
         "modules": hot_modules[:top],
         "ops": ops[:top],
         "functions": functions[:top],
     }
+
+
+def _share_of(stack: list[dict], root_modules: set[str]) -> str | None:
+    """The share of the step (forward, backward, optimizer) the stack's innermost range is in."""
+    for e in reversed(stack):
+        name = e.get("name", "")
+        if e.get("cat") == "user_annotation" and name.startswith(("Optimizer.step#", "Optimizer.zero_grad#")):
+            return "optimizer"
+        if e.get("cat") == "cpu_op" and name.startswith(BACKWARD_PREFIX):
+            return "backward"
+        if e.get("cat") == "user_annotation" and name in root_modules:
+            return "forward"
+    return None
 
 
 def _shapes(dims: list) -> str:

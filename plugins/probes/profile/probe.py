@@ -80,6 +80,7 @@ class ProfileProbe(Probe):
         self.warmup = int(options.get("profile_warmup", 1))
         self.active_steps = int(options.get("profile_steps", 5))
         self.with_stack = bool(options.get("profile_stack", True))
+        self._probe_places: tuple[str, tuple[str, ...], set[str]] | None = None  # see _probe_file
         # Under fake-cuda the clock would time the CPU standing in for a GPU: FLOPs only.
         self.timing = self.ctx.device.computes_values and getattr(self.ctx.device, "times_are_real", True)
         self.capture = ModelCapture(max_signatures=1, clone_inputs=False)
@@ -291,6 +292,33 @@ class ProfileProbe(Probe):
                 return os.path.abspath(candidate)
         return None
 
+    def _probe_file(self, name: str) -> bool:
+        """Whether a python_function file name is another probe's code: the built-in probes'
+        package, or the module of a third party's probe class (its own file only: it may sit
+        among the user's). Not this probe's: the tracer has the frames that open its ranges
+        (``before``) enclose the operation they annotate."""
+        if self._probe_places is None:
+            import torchlint.plugins.probes as builtin
+
+            own = os.path.join(os.path.dirname(os.path.realpath(__file__)), "")
+            folders = tuple(os.path.join(os.path.realpath(path), "") for path in builtin.__path__)
+            files = set()
+            classes = list(Probe.__subclasses__())
+            while classes:
+                cls = classes.pop()
+                classes.extend(cls.__subclasses__())
+                module_file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+                if module_file and not os.path.realpath(module_file).startswith(folders):
+                    files.add(os.path.realpath(module_file))
+            self._probe_places = (own, folders, files)
+        own, folders, files = self._probe_places
+        candidates = [name] if os.path.isabs(name) else [os.path.join(p or os.getcwd(), name) for p in sys.path]
+        for candidate in candidates:
+            real = os.path.realpath(candidate)
+            if (real.startswith(folders) and not real.startswith(own)) or real in files:
+                return True
+        return False
+
     def after_run(self) -> None:
         result: dict[str, Any] = {"device": self.ctx.device.name, "warmup": self.warmup}
         root = self.capture.root
@@ -334,7 +362,7 @@ class ProfileProbe(Probe):
             if not keep:
                 os.unlink(trace_path)
         summary = analyse(events, steps=self.profiled_steps, lines=self.line_info, modules=self.module_paths,
-                          user_file=self._user_file, window_us=self.window_s * 1e6,
+                          user_file=self._user_file, probe_file=self._probe_file, window_us=self.window_s * 1e6,
                           top=int(self.ctx.options.get("profile_top", 15)))
         summary["profiled_steps"] = self.profiled_steps
         summary["step_unit"] = "optimizer step" if self.optimizer_seen else "forward call"

@@ -39,7 +39,8 @@ def profile_lines(result: dict[str, Any], cwd: Path, top: int = 8) -> list[str]:
         split = result.get("split_ms", {})
         out.append(f"profile: {result.get('profiled_steps')} {unit}s after {result.get('warmup')} warm-up; "
                    f"{result['step_ms']:.2f} ms per {unit}: forward {split.get('forward', 0):.2f}, backward "
-                   f"{split.get('backward', 0):.2f}, optimizer {split.get('optimizer', 0):.2f}, other {split.get('other', 0):.2f}")
+                   f"{split.get('backward', 0):.2f}, optimizer {split.get('optimizer', 0):.2f}, other {split.get('other', 0):.2f}"
+                   + (f", the other probes {result['probes_ms']:.2f}" if result.get("probes_ms") else ""))
         rows = [r for r in result.get("lines", ()) if r.get("path")][:top]
         if rows:
             width = max(len(where(r["path"], r["line"], cwd)) for r in rows)
