@@ -254,6 +254,63 @@ def test_a_forward_that_raised_leaves_the_probe_watching(write, tmp_path):
     assert only(result, "TL735")["location"]["row"] == 11
 
 
+INFERENCE_MODE = """
+import torch
+from torch import nn
+
+
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.log(torch.relu(self.body(x)))  # -inf wherever relu is 0
+
+
+torch.manual_seed(0)
+model = Scorer()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(2):
+    loss = model.body(torch.randn(8, 4)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+
+@torch.inference_mode()
+def evaluate():
+    scores = model(torch.randn(8, 4))
+    scores.nan_to_num_(0.0, 0.0, 0.0)
+    return scores.mean().item()
+
+
+print("score", evaluate())
+"""
+
+
+@pytest.mark.slow
+def test_inference_tensors_are_watched_without_reading_their_version(write, tmp_path):
+    # An inference tensor has no version counter: reading `_version` raises, and the probe's
+    # module hook raised it into the program (makemore's `@torch.inference_mode()` evaluate).
+    write("scorer.py", INFERENCE_MODE)
+    result = run("scorer.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert "version counter" not in result.stdout + result.stderr
+    assert {f["code"] for f in result.findings()} <= {"TL107"}, result.stdout  # no TL702, no TL707
+    assert result.report["nonfinite"]["checked"]["model outputs"] >= 1
+
+
+def test_an_inference_tensor_counts_as_changed_since_it_was_recorded():
+    from torchlint.plugins.probes.nonfinite.values import UNTRACKED, version_of
+
+    with torch.inference_mode():
+        made = torch.ones(2)
+    assert version_of(made) is UNTRACKED and version_of(torch.ones(2)) == 0
+    assert version_of(made) != version_of(made) and not (UNTRACKED == UNTRACKED)
+    assert 0 != UNTRACKED and not (UNTRACKED == 0)
+
+
 # -- the pieces, without a run ------------------------------------------------------------------
 def test_judge_tells_deliberate_values_from_culprits():
     from torchlint.plugins.probes.nonfinite.values import Culprit, Deliberate, Outside, judge

@@ -56,6 +56,34 @@ class Outside:
 Origin = Union[Culprit, Deliberate, Outside, None]
 
 
+# -- versions -------------------------------------------------------------------------------
+class _Untracked:
+    """The version of an inference tensor (made under `torch.inference_mode()`), which has no
+    version counter: reading `_version` raises. Equal to nothing, itself included, so that
+    such a tensor always counts as possibly changed since it was recorded."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return "UNTRACKED"
+
+
+UNTRACKED: Any = _Untracked()
+
+
+def version_of(tensor: Tensor) -> Any:
+    """`tensor._version`, or UNTRACKED for an inference tensor."""
+    return UNTRACKED if tensor.is_inference() else tensor._version
+
+
 # -- looking at values ----------------------------------------------------------------------
 def is_float(value: Any) -> bool:
     return isinstance(value, Tensor) and value.is_floating_point() and not value.is_meta
