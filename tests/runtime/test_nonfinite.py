@@ -311,6 +311,63 @@ def test_an_inference_tensor_counts_as_changed_since_it_was_recorded():
     assert 0 != UNTRACKED and not (UNTRACKED == 0)
 
 
+ORTHOGONAL_INIT = """
+import torch
+from torch import nn
+
+
+class NormPool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(6, 6, bias=False)
+        self.head = nn.Linear(6, 1)
+        nn.init.orthogonal_(self.proj.weight)  # writes the weight through a view made under no_grad
+
+    def forward(self, tokens):
+        h = self.proj(tokens)
+        lengths = torch.sqrt((h * h).sum(-1))
+        return self.head(h.mean(1)) + lengths.mean(1, keepdim=True)
+
+
+torch.manual_seed(0)
+model = NormPool()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+tokens = torch.randn(4, 5, 6)
+tokens[:, 3:] = 0.0  # padding
+for step in range(2):
+    loss = model(tokens).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.slow
+def test_a_no_grad_view_from_the_weights_init_does_not_switch_the_probe_off(write, tmp_path):
+    # `orthogonal_` leaves a no_grad view of the weight, edited in place, in the records the
+    # first backward looks through; torch refuses its `grad_fn`/`is_leaf` (pytorch/examples'
+    # super_resolution: TL707, and no NaN gradient traced after it).
+    write("pool.py", ORTHOGONAL_INIT)
+    result = run("pool.py", cwd=tmp_path)
+    assert "TL707" not in {f["code"] for f in result.findings()}, result.stdout
+    finding = only(result, "TL736")
+    assert finding["location"]["row"] == 14
+    assert finding["message"].startswith("the derivative of `sqrt` at pool.py:14 is NaN/Inf")
+
+
+def test_grad_fn_of_a_refused_view_is_none():
+    from torchlint.plugins.probes.nonfinite.values import grad_fn_of, is_grad_leaf
+
+    weight = torch.nn.Parameter(torch.randn(3, 3))
+    with torch.no_grad():
+        view = weight.view(-1)
+        view.copy_(torch.zeros(9))
+    with pytest.raises(RuntimeError):
+        view.grad_fn
+    assert grad_fn_of(view) is None and not is_grad_leaf(view) and is_grad_leaf(weight)
+    assert grad_fn_of(weight * 2) is not None
+
+
 # -- the pieces, without a run ------------------------------------------------------------------
 def test_judge_tells_deliberate_values_from_culprits():
     from torchlint.plugins.probes.nonfinite.values import Culprit, Deliberate, Outside, judge

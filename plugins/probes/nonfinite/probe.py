@@ -43,7 +43,7 @@ from torchlint.runtime.steps import on_optimizer_created
 
 from . import replay
 from .values import (EXPONENTIALS, LOGS, Culprit, Deliberate, Origin, Outside, all_finite, describe_input,
-                     describe_output, finite_flags, is_float, op_label, version_of)
+                     describe_output, finite_flags, grad_fn_of, is_float, is_grad_leaf, op_label, version_of)
 from .window import Call, Record, Window, flatten, float_results
 
 Tensor = torch.Tensor
@@ -367,7 +367,7 @@ class NonfiniteProbe(Probe):
         for record in reversed(self.window.records):
             if ids is None and record.call is None:
                 continue
-            if ids is not None and not any(t.grad_fn is not None and id(t.grad_fn) in ids for t in record.outputs):
+            if ids is not None and not any(fn is not None and id(fn) in ids for fn in map(grad_fn_of, record.outputs)):
                 continue
             if record.call is not None:
                 if self.replays_left <= 0:
@@ -401,7 +401,7 @@ class NonfiniteProbe(Probe):
                     if param.requires_grad:
                         leaves[id(param)] = param
             for value in record.inputs:
-                if isinstance(value, Tensor) and value.is_leaf and value.requires_grad:
+                if isinstance(value, Tensor) and is_grad_leaf(value):
                     leaves[id(value)] = value
         for key, ref in list(self.params.items()):
             param = ref()
@@ -508,7 +508,7 @@ def _backward_hint(op: str) -> str:
 def _graph(tensors: list[Tensor]) -> list[Any]:
     """The autograd nodes behind these tensors (still linked after backward freed their buffers)."""
     nodes, seen = [], set()
-    stack = [t.grad_fn for t in tensors]
+    stack = [grad_fn_of(t) for t in tensors]
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
