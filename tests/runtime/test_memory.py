@@ -139,6 +139,78 @@ def test_graphs_kept_for_one_backward_pass_at_the_end_of_an_episode_are_left_alo
     assert result.report["findings"] == []
 
 
+PERCEPTUAL = """\
+from collections import namedtuple
+
+import torch
+from torch import nn
+
+Features = namedtuple("Features", ["low", "high"])
+
+
+class Frozen(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.one = nn.Conv2d(3, 8, 3, padding=1)
+        self.two = nn.Conv2d(8, 8, 3, padding=1)
+        for p in self.parameters():
+            p.requires_grad = False
+
+    def forward(self, x):
+        low = torch.relu(self.one(x))
+        return Features(low, torch.relu(self.two(low)))
+
+
+torch.manual_seed(0)
+generator = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 3, 3, padding=1))
+features = Frozen()
+optimizer = torch.optim.Adam(generator.parameters(), lr=1e-3)
+style = features(torch.randn(1, 3, 16, 16))  # targets from the frozen network, once
+KEEP = []
+for step in range(8):
+    x = torch.randn(4, 3, 16, 16)
+    y = generator(x)
+    features_y = features(y)  # the same frozen network, twice in one step
+    features_x = features(x)
+    loss = nn.functional.mse_loss(features_y.high, features_x.high)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    KEEP
+"""
+
+
+@slow
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_network_called_twice_in_a_step_keeps_nothing_across_steps(tmp_path, keep):
+    # pytorch/examples' fast_neural_style: VGG called on the output and on the input in each
+    # step; the second call ended an "iteration", and the step then counted that step's own
+    # VGG outputs as kept from an earlier one (TL737 on `features_y`).
+    program = PERCEPTUAL.replace("    KEEP\n", "    KEEP.append(features_y)\n" if keep else "")
+    (tmp_path / "train.py").write_text(program)
+    result = run("train.py", cwd=tmp_path)
+    codes = [f["code"] for f in result.report["findings"]]
+    if keep:  # a real pile across steps is still found
+        assert "TL737" in codes, result.stdout
+    else:
+        assert result.returncode == 0 and codes == [], result.stdout + result.stderr[-2000:]
+
+
+def test_what_an_iteration_made_since_it_began_is_not_kept():
+    watch = GrowthWatch(Sites())
+    model = _linear()
+    held = []
+    for step in range(4):
+        first = model(torch.randn(2, 4))
+        watch.produced(first, "model output", None)
+        watch.close_iteration(2 * step + 1)  # the model called again: a boundary inside the step
+        second = model(torch.randn(2, 4))
+        watch.produced(second, "model output", None)
+        held[:] = [first, second]
+        assert watch.close_iteration(2 * step + 2, since=2 * step) is None  # the step ends both
+    assert [count for _, count in watch.kept_counts][1::2] == [0, 0, 0, 0]
+
+
 # -- running out of memory, end to end (the CPU allocator's failure) -------------------------
 OOM_PROGRAM = """\
 import torch
