@@ -190,8 +190,10 @@ def test_a_network_called_twice_in_a_step_keeps_nothing_across_steps(tmp_path, k
     (tmp_path / "train.py").write_text(program)
     result = run("train.py", cwd=tmp_path)
     codes = [f["code"] for f in result.report["findings"]]
-    if keep:  # a real pile across steps is still found
-        assert "TL737" in codes, result.stdout
+    if keep:  # a real pile across steps is still found, at the line that adds to it
+        (finding,) = [f for f in result.report["findings"] if f["code"] == "TL737"]
+        assert finding["message"].startswith("`KEEP` keeps model outputs of earlier steps"), finding["message"]
+        assert finding["location"]["row"] == 37
     else:
         assert result.returncode == 0 and codes == [], result.stdout + result.stderr[-2000:]
 
@@ -209,6 +211,23 @@ def test_what_an_iteration_made_since_it_began_is_not_kept():
         held[:] = [first, second]
         assert watch.close_iteration(2 * step + 2, since=2 * step) is None  # the step ends both
     assert [count for _, count in watch.kept_counts][1::2] == [0, 0, 0, 0]
+
+
+def test_an_evaluation_pile_grows_within_one_run_of_model_calls():
+    # A model called twice in each training step: its second call ends an "evaluation"
+    # iteration that sees what the step before left in the program's variables (the last
+    # loss, until it is reassigned): 0, 1, 2 over the first steps is their start, no pile.
+    model = _linear()
+    for between_steps, expected in ((True, None), (False, "a pile")):
+        watch = GrowthWatch(Sites())
+        held = []
+        for step in range(3):
+            out = model(torch.randn(2, 4))
+            watch.produced(out, "model output", None)
+            held.append(out)
+            kept = watch.close_iteration(step + 1, loop="forward", between_steps=between_steps)
+            watch.steps += 1  # an optimizer step after each call
+        assert (kept and "a pile") == expected
 
 
 # -- running out of memory, end to end (the CPU allocator's failure) -------------------------

@@ -100,7 +100,7 @@ class GrowthWatch:
         self.kept_nodes: list[tuple[int, int]] = []
         #: The same two, per loop (training, evaluation): a pile grows from one iteration of
         #: its loop to the next; an evaluation iteration in between says nothing about it.
-        self.loop_counts: dict[str, list[int]] = {}
+        self.loop_counts: dict[str, list[tuple[int, int]]] = {}  # (optimizer steps, count)
         self.loop_nodes: dict[str, list[int]] = {}
 
     # -- what the program does ------------------------------------------------------------
@@ -170,7 +170,7 @@ class GrowthWatch:
         return record
 
     # -- at the end of each watched iteration ---------------------------------------------
-    def close_iteration(self, following: int, since: int | None = None, loop: str = "") -> Kept | None:
+    def close_iteration(self, following: int, since: int | None = None, loop: str = "", between_steps: bool = False) -> Kept | None:
         """Measure the chains carried into this iteration and the candidates of earlier ones
         still alive; begin iteration ``following``. Returns the kept candidates when their
         number grew at this iteration and the one before (a pile, not one stale tensor).
@@ -178,7 +178,10 @@ class GrowthWatch:
         ``since``: the first iteration of the one ending, when it spans several (an optimizer
         step ends the iterations its model calls began: a frozen network called twice in one
         step, for a perceptual loss); what they made is not of an earlier one. ``loop``: the
-        loop this iteration belongs to; the counts compared are that loop's."""
+        loop this iteration belongs to; the counts compared are that loop's. ``between_steps``:
+        the loop runs between optimizer steps (model calls with none in between: an evaluation
+        loop), so its pile grows within one run of it; counts taken across a step are of calls
+        inside training steps, each seeing what the step before left in its variables."""
         ending = self.iteration
         since = ending if since is None else min(since, ending)
         live: dict[int, _Record] = {}
@@ -202,13 +205,15 @@ class GrowthWatch:
         self.iteration = following
         self.kept_counts.append((ending, len(kept)))
         loop_counts = self.loop_counts.setdefault(loop, [])
-        loop_counts.append(len(kept))
+        loop_counts.append((self.steps, len(kept)))
         if kept:
             nodes = count_nodes([t.grad_fn for _, t in kept])
             self.kept_nodes.append((ending, nodes))
             self.loop_nodes.setdefault(loop, []).append(nodes)
-        counts = loop_counts[-3:]
-        if len(counts) == 3 and counts[0] < counts[1] < counts[2]:
+        last = loop_counts[-3:]
+        counts = [count for _, count in last]
+        one_run = not between_steps or len({steps for steps, _ in last}) == 1
+        if len(counts) == 3 and counts[0] < counts[1] < counts[2] and one_run:
             kinds: dict[str, int] = {}
             sites: list[Site] = []
             for record, _ in kept:

@@ -278,7 +278,8 @@ class MemoryProbe(Probe):
         self.last_kind = kind
         if self.watching:
             row = self.saved.close_iteration(following)
-            kept = self.growth.close_iteration(following, self.step_start if kind == "step" else None, loop)
+            kept = self.growth.close_iteration(
+                following, self.step_start if kind == "step" else None, loop, between_steps=loop == "forward")
             # Whether an iteration is watched is decided when the one before it ends; one that
             # turns out to belong to a loop already watched counts for nothing.
             counts = self.left[loop] > 0
