@@ -230,6 +230,65 @@ def test_an_evaluation_pile_grows_within_one_run_of_model_calls():
         assert (kept and "a pile") == expected
 
 
+SPARSE = """\
+import torch
+from torch import nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class GraphConv(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.kernel = nn.Parameter(torch.randn(n_in, n_out) * 0.1)
+
+    def forward(self, features, adjacency):
+        return torch.spmm(adjacency, torch.mm(features, self.kernel))  # autograd saves both sparse inputs
+
+
+torch.manual_seed(0)
+nodes = 50
+edges = torch.randint(0, nodes, (2, 200))
+adjacency = torch.sparse_coo_tensor(edges, torch.ones(200), (nodes, nodes)).coalesce().to(device)
+features = (torch.rand(nodes, 16) < 0.2).float().to_sparse().to(device)
+labels = torch.randint(0, 3, (nodes,), device=device)
+model = GraphConv(16, 3).to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+for step in range(3):
+    loss = nn.functional.cross_entropy(model(features, adjacency), labels)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+if device == "cuda":
+    print("allocated", torch.cuda.memory_allocated() > 0)
+print("done")
+"""
+
+
+@slow
+@pytest.mark.parametrize("device", ["cpu", "fake-cuda"])
+def test_sparse_tensors_saved_for_backward_are_weighed_by_their_indices_and_values(tmp_path, device):
+    # pytorch/examples' gcn: the saved-tensor hook asked a sparse tensor for its storage,
+    # which it has none of, and the error ended the program at its first `torch.mm`.
+    (tmp_path / "train.py").write_text(SPARSE)
+    result = run("train.py", "--device", device, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.report["findings"] == [] and result.report["outcome"]["optimizer_steps"] == 3
+    assert "SparseTensorImpl" not in result.stderr
+
+
+def test_storages_of_every_layout():
+    from torchlint.runtime.storages import storages
+
+    dense = torch.ones(4, 4)
+    assert storages(dense) == [(dense.untyped_storage().data_ptr(), 64)]
+    coo = dense.to_sparse()
+    assert sum(n for _, n in storages(coo)) == 16 * 2 * 8 + 16 * 4  # int64 indices [2, 16], 16 values
+    csr = dense.to_sparse_csr()
+    assert [n for _, n in storages(csr)][0::2] == [5 * 8, 16 * 4]  # row pointers, values (and column indices)
+    assert len(storages(dense.to_sparse_csc())) == 3
+
+
 # -- running out of memory, end to end (the CPU allocator's failure) -------------------------
 OOM_PROGRAM = """\
 import torch
