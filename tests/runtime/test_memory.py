@@ -277,6 +277,12 @@ def test_sparse_tensors_saved_for_backward_are_weighed_by_their_indices_and_valu
     assert "SparseTensorImpl" not in result.stderr
 
 
+def test_kinds_of_kept_tensors_are_named_in_the_plural():
+    from torchlint.plugins.probes.memory.probe import _plural
+
+    assert [_plural(k) for k in ("loss", "model output", "backward root")] == ["losses", "model outputs", "backward roots"]
+
+
 def test_storages_of_every_layout():
     from torchlint.runtime.storages import storages
 

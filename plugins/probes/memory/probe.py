@@ -340,7 +340,7 @@ class MemoryProbe(Probe):
             at = kept.sites[0] if kept.sites else self._site()
             sites = [at]
         unit = _unit(kind)
-        what = " and ".join(f"{name}s" for name in sorted(kept.kinds))
+        what = " and ".join(_plural(name) for name in sorted(kept.kinds))
         counts = kept.counts
         who = f"`{holder.expression}` keeps" if holder else "the program keeps"
         where = f" (added at {', '.join(s.short() for s in sites)})" if holder and holder.adds else ""
@@ -494,6 +494,11 @@ class MemoryProbe(Probe):
 
     def _module(self) -> str | None:
         return self.stack[-1] if self.stack else None
+
+
+def _plural(kind: str) -> str:
+    """`losses`, `model outputs`, `backward roots`."""
+    return kind + ("es" if kind.endswith("s") else "s")
 
 
 def _unit(kind: str) -> str:
