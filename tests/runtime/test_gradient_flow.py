@@ -73,3 +73,66 @@ def test_a_gradient_norm_that_grows_tenfold_each_step_is_an_explosion():
 def test_normalised_twins_are_silent(script):
     found, result = run(script)
     assert found == {} and result.returncode == 0
+
+
+PINNED = """
+import gc
+import weakref
+
+import torch
+from torch import nn
+
+
+def train():
+    torch.manual_seed(0)
+    model = nn.Linear(8, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    first = None
+    for step in range(4):
+        logits = model(torch.randn(16, 8))
+        loss = logits.pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if first is None:
+            first = weakref.ref(logits)  # step 1's output: gone once `logits` is rebound
+    gc.collect()
+    print("step-1 logits alive:", first() is not None)
+
+
+train()
+"""
+
+
+def test_naming_the_parameters_keeps_no_local_of_the_training_function_alive(tmp_path):
+    # Before Python 3.13, reading `frame.f_locals` (to find the models in the user's frames)
+    # leaves a snapshot of every local on the frame until the function returns: step 1's
+    # batch, outputs and loss outlived their step, all run long (a GPU program's logits).
+    (tmp_path / "train.py").write_text(PINNED)
+    result = torchlint_run("train.py", "--device", "cpu", "--output-format", "json", cwd=tmp_path, timeout=180)
+    assert "step-1 logits alive: False" in result.stderr + result.stdout, result.stdout + result.stderr[-2000:]
+
+
+def test_frame_locals_copies_and_leaves_no_snapshot_behind():
+    import sys
+    import weakref
+
+    import torch
+
+    from torchlint.runtime.frames import frame_locals
+
+    def holder():
+        value = torch.ones(3)
+        ref = weakref.ref(value)
+        seen = frame_locals(sys._getframe())
+        found = seen["value"] is value
+        del seen
+        value = None
+        return ref, found, locals()["value"]
+
+    ref, found, later = holder()
+    assert found and ref() is None and later is None
+    # A module's frame: its f_locals is its namespace, left whole.
+    namespace = {"frame_locals": frame_locals, "sys": sys}
+    exec("kept = 1\nseen = frame_locals(sys._getframe())", namespace)
+    assert namespace["kept"] == 1 and namespace["seen"]["kept"] == 1

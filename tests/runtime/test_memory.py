@@ -139,6 +139,162 @@ def test_graphs_kept_for_one_backward_pass_at_the_end_of_an_episode_are_left_alo
     assert result.report["findings"] == []
 
 
+PERCEPTUAL = """\
+from collections import namedtuple
+
+import torch
+from torch import nn
+
+Features = namedtuple("Features", ["low", "high"])
+
+
+class Frozen(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.one = nn.Conv2d(3, 8, 3, padding=1)
+        self.two = nn.Conv2d(8, 8, 3, padding=1)
+        for p in self.parameters():
+            p.requires_grad = False
+
+    def forward(self, x):
+        low = torch.relu(self.one(x))
+        return Features(low, torch.relu(self.two(low)))
+
+
+torch.manual_seed(0)
+generator = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 3, 3, padding=1))
+features = Frozen()
+optimizer = torch.optim.Adam(generator.parameters(), lr=1e-3)
+style = features(torch.randn(1, 3, 16, 16))  # targets from the frozen network, once
+KEEP = []
+for step in range(8):
+    x = torch.randn(4, 3, 16, 16)
+    y = generator(x)
+    features_y = features(y)  # the same frozen network, twice in one step
+    features_x = features(x)
+    loss = nn.functional.mse_loss(features_y.high, features_x.high)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    KEEP
+"""
+
+
+@slow
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_network_called_twice_in_a_step_keeps_nothing_across_steps(tmp_path, keep):
+    # pytorch/examples' fast_neural_style: VGG called on the output and on the input in each
+    # step; the second call ended an "iteration", and the step then counted that step's own
+    # VGG outputs as kept from an earlier one (TL737 on `features_y`).
+    program = PERCEPTUAL.replace("    KEEP\n", "    KEEP.append(features_y)\n" if keep else "")
+    (tmp_path / "train.py").write_text(program)
+    result = run("train.py", cwd=tmp_path)
+    codes = [f["code"] for f in result.report["findings"]]
+    if keep:  # a real pile across steps is still found, at the line that adds to it
+        (finding,) = [f for f in result.report["findings"] if f["code"] == "TL737"]
+        assert finding["message"].startswith("`KEEP` keeps model outputs of earlier steps"), finding["message"]
+        assert finding["location"]["row"] == 37
+    else:
+        assert result.returncode == 0 and codes == [], result.stdout + result.stderr[-2000:]
+
+
+def test_what_an_iteration_made_since_it_began_is_not_kept():
+    watch = GrowthWatch(Sites())
+    model = _linear()
+    held = []
+    for step in range(4):
+        first = model(torch.randn(2, 4))
+        watch.produced(first, "model output", None)
+        watch.close_iteration(2 * step + 1)  # the model called again: a boundary inside the step
+        second = model(torch.randn(2, 4))
+        watch.produced(second, "model output", None)
+        held[:] = [first, second]
+        assert watch.close_iteration(2 * step + 2, since=2 * step) is None  # the step ends both
+    assert [count for _, count in watch.kept_counts][1::2] == [0, 0, 0, 0]
+
+
+def test_an_evaluation_pile_grows_within_one_run_of_model_calls():
+    # A model called twice in each training step: its second call ends an "evaluation"
+    # iteration that sees what the step before left in the program's variables (the last
+    # loss, until it is reassigned): 0, 1, 2 over the first steps is their start, no pile.
+    model = _linear()
+    for between_steps, expected in ((True, None), (False, "a pile")):
+        watch = GrowthWatch(Sites())
+        held = []
+        for step in range(3):
+            out = model(torch.randn(2, 4))
+            watch.produced(out, "model output", None)
+            held.append(out)
+            kept = watch.close_iteration(step + 1, loop="forward", between_steps=between_steps)
+            watch.steps += 1  # an optimizer step after each call
+        assert (kept and "a pile") == expected
+
+
+SPARSE = """\
+import torch
+from torch import nn
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class GraphConv(nn.Module):
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        self.kernel = nn.Parameter(torch.randn(n_in, n_out) * 0.1)
+
+    def forward(self, features, adjacency):
+        return torch.spmm(adjacency, torch.mm(features, self.kernel))  # autograd saves both sparse inputs
+
+
+torch.manual_seed(0)
+nodes = 50
+edges = torch.randint(0, nodes, (2, 200))
+adjacency = torch.sparse_coo_tensor(edges, torch.ones(200), (nodes, nodes)).coalesce().to(device)
+features = (torch.rand(nodes, 16) < 0.2).float().to_sparse().to(device)
+labels = torch.randint(0, 3, (nodes,), device=device)
+model = GraphConv(16, 3).to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+for step in range(3):
+    loss = nn.functional.cross_entropy(model(features, adjacency), labels)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+if device == "cuda":
+    print("allocated", torch.cuda.memory_allocated() > 0)
+print("done")
+"""
+
+
+@slow
+@pytest.mark.parametrize("device", ["cpu", "fake-cuda"])
+def test_sparse_tensors_saved_for_backward_are_weighed_by_their_indices_and_values(tmp_path, device):
+    # pytorch/examples' gcn: the saved-tensor hook asked a sparse tensor for its storage,
+    # which it has none of, and the error ended the program at its first `torch.mm`.
+    (tmp_path / "train.py").write_text(SPARSE)
+    result = run("train.py", "--device", device, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.report["findings"] == [] and result.report["outcome"]["optimizer_steps"] == 3
+    assert "SparseTensorImpl" not in result.stderr
+
+
+def test_kinds_of_kept_tensors_are_named_in_the_plural():
+    from torchlint.plugins.probes.memory.probe import _plural
+
+    assert [_plural(k) for k in ("loss", "model output", "backward root")] == ["losses", "model outputs", "backward roots"]
+
+
+def test_storages_of_every_layout():
+    from torchlint.runtime.storages import storages
+
+    dense = torch.ones(4, 4)
+    assert storages(dense) == [(dense.untyped_storage().data_ptr(), 64)]
+    coo = dense.to_sparse()
+    assert sum(n for _, n in storages(coo)) == 16 * 2 * 8 + 16 * 4  # int64 indices [2, 16], 16 values
+    csr = dense.to_sparse_csr()
+    assert [n for _, n in storages(csr)][0::2] == [5 * 8, 16 * 4]  # row pointers, values (and column indices)
+    assert len(storages(dense.to_sparse_csc())) == 3
+
+
 # -- running out of memory, end to end (the CPU allocator's failure) -------------------------
 OOM_PROGRAM = """\
 import torch

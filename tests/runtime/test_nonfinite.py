@@ -254,6 +254,120 @@ def test_a_forward_that_raised_leaves_the_probe_watching(write, tmp_path):
     assert only(result, "TL735")["location"]["row"] == 11
 
 
+INFERENCE_MODE = """
+import torch
+from torch import nn
+
+
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.log(torch.relu(self.body(x)))  # -inf wherever relu is 0
+
+
+torch.manual_seed(0)
+model = Scorer()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(2):
+    loss = model.body(torch.randn(8, 4)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+
+@torch.inference_mode()
+def evaluate():
+    scores = model(torch.randn(8, 4))
+    scores.nan_to_num_(0.0, 0.0, 0.0)
+    return scores.mean().item()
+
+
+print("score", evaluate())
+"""
+
+
+@pytest.mark.slow
+def test_inference_tensors_are_watched_without_reading_their_version(write, tmp_path):
+    # An inference tensor has no version counter: reading `_version` raises, and the probe's
+    # module hook raised it into the program (makemore's `@torch.inference_mode()` evaluate).
+    write("scorer.py", INFERENCE_MODE)
+    result = run("scorer.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert "version counter" not in result.stdout + result.stderr
+    assert {f["code"] for f in result.findings()} <= {"TL107"}, result.stdout  # no TL702, no TL707
+    assert result.report["nonfinite"]["checked"]["model outputs"] >= 1
+
+
+def test_an_inference_tensor_counts_as_changed_since_it_was_recorded():
+    from torchlint.plugins.probes.nonfinite.values import UNTRACKED, version_of
+
+    with torch.inference_mode():
+        made = torch.ones(2)
+    assert version_of(made) is UNTRACKED and version_of(torch.ones(2)) == 0
+    assert version_of(made) != version_of(made) and not (UNTRACKED == UNTRACKED)
+    assert 0 != UNTRACKED and not (UNTRACKED == 0)
+
+
+ORTHOGONAL_INIT = """
+import torch
+from torch import nn
+
+
+class NormPool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(6, 6, bias=False)
+        self.head = nn.Linear(6, 1)
+        nn.init.orthogonal_(self.proj.weight)  # writes the weight through a view made under no_grad
+
+    def forward(self, tokens):
+        h = self.proj(tokens)
+        lengths = torch.sqrt((h * h).sum(-1))
+        return self.head(h.mean(1)) + lengths.mean(1, keepdim=True)
+
+
+torch.manual_seed(0)
+model = NormPool()
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+tokens = torch.randn(4, 5, 6)
+tokens[:, 3:] = 0.0  # padding
+for step in range(2):
+    loss = model(tokens).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+@pytest.mark.slow
+def test_a_no_grad_view_from_the_weights_init_does_not_switch_the_probe_off(write, tmp_path):
+    # `orthogonal_` leaves a no_grad view of the weight, edited in place, in the records the
+    # first backward looks through; torch refuses its `grad_fn`/`is_leaf` (pytorch/examples'
+    # super_resolution: TL707, and no NaN gradient traced after it).
+    write("pool.py", ORTHOGONAL_INIT)
+    result = run("pool.py", cwd=tmp_path)
+    assert "TL707" not in {f["code"] for f in result.findings()}, result.stdout
+    finding = only(result, "TL736")
+    assert finding["location"]["row"] == 14
+    assert finding["message"].startswith("the derivative of `sqrt` at pool.py:14 is NaN/Inf")
+
+
+def test_grad_fn_of_a_refused_view_is_none():
+    from torchlint.plugins.probes.nonfinite.values import grad_fn_of, is_grad_leaf
+
+    weight = torch.nn.Parameter(torch.randn(3, 3))
+    with torch.no_grad():
+        view = weight.view(-1)
+        view.copy_(torch.zeros(9))
+    with pytest.raises(RuntimeError):
+        view.grad_fn
+    assert grad_fn_of(view) is None and not is_grad_leaf(view) and is_grad_leaf(weight)
+    assert grad_fn_of(weight * 2) is not None
+
+
 # -- the pieces, without a run ------------------------------------------------------------------
 def test_judge_tells_deliberate_values_from_culprits():
     from torchlint.plugins.probes.nonfinite.values import Culprit, Deliberate, Outside, judge

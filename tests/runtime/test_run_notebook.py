@@ -37,3 +37,29 @@ def test_an_error_in_a_cell_is_reported_at_that_cell(tmp_path):
     crashes = [f for f in result.findings() if f.get("cell") is not None]
     assert crashes and all(f["cell"] == 3 for f in crashes), result.report["findings"]
     assert any(f["location"]["row"] == 3 for f in crashes), result.report["findings"]
+
+
+def test_the_report_sections_name_cells_too(tmp_path):
+    # The findings named cells, but the input-pipeline and memory sections printed the
+    # joined line (`cats_and_dogs.ipynb:119`), which no cell shows.
+    cells = [
+        markdown("a loader"),
+        code("import torch\nfrom torch import nn\nfrom torch.utils.data import DataLoader, TensorDataset", 1),
+        code("data = TensorDataset(torch.randn(32, 4), torch.randn(32, 1))\nloader = DataLoader(data, batch_size=4)", 2),
+        code("model = nn.Linear(4, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+             "for x, y in loader:\n    loss = nn.functional.mse_loss(model(x), y)\n"
+             "    optimizer.zero_grad()\n    loss.backward()\n    optimizer.step()", 3),
+    ]
+    write_notebook(tmp_path / "loader.ipynb", notebook(*cells))
+    result = torchlint_run("loader.ipynb", "--timeout", "120", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "loader.ipynb:cell 3:2  num_workers=0" in result.stdout, result.stdout
+
+
+def test_where_maps_a_notebook_line_to_its_cell(tmp_path):
+    from torchlint.runtime.sections import where
+
+    cells = [code("import torch", 1), code("x = 1\ny = 2", 2)]
+    write_notebook(tmp_path / "nb.ipynb", notebook(*cells))
+    assert where(str(tmp_path / "nb.ipynb"), 3, tmp_path) == "nb.ipynb:cell 2:1"
+    assert where("train.py", 7, tmp_path) == "train.py:7"

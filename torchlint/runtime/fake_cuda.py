@@ -47,6 +47,8 @@ import torch.utils._device as _default_device
 from torch.overrides import TorchFunctionMode
 from torch.utils._device import _device_constructors
 
+from torchlint.runtime.storages import storages
+
 Tensor = torch.Tensor
 
 # Operations CUDA accepts with tensors on different devices.
@@ -165,7 +167,8 @@ class SimulatedCuda:
             for ref in list(self.table.values()):
                 tensor = ref()
                 if tensor is not None:
-                    places[tensor.untyped_storage().data_ptr()] = ref.index
+                    for pointer, _ in storages(tensor):
+                        places[pointer] = ref.index
         return places
 
     def _checked(self, index: int) -> int:
@@ -182,8 +185,8 @@ class SimulatedCuda:
                 tensor = ref()
                 if tensor is None or ref.index != index:
                     continue
-                storage = tensor.untyped_storage()
-                seen[storage.data_ptr()] = storage.nbytes()
+                for pointer, nbytes in storages(tensor):  # a sparse tensor's indices and values
+                    seen[pointer] = nbytes
         total = sum(seen.values())
         self.peak[index] = max(self.peak.get(index, 0), total)
         return total

@@ -10,7 +10,7 @@ import os
 import sys
 import sysconfig
 from types import FrameType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 USER, LIBRARY, INTERNAL = 0, 1, 2
 
@@ -31,6 +31,26 @@ class Site(NamedTuple):
             cell, line = cells(self.line)
             return f"{os.path.basename(self.path)}:cell {cell}:{line}"
         return f"{os.path.basename(self.path)}:{self.line}"
+
+
+#: `co_flags` of a function's code: its locals live in the frame, not in a dict.
+_CO_OPTIMIZED = 0x0001
+
+
+def frame_locals(frame: FrameType) -> dict[str, Any]:
+    """A copy of a frame's local variables that leaves nothing alive behind it.
+
+    Before Python 3.13, ``frame.f_locals`` of a function's frame is a dict cached on the
+    frame: every local as it was when read, held until the next read or until the function
+    returns. A probe that read the training function's locals at step 1 kept step 1's batch,
+    outputs and loss alive for the rest of the run (a GPU program's logits, too). So the
+    cache is emptied once copied; the next ``locals()`` or ``f_locals`` read fills it again,
+    as every read does. From 3.13 ``f_locals`` is a view of the frame and holds nothing."""
+    names = frame.f_locals
+    copy = dict(names)
+    if sys.version_info < (3, 13) and frame.f_code.co_flags & _CO_OPTIMIZED and isinstance(names, dict):
+        names.clear()
+    return copy
 
 
 class FrameClassifier:

@@ -7,6 +7,8 @@ engine's reports hold no probe's layout.
 
 from __future__ import annotations
 
+import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,34 @@ def sections_of(pm: Any, results: dict[str, dict], cwd: Path) -> list[RunSection
 
 
 def where(path: str | None, line: int | None, cwd: Path) -> str:
-    """`train.py:12`, relative to where torchlint runs, for a section's text."""
+    """`train.py:12`, relative to where torchlint runs, for a section's text; in a notebook,
+    `nb.ipynb:cell 3:2` (the run counts the lines of its joined cells)."""
     if not path:
         return "?"
-    return f"{display_path(path, cwd)}:{line}" if line else display_path(path, cwd)
+    shown = display_path(path, cwd)
+    if not line:
+        return shown
+    if path.lower().endswith(".ipynb"):
+        position = _cell_position(os.path.realpath(cwd / path), line)
+        if position is not None:
+            return f"{shown}:cell {position[0]}:{position[1]}"
+    return f"{shown}:{line}"
+
+
+def _cell_position(path: str, line: int) -> tuple[int, int] | None:
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+    notebook = _notebook(path, stamp)
+    return notebook.cell_position(line) if notebook is not None else None
+
+
+@functools.lru_cache(maxsize=8)
+def _notebook(path: str, stamp: int) -> Any:
+    from torchlint.notebook import Notebook, NotebookError
+
+    try:
+        return Notebook.parse(Path(path).read_bytes())
+    except (OSError, NotebookError):
+        return None

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.frames import USER
+from torchlint.runtime.frames import USER, frame_locals
 from torchlint.runtime.probing import Probe
 
 #: Steps read before judging. Three: one step can legitimately skip a parameter (a branch
@@ -284,7 +284,7 @@ class GradientFlowProbe(Probe):
         roots: list[tuple[str, nn.Module]] = []
         while frame is not None:
             if self.ctx.frames.verdict(frame.f_code.co_filename) == USER:
-                for value in list(frame.f_locals.values()):
+                for value in frame_locals(frame).values():
                     if isinstance(value, nn.Module):
                         roots.append((type(value).__name__, value))
                     elif hasattr(value, "__dict__") and not isinstance(value, type):

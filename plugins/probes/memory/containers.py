@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any, Callable
 
-from torchlint.runtime.frames import USER, Site
+from torchlint.runtime.frames import USER, Site, frame_locals
 
 #: Items of a container looked at, at most (a dataset held in a list is not read through).
 ITEMS = 100_000
@@ -46,7 +46,7 @@ def find_holders(ids: set[int], frame: FrameType | None, verdict: Callable[[str]
         frame = frame.f_back
     found: dict[int, tuple[str, Any, int]] = {}
     for user_frame in frames:
-        for name, value in list(user_frame.f_locals.items()):
+        for name, value in frame_locals(user_frame).items():
             _consider(found, name, value, ids)
             if name == "self" and hasattr(value, "__dict__"):
                 for attribute, inner in list(vars(value).items()):
@@ -140,7 +140,7 @@ def find_name(target: Any, frame: FrameType | None, verdict: Callable[[str], int
     """The name a user frame on the stack gives ``target`` (`total_loss`, `self.running`)."""
     while frame is not None:
         if verdict(frame.f_code.co_filename) == USER:
-            for name, value in list(frame.f_locals.items()):
+            for name, value in frame_locals(frame).items():
                 if value is target:
                     return name
                 if name == "self" and hasattr(value, "__dict__"):

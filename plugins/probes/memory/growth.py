@@ -81,6 +81,10 @@ class Kept:
     #: Every one of them was made before the last optimizer step: kept across steps, which
     #: no accumulation for one later backward pass does.
     across_steps: bool
+    #: How many were kept, and the autograd nodes they reached, at the last iterations of
+    #: this loop (3 at most).
+    counts: list[int] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)
 
 
 class GrowthWatch:
@@ -94,6 +98,10 @@ class GrowthWatch:
         self.kept_counts: list[tuple[int, int]] = []
         #: (iteration, autograd nodes the kept candidates reach)
         self.kept_nodes: list[tuple[int, int]] = []
+        #: The same two, per loop (training, evaluation): a pile grows from one iteration of
+        #: its loop to the next; an evaluation iteration in between says nothing about it.
+        self.loop_counts: dict[str, list[tuple[int, int]]] = {}  # (optimizer steps, count)
+        self.loop_nodes: dict[str, list[int]] = {}
 
     # -- what the program does ------------------------------------------------------------
     def produced(self, value: Any, kind: str, site: Site | None) -> None:
@@ -162,11 +170,20 @@ class GrowthWatch:
         return record
 
     # -- at the end of each watched iteration ---------------------------------------------
-    def close_iteration(self, following: int) -> Kept | None:
+    def close_iteration(self, following: int, since: int | None = None, loop: str = "", between_steps: bool = False) -> Kept | None:
         """Measure the chains carried into this iteration and the candidates of earlier ones
         still alive; begin iteration ``following``. Returns the kept candidates when their
-        number grew at this iteration and the one before (a pile, not one stale tensor)."""
+        number grew at this iteration and the one before (a pile, not one stale tensor).
+
+        ``since``: the first iteration of the one ending, when it spans several (an optimizer
+        step ends the iterations its model calls began: a frozen network called twice in one
+        step, for a perceptual loss); what they made is not of an earlier one. ``loop``: the
+        loop this iteration belongs to; the counts compared are that loop's. ``between_steps``:
+        the loop runs between optimizer steps (model calls with none in between: an evaluation
+        loop), so its pile grows within one run of it; counts taken across a step are of calls
+        inside training steps, each seeing what the step before left in its variables."""
         ending = self.iteration
+        since = ending if since is None else min(since, ending)
         live: dict[int, _Record] = {}
         kept: list[tuple[_Record, Tensor]] = []
         for key, record in self.records.items():
@@ -174,7 +191,7 @@ class GrowthWatch:
             if tensor is None:
                 continue
             live[key] = record
-            if record.kind in CANDIDATES and record.iteration < ending and tensor.grad_fn is not None:
+            if record.kind in CANDIDATES and record.iteration < since and tensor.grad_fn is not None:
                 kept.append((record, tensor))
         self.records = live
         for chain in self.chains:
@@ -187,10 +204,16 @@ class GrowthWatch:
         self.chains = [c for c in self.chains if c.links > 1 or c.last == ending or (c.ref is not None and c.ref() is not None)]
         self.iteration = following
         self.kept_counts.append((ending, len(kept)))
+        loop_counts = self.loop_counts.setdefault(loop, [])
+        loop_counts.append((self.steps, len(kept)))
         if kept:
-            self.kept_nodes.append((ending, count_nodes([t.grad_fn for _, t in kept])))
-        counts = [count for _, count in self.kept_counts[-3:]]
-        if len(counts) == 3 and counts[0] < counts[1] < counts[2]:
+            nodes = count_nodes([t.grad_fn for _, t in kept])
+            self.kept_nodes.append((ending, nodes))
+            self.loop_nodes.setdefault(loop, []).append(nodes)
+        last = loop_counts[-3:]
+        counts = [count for _, count in last]
+        one_run = not between_steps or len({steps for steps, _ in last}) == 1
+        if len(counts) == 3 and counts[0] < counts[1] < counts[2] and one_run:
             kinds: dict[str, int] = {}
             sites: list[Site] = []
             for record, _ in kept:
@@ -198,7 +221,7 @@ class GrowthWatch:
                 if record.site is not None and record.site not in sites:
                     sites.append(record.site)
             across = all(record.steps < self.steps for record, _ in kept)
-            return Kept(ending, [t for _, t in kept], kinds, sites, across)
+            return Kept(ending, [t for _, t in kept], kinds, sites, across, counts, self.loop_nodes.get(loop, [])[-3:])
         return None
 
     def growing_chains(self, across_steps: bool = False) -> list[Chain]:

@@ -14,6 +14,8 @@ from typing import Any, Iterable
 import torch
 from torch import nn
 
+from torchlint.runtime.storages import storages
+
 #: torch's CPU allocator failing (a RuntimeError, not torch.OutOfMemoryError).
 CPU_FAILURE = "DefaultCPUAllocator: can't allocate memory"
 _TRIED = re.compile(r"Tried to allocate (\d+(?:\.\d+)? ?[KMGTP]?i?B)")
@@ -78,9 +80,9 @@ def state_bytes(models: Iterable[nn.Module], optimizers: Iterable[Any]) -> dict[
     return {"parameters": sum(parameters.values()), "gradients": sum(gradients.values()), "optimizer_state": sum(state.values())}
 
 
-def _add(storages: dict[int, int], tensor: torch.Tensor) -> None:
-    storage = tensor.untyped_storage()
-    storages[storage.data_ptr() or id(tensor)] = storage.nbytes()
+def _add(found: dict[int, int], tensor: torch.Tensor) -> None:
+    for pointer, nbytes in storages(tensor):
+        found[pointer or id(tensor)] = nbytes
 
 
 def cuda_totals() -> dict[str, int]:

@@ -82,6 +82,9 @@ class MemoryProbe(Probe):
         self.forwards = 0
         self.backwards = 0
         self.last_kind = ""  # what ended the last iteration
+        #: The iteration the last optimizer step began: the same model called again before the
+        #: next step ends an iteration (an evaluation loop), but the step ends them all.
+        self.step_start = 0
         #: Per model (top-level module with parameters): steps and backward passes at its last call.
         self.calls: dict[int, tuple[int, int]] = {}
         self.left = {"step": self.window, "forward": self.window}
@@ -275,7 +278,8 @@ class MemoryProbe(Probe):
         self.last_kind = kind
         if self.watching:
             row = self.saved.close_iteration(following)
-            kept = self.growth.close_iteration(following)
+            kept = self.growth.close_iteration(
+                following, self.step_start if kind == "step" else None, loop, between_steps=loop == "forward")
             # Whether an iteration is watched is decided when the one before it ends; one that
             # turns out to belong to a loop already watched counts for nothing.
             counts = self.left[loop] > 0
@@ -295,7 +299,11 @@ class MemoryProbe(Probe):
         else:
             self.saved.iteration = self.growth.iteration = following
         self.iteration = following
-        self.watching = self.left[loop] > 0
+        if kind == "step":
+            self.step_start = following
+        # A model called twice in a training step ends an "evaluation" iteration; the step
+        # that follows ends a training one, still watched while that window lasts.
+        self.watching = self.left[loop] > 0 or (loop == "forward" and self.optimizer_made and self.left["step"] > 0)
         self.saved.watch(self.watching)
         if not self.watching and not any(self.left.values()):
             self._close()
@@ -332,12 +340,12 @@ class MemoryProbe(Probe):
             at = kept.sites[0] if kept.sites else self._site()
             sites = [at]
         unit = _unit(kind)
-        what = " and ".join(f"{name}s" for name in sorted(kept.kinds))
-        counts = [count for _, count in self.growth.kept_counts[-3:]]
+        what = " and ".join(_plural(name) for name in sorted(kept.kinds))
+        counts = kept.counts
         who = f"`{holder.expression}` keeps" if holder else "the program keeps"
         where = f" (added at {', '.join(s.short() for s in sites)})" if holder and holder.adds else ""
         made = [s.short() for s in kept.sites[:3] if s not in sites]
-        nodes = [count for _, count in self.growth.kept_nodes[-3:]]
+        nodes = kept.nodes
         message = (
             f"{who} {what} of earlier {unit}s with their autograd graphs{where}"
             + (f", made at {', '.join(made)}" if made else "")
@@ -486,6 +494,11 @@ class MemoryProbe(Probe):
 
     def _module(self) -> str | None:
         return self.stack[-1] if self.stack else None
+
+
+def _plural(kind: str) -> str:
+    """`losses`, `model outputs`, `backward roots`."""
+    return kind + ("es" if kind.endswith("s") else "s")
 
 
 def _unit(kind: str) -> str:

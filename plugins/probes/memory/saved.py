@@ -22,6 +22,7 @@ from typing import Any, Callable
 import torch
 
 from torchlint.runtime.frames import Site
+from torchlint.runtime.storages import storages
 
 _is_compiling = torch.compiler.is_compiling
 _top_hooks = torch._C._autograd._top_saved_tensors_default_hooks
@@ -121,9 +122,9 @@ class SavedAccounting:
         if _is_compiling() or not self.watching or _parameter(tensor):
             return inner
         with _NO_FUNCTION():
-            storage = tensor.untyped_storage()
-            nbytes = storage.nbytes()
-            pointer = storage.data_ptr()
+            held_storages = storages(tensor)  # a sparse tensor's are its indices' and values'
+        nbytes = sum(size for _, size in held_storages)
+        pointer = held_storages[0][0] if held_storages else 0
         site = self._site()
         module = self._module()
         held = _Held(inner, nbytes, pointer, site, module, self.iteration)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from torchlint.runtime.html_kit import e, stacked_bars
-from torchlint.runtime.matching import display_path
+from torchlint.runtime.sections import where
 
 from .units import human_bytes
 
@@ -79,7 +79,7 @@ def memory_lines(result: dict[str, Any], cwd: Path) -> list[str]:
         out.append("  per user line:")
         for entry in lines:
             source = f"  {entry['source']}" if entry.get("source") else ""
-            out.append(f"    {human_bytes(entry['bytes']):>10}  {display_path(entry['path'], cwd)}:{entry['line']}{source}")
+            out.append(f"    {human_bytes(entry['bytes']):>10}  {where(entry['path'], entry['line'], cwd)}{source}")
     return out
 
 
@@ -119,7 +119,7 @@ def memory_html(result: dict[str, Any], cwd: Path) -> str:
         parts.append(f"<h3>Per module: the most saved for backward in one forward pass</h3>{stacked_bars(bars, unit='MiB')}")
     lines = result.get("lines") or ()
     if lines:
-        bars = [(f'{display_path(entry["path"], cwd)}:{entry["line"]}  {entry.get("source") or ""}',
+        bars = [(f'{where(entry["path"], entry["line"], cwd)}  {entry.get("source") or ""}',
                  [("saved", entry["bytes"] / MIB)], human_bytes(entry["bytes"])) for entry in lines]
         parts.append(f"<h3>Per user line</h3>{stacked_bars(bars, unit='MiB')}")
     parts.append("</section>")

@@ -43,7 +43,7 @@ from torchlint.runtime.steps import on_optimizer_created
 
 from . import replay
 from .values import (EXPONENTIALS, LOGS, Culprit, Deliberate, Origin, Outside, all_finite, describe_input,
-                     describe_output, finite_flags, is_float, op_label)
+                     describe_output, finite_flags, grad_fn_of, is_float, is_grad_leaf, op_label, version_of)
 from .window import Call, Record, Window, flatten, float_results
 
 Tensor = torch.Tensor
@@ -183,7 +183,7 @@ class NonfiniteProbe(Probe):
         if not outputs:
             return
         inputs, scalars = flatten(args, kwargs)
-        versions: list[int | None] = [t._version for t in inputs]
+        versions: list[Any] = [version_of(t) for t in inputs]
         if inplace and inputs:
             versions[0] = None  # the target's values before the edit: see Window.finite_at
         site = self.ctx.site()
@@ -193,7 +193,7 @@ class NonfiniteProbe(Probe):
             self.ctx.observed(self, code, site, "no NaN/Inf from it reached a loss or a model's output")
         self.window.add(Record(
             index=0, op=op, site=site, func=func, args=args, kwargs=kwargs, inputs=inputs, input_versions=versions,
-            scalars=scalars, outputs=outputs, output_versions=[t._version for t in outputs], inplace=inplace,
+            scalars=scalars, outputs=outputs, output_versions=[version_of(t) for t in outputs], inplace=inplace,
         ))
 
     # -- top-level module calls -----------------------------------------------------------------
@@ -210,7 +210,7 @@ class NonfiniteProbe(Probe):
                          if torch.is_autocast_enabled(device))
         self.starting = Call(
             module=module, rng=torch.get_rng_state(), cuda_rng=cuda_rng, grad_enabled=torch.is_grad_enabled(),
-            autocast=autocast, versions=[(t, t._version) for t in args if isinstance(t, Tensor)],
+            autocast=autocast, versions=[(t, version_of(t)) for t in args if isinstance(t, Tensor)],
         )
         self.starting_site = self.ctx.site()
 
@@ -233,8 +233,8 @@ class NonfiniteProbe(Probe):
             inputs, scalars = flatten(args, kwargs)
             record = self.window.add(Record(
                 index=0, op=type(module).__name__, site=self.starting_site, func=None, args=args, kwargs=kwargs,
-                inputs=inputs, input_versions=[t._version for t in inputs], scalars=scalars, outputs=outputs,
-                output_versions=[t._version for t in outputs], call=call,
+                inputs=inputs, input_versions=[version_of(t) for t in inputs], scalars=scalars, outputs=outputs,
+                output_versions=[version_of(t) for t in outputs], call=call,
             ))
             if outputs:
                 self._check_call(record)
@@ -367,7 +367,7 @@ class NonfiniteProbe(Probe):
         for record in reversed(self.window.records):
             if ids is None and record.call is None:
                 continue
-            if ids is not None and not any(t.grad_fn is not None and id(t.grad_fn) in ids for t in record.outputs):
+            if ids is not None and not any(fn is not None and id(fn) in ids for fn in map(grad_fn_of, record.outputs)):
                 continue
             if record.call is not None:
                 if self.replays_left <= 0:
@@ -401,7 +401,7 @@ class NonfiniteProbe(Probe):
                     if param.requires_grad:
                         leaves[id(param)] = param
             for value in record.inputs:
-                if isinstance(value, Tensor) and value.is_leaf and value.requires_grad:
+                if isinstance(value, Tensor) and is_grad_leaf(value):
                     leaves[id(value)] = value
         for key, ref in list(self.params.items()):
             param = ref()
@@ -508,7 +508,7 @@ def _backward_hint(op: str) -> str:
 def _graph(tensors: list[Tensor]) -> list[Any]:
     """The autograd nodes behind these tensors (still linked after backward freed their buffers)."""
     nodes, seen = [], set()
-    stack = [t.grad_fn for t in tensors]
+    stack = [grad_fn_of(t) for t in tensors]
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -525,7 +525,7 @@ def _local_backward(record: Record) -> Culprit | None:
     whatever gradient reaches it (0·inf is NaN too)."""
     if record.func is None or record.inplace:
         return None
-    if any(v is not None and t._version != v for t, v in zip(record.inputs, record.input_versions)):
+    if any(v is not None and version_of(t) != v for t, v in zip(record.inputs, record.input_versions)):
         return None
     floats = [t for t in record.inputs if is_float(t)]
     if not floats or not all(all_finite(t) for t in floats):

@@ -33,7 +33,7 @@ from torch.utils._pytree import tree_leaves, tree_map
 
 from torchlint.runtime.frames import LIBRARY, USER, Site
 
-from .values import Culprit, Deliberate, Origin, Outside, describe_input, describe_output, is_float, judge, node_op
+from .values import Culprit, Deliberate, Origin, Outside, describe_input, describe_output, is_float, judge, node_op, version_of
 from .window import Record
 
 Tensor = torch.Tensor
@@ -148,7 +148,7 @@ def as_it_ran(record: Record, module: torch.nn.Module) -> Iterator[None]:
 def replayable(record: Record) -> bool:
     """The call's tensor arguments still hold the values it was given."""
     call = record.call
-    return call is not None and all(tensor._version == version for tensor, version in call.versions)
+    return call is not None and all(version_of(tensor) == version for tensor, version in call.versions)
 
 
 # -- where, inside the replay ---------------------------------------------------------------
@@ -213,11 +213,11 @@ class ForwardWatch(TorchDispatchMode):
 
     def origin(self, tensor: Tensor) -> Any:
         entry = self.known.get(id(tensor))
-        if entry is not None and entry[0] is tensor and entry[1] == tensor._version:
+        if entry is not None and entry[0] is tensor and entry[1] == version_of(tensor):
             return entry[2]
         finite = bool(torch.isfinite(tensor.detach()).all()) if tensor.numel() else True
         found = _FINITE if finite else Outside("a parameter, buffer or input of the module")
-        self.known[id(tensor)] = (tensor, tensor._version, found)
+        self.known[id(tensor)] = (tensor, version_of(tensor), found)
         return found
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
@@ -231,14 +231,14 @@ class ForwardWatch(TorchDispatchMode):
             outputs = [x for x in tree_leaves(result) if isinstance(x, Tensor) and is_float(x)]
             for output in outputs:
                 if output.numel() == 0 or bool(torch.isfinite(output.detach()).all()):
-                    self.known[id(output)] = (output, output._version, _FINITE)
+                    self.known[id(output)] = (output, version_of(output), _FINITE)
                     continue
                 inherited = next((o for o in before if o is not _FINITE), None)
                 if inherited is None:
                     self.count += 1
                     scalars = [x for x in leaves if isinstance(x, (int, float)) and not isinstance(x, bool)]
                     inherited = judge(_aten_name(func), inputs, scalars, [output], self.sites.here(), self.count)
-                self.known[id(output)] = (output, output._version, inherited)
+                self.known[id(output)] = (output, version_of(output), inherited)
         return result
 
     def origin_of_outputs(self, result: Any) -> Origin:

@@ -56,6 +56,53 @@ class Outside:
 Origin = Union[Culprit, Deliberate, Outside, None]
 
 
+# -- versions -------------------------------------------------------------------------------
+class _Untracked:
+    """The version of an inference tensor (made under `torch.inference_mode()`), which has no
+    version counter: reading `_version` raises. Equal to nothing, itself included, so that
+    such a tensor always counts as possibly changed since it was recorded."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return "UNTRACKED"
+
+
+UNTRACKED: Any = _Untracked()
+
+
+def version_of(tensor: Tensor) -> Any:
+    """`tensor._version`, or UNTRACKED for an inference tensor."""
+    return UNTRACKED if tensor.is_inference() else tensor._version
+
+
+def grad_fn_of(tensor: Tensor) -> Any:
+    """`tensor.grad_fn`, or None where torch refuses to say: a view made under `no_grad` whose
+    base was edited in place since raises on `grad_fn` and `is_leaf` (`nn.init.orthogonal_`
+    writes a parameter through such a view, and the view stays in the probe's records)."""
+    try:
+        return tensor.grad_fn
+    except RuntimeError:
+        return None
+
+
+def is_grad_leaf(tensor: Tensor) -> bool:
+    """A leaf that requires grad (a parameter, an input with `requires_grad=True`); False for
+    a view torch refuses to place in the graph (see `grad_fn_of`)."""
+    try:
+        return tensor.requires_grad and tensor.is_leaf
+    except RuntimeError:
+        return False
+
+
 # -- looking at values ----------------------------------------------------------------------
 def is_float(value: Any) -> bool:
     return isinstance(value, Tensor) and value.is_floating_point() and not value.is_meta

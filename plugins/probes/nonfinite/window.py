@@ -20,7 +20,7 @@ import torch
 
 from torchlint.runtime.frames import Site
 
-from .values import Origin, Outside, all_finite, is_float, judge
+from .values import Origin, Outside, all_finite, is_float, judge, version_of
 
 Tensor = torch.Tensor
 
@@ -58,10 +58,10 @@ class Record:
     args: tuple
     kwargs: dict
     inputs: list[Tensor]
-    input_versions: list[int | None]
+    input_versions: list[Any]  # int, None for an in-place target, UNTRACKED (an inference tensor)
     scalars: list[Any]
     outputs: list[Tensor]
-    output_versions: list[int]
+    output_versions: list[Any]
     #: An in-place op (its first input is its output, edited).
     inplace: bool = False
     call: Call | None = None
@@ -155,7 +155,7 @@ class Window:
             if record is None:
                 return Outside("a tensor made before the step (the data, a parameter, a buffer)")
             position = next(i for i, out in enumerate(record.outputs) if out is tensor)
-            if record.output_versions[position] != tensor._version:
+            if record.output_versions[position] != version_of(tensor):
                 return None  # changed in place since, by something the probe did not record
             if record.call is not None:
                 return judge_call(record)
@@ -179,7 +179,7 @@ class Window:
         not changed since; an in-place op's target (version None) from what made it."""
         if version is None:
             return self.finite_before(record, value)
-        if value._version != version:
+        if version_of(value) != version:
             return None
         return all_finite(value)
 
@@ -196,7 +196,7 @@ class Window:
             return flags[position] if flags else None
         if producer.inplace or producer.func is None or any(word in producer.op for word in RANDOM):
             return None
-        if any(v is not None and t._version != v for t, v in zip(producer.inputs, producer.input_versions)):
+        if any(v is not None and version_of(t) != v for t, v in zip(producer.inputs, producer.input_versions)):
             return None
         try:
             with torch.no_grad():
