@@ -136,3 +136,20 @@ def test_frame_locals_copies_and_leaves_no_snapshot_behind():
     namespace = {"frame_locals": frame_locals, "sys": sys}
     exec("kept = 1\nseen = frame_locals(sys._getframe())", namespace)
     assert namespace["kept"] == 1 and namespace["seen"]["kept"] == 1
+
+
+def test_frame_locals_leaves_the_dict_a_program_holds_from_locals_whole():
+    """`hparams = locals()` is the frame's cached dict itself: emptying it would change what
+    the program reads back."""
+    import sys
+
+    from torchlint.runtime.frames import frame_locals
+
+    def train(lr=0.1, epochs=3):
+        hparams = locals()
+        seen = frame_locals(sys._getframe())
+        return hparams, seen
+
+    hparams, seen = train()
+    assert hparams["lr"] == 0.1 and hparams["epochs"] == 3
+    assert seen["lr"] == 0.1 and seen["hparams"] is hparams

@@ -45,12 +45,20 @@ def frame_locals(frame: FrameType) -> dict[str, Any]:
     returns. A probe that read the training function's locals at step 1 kept step 1's batch,
     outputs and loss alive for the rest of the run (a GPU program's logits, too). So the
     cache is emptied once copied; the next ``locals()`` or ``f_locals`` read fills it again,
-    as every read does. From 3.13 ``f_locals`` is a view of the frame and holds nothing."""
+    as every read does. Unless the program holds it: ``locals()`` returns that same dict, and
+    ``hparams = locals()`` must not find it empty (then it holds those values anyway). From
+    3.13 ``f_locals`` is a view of the frame and holds nothing."""
     names = frame.f_locals
     copy = dict(names)
-    if sys.version_info < (3, 13) and frame.f_code.co_flags & _CO_OPTIMIZED and isinstance(names, dict):
+    if (sys.version_info < (3, 13) and frame.f_code.co_flags & _CO_OPTIMIZED and isinstance(names, dict)
+            and sys.getrefcount(names) <= _HELD_BY_THE_FRAME_ONLY):
         names.clear()
     return copy
+
+
+#: `sys.getrefcount` of the cached locals in `frame_locals` when only the frame holds them:
+#: the frame, the `names` variable and getrefcount's own argument.
+_HELD_BY_THE_FRAME_ONLY = 3
 
 
 class FrameClassifier:
