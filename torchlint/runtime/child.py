@@ -215,10 +215,12 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         except BaseException as exc:  # the target's own error, KeyboardInterrupt included
             _print_user_traceback(exc, ctx)
             for probe in installed:
+                if probe.switched_off:
+                    continue
                 try:
                     probe.raised(exc)
                 except Exception as error:
-                    ctx.probe_crashed(probe, "raised", error)
+                    ctx.switch_off(probe, "raised", error)
             outcome = {"status": "raised", "exception": _describe(exc, ctx, mode)}
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
     if dispatch and dispatch[0].watched_steps is not None:

@@ -76,6 +76,30 @@ class Probe:
         limit = getattr(self.ctx, "watch_steps", None)
         return limit is None or steps < limit
 
+    #: Set once the probe raised (TL707): its guarded hooks answer as if it were not there.
+    switched_off: bool = False
+
+    def guarded(self, hook: Any, fallback: Any = None) -> Any:
+        """``hook`` as torch should call it: a module, optimizer or saved-tensor hook, or the
+        callback of a function the probe patched. An exception from it must not become the
+        program's: the probe is switched off and reported (TL707), as when ``before`` or
+        ``after`` raise, and from then on ``fallback(*args)`` answers in its place (None, no
+        change, when there is none; a pack hook's is ``passes_tensor``)."""
+        probe, ctx = self, self.ctx
+        where = getattr(hook, "__name__", None) or repr(hook)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not probe.switched_off:
+                try:
+                    return hook(*args, **kwargs)
+                except Exception as exc:
+                    ctx.switch_off(probe, where, exc)
+            return fallback(*args, **kwargs) if fallback is not None else None
+
+        call.__name__ = where
+        call.__wrapped__ = hook  # type: ignore[attr-defined]
+        return call
+
     def stop_watching(self) -> None:
         """The probe's watch is over (see ``keeps_watching``): remove what costs the program time
         per operation or per tensor (saved-tensor hooks, module hooks). What catches rare
@@ -118,6 +142,8 @@ class ProbeContext:
         #: asks for the same line: the stack is walked once per call, not once per question.
         self.call: int | None = None
         self.call_thread: int | None = None
+        #: Called with a probe that was switched off (the dispatch forgets it).
+        self.on_switch_off: list[Any] = []
         self._site_call: int | None = None
         self._call_site: Site | None = None
 
@@ -201,6 +227,15 @@ class ProbeContext:
         except (AttributeError, TypeError):
             pass
 
+    def switch_off(self, probe: Probe, where: str, exc: BaseException) -> None:
+        """``probe`` raised in ``where``: report it (TL707) and stop calling it, everywhere."""
+        if probe.switched_off:
+            return
+        probe.switched_off = True
+        self.probe_crashed(probe, where, exc)
+        for forget in self.on_switch_off:
+            forget(probe)
+
     def probe_crashed(self, probe: Probe, where: str, exc: BaseException) -> None:
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         origin = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
@@ -209,6 +244,11 @@ class ProbeContext:
             probe=probe.name,
             message=f"probe {probe.name!r} raised {type(exc).__name__}: {exc}{origin} in {where}; it is off for the rest of the run",
         )
+
+
+def passes_tensor(tensor: Any) -> Any:
+    """A pack hook's fallback: the tensor saved as autograd would save it."""
+    return tensor
 
 
 _HOOKS = ("before", "after", "failed")
@@ -243,6 +283,7 @@ class ProbeDispatch(TorchFunctionMode):
         #: Steps after which no probe watched any more (None: they watched to the end).
         self.watched_steps: int | None = None
         self.thread: int | None = None
+        ctx.on_switch_off.append(self._forget)
         self._calls = 0  # torch calls seen: each one's number names it for ``ProbeContext.site``
 
     # -- on and off the mode stack ------------------------------------------------------------
@@ -372,13 +413,15 @@ class ProbeDispatch(TorchFunctionMode):
             return False
 
     def disable(self, probe: Probe, where: str, exc: BaseException) -> None:
-        if probe in self.probes or probe in self.watching:
-            if probe in self.probes:
-                self.probes.remove(probe)
-            if probe in self.watching:
-                self.watching.remove(probe)
+        self.ctx.switch_off(probe, where, exc)
+
+    def _forget(self, probe: Probe) -> None:
+        """A probe that was switched off sees no more calls."""
+        if probe in self.probes:
+            self.probes.remove(probe)
             self._table.clear()
-            self.ctx.probe_crashed(probe, where, exc)
+        if probe in self.watching:
+            self.watching.remove(probe)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         ctx = self.ctx
@@ -454,11 +497,13 @@ class WarningDispatch:
 
     def __call__(self, warning: TargetWarning) -> None:
         for probe in list(self.probes):
+            if probe.switched_off:
+                continue
             try:
                 probe.warned(warning)
             except Exception as exc:
                 self.probes.remove(probe)
-                self.ctx.probe_crashed(probe, "warned", exc)
+                self.ctx.switch_off(probe, "warned", exc)
 
 
 def _overrides(probe: Probe, hook: str) -> bool:

@@ -73,6 +73,9 @@ class DataLoaderProbe(Probe):
         self.stepped = 0.0  # seconds in whole step intervals
         self.done = False
         probe = self
+        # What the probe does inside the program's DataLoader calls must not raise there.
+        self._created = self.guarded(self._created)
+        self._waited = self.guarded(self._waited)
         iterator_class = dataloader_module._BaseDataLoaderIter
         self.originals = (DataLoader.__init__, DataLoader.__iter__, iterator_class.__init__, iterator_class.__next__)
         loader_init, loader_iter, iterator_init, iterator_next = self.originals
@@ -116,7 +119,7 @@ class DataLoaderProbe(Probe):
         DataLoader.__iter__ = __iter__  # type: ignore[method-assign]
         iterator_class.__init__ = iterator_init_noting_loader  # type: ignore[method-assign]
         iterator_class.__next__ = __next__  # type: ignore[method-assign]
-        self.handle = optimizer_hooks.register_optimizer_step_post_hook(self._stepped)
+        self.handle = optimizer_hooks.register_optimizer_step_post_hook(self.guarded(self._stepped))
 
     def uninstall(self) -> None:
         iterator_class = dataloader_module._BaseDataLoaderIter

@@ -57,8 +57,8 @@ class DistributedProbe(Probe):
         self._digested = False
         self._ddps: list[_UnusedParameterWatch] = []
         self._handles = [
-            optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
-            module_hooks.register_module_forward_pre_hook(self._note_module),
+            optimizer_hooks.register_optimizer_step_post_hook(self.guarded(self._after_step)),
+            module_hooks.register_module_forward_pre_hook(self.guarded(self._note_module)),
         ]
         self._restores = [_patch_sampler(self), _patch_ddp(self)]
 

@@ -78,8 +78,8 @@ class GradientFlowProbe(Probe):
         self.total_norms: list[float] = []
         self.judged = False
         self.handles = [
-            optimizer_hooks.register_optimizer_step_pre_hook(self._before_step),
-            optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
+            optimizer_hooks.register_optimizer_step_pre_hook(self.guarded(self._before_step)),
+            optimizer_hooks.register_optimizer_step_post_hook(self.guarded(self._after_step)),
         ]
 
     def uninstall(self) -> None:

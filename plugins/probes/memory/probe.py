@@ -109,14 +109,14 @@ class MemoryProbe(Probe):
         #: accumulation for one backward pass (a policy gradient's episode): (key, evidence, tensors).
         self.pending: list[tuple[Any, dict[str, Any], list[weakref.ref]]] = []
         self.handles = [
-            optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
-            module_hooks.register_module_forward_pre_hook(self._enter),
-            module_hooks.register_module_forward_hook(self._leave, always_call=True),
+            optimizer_hooks.register_optimizer_step_post_hook(self.guarded(self._after_step)),
+            module_hooks.register_module_forward_pre_hook(self.guarded(self._enter)),
+            module_hooks.register_module_forward_hook(self.guarded(self._leave), always_call=True),
         ]
         self.optimizer_made = False
         self.stepping: set[int] = set()  # optimizers that have stepped
         self.stepped_since: set[int] = set()  # ... since the last iteration ended
-        self._restore_optimizer_init = on_optimizer_created(self._optimizer_made)
+        self._restore_optimizer_init = on_optimizer_created(self.guarded(self._optimizer_made))
         self.history = False
         if options.get("memory_history") and self.device == "cuda" and torch.cuda.is_available():
             # Stacks of the live blocks only ("state"): no trace of every event to keep.

@@ -105,12 +105,12 @@ class NonfiniteProbe(Probe):
         #: after that it reads the boundaries it can reach without them (see `stop_watching`).
         self.watched = True
         self.handles = [
-            module_hooks.register_module_forward_pre_hook(self._enter),
-            module_hooks.register_module_forward_hook(self._leave, with_kwargs=True, always_call=True),
-            optimizer_hooks.register_optimizer_step_pre_hook(self._step_begins),
-            optimizer_hooks.register_optimizer_step_post_hook(self._step_ends),
+            module_hooks.register_module_forward_pre_hook(self.guarded(self._enter)),
+            module_hooks.register_module_forward_hook(self.guarded(self._leave), with_kwargs=True, always_call=True),
+            optimizer_hooks.register_optimizer_step_pre_hook(self.guarded(self._step_begins)),
+            optimizer_hooks.register_optimizer_step_post_hook(self.guarded(self._step_ends)),
         ]
-        self._unnote_optimizers = on_optimizer_created(self._optimizer_created)
+        self._unnote_optimizers = on_optimizer_created(self.guarded(self._optimizer_created))
         self._unpatch = _note_scaled_losses(self.scaled)
 
     def uninstall(self) -> None:

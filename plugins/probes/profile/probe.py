@@ -105,11 +105,11 @@ class ProfileProbe(Probe):
         self.error: str | None = None
         # A step is an optimizer step once an optimizer exists, else a forward call of the
         # model, as --steps counts.
-        self._restore_optimizer_init = on_optimizer_created(self._note_optimizer)
+        self._restore_optimizer_init = on_optimizer_created(self.guarded(self._note_optimizer))
         self._handles = [
-            module_hooks.register_module_forward_pre_hook(self._pre),
-            module_hooks.register_module_forward_hook(self._post, always_call=True),
-            optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
+            module_hooks.register_module_forward_pre_hook(self.guarded(self._pre)),
+            module_hooks.register_module_forward_hook(self.guarded(self._post), always_call=True),
+            optimizer_hooks.register_optimizer_step_post_hook(self.guarded(self._after_step)),
         ]
 
     def uninstall(self) -> None:

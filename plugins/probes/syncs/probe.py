@@ -58,7 +58,7 @@ class SyncsProbe(Probe):
         self.timed = self.ctx.device.name == "cuda" and torch.cuda.is_available()
         self.listening = False
         self.started: list[float | None] = []
-        self.handle = optimizer_hooks.register_optimizer_step_post_hook(self._stepped)
+        self.handle = optimizer_hooks.register_optimizer_step_post_hook(self.guarded(self._stepped))
 
     def watches(self, func: Any) -> bool:
         return self.timed and func in SYNCING
