@@ -72,6 +72,10 @@ class SavedAccounting:
         self._inner_pack: Callable | None = None
         self._inner_unpack: Callable | None = None
         self._installed = False
+        # Reading `self._released` makes a new bound method each time: made once, not once per
+        # holder (each would live until backward, one more object per saved tensor for the
+        # garbage collector's full passes to traverse).
+        self._on_release = self._released
         self._held: list[_Ref] = []
         self._sweep_at = SWEEP_EVERY
         #: Storages saved and alive: key -> [bytes, holders].
@@ -129,7 +133,7 @@ class SavedAccounting:
         site = self._site()
         module = self._module()
         held = _Held(inner, nbytes, pointer, site, module, self.iteration)
-        ref = _Ref(held, self._released)
+        ref = _Ref(held, self._on_release)
         # A storage without memory (meta tensors) is never the same storage twice.
         ref.key = key = pointer or id(held)
         self._held.append(ref)
