@@ -441,6 +441,59 @@ def test_one_stale_tensor_is_not_a_pile():
     assert [count for _, count in watch.kept_counts] == [0, 1, 1, 1, 1]
 
 
+# -- the saved-tensor accounting on a long forward -------------------------------------------
+class _Loop(torch.nn.Module):
+    """A small module called once per time step, as an RNN's loop calls its cell."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = torch.nn.LSTMCell(1, 4)
+
+    def forward(self, x):
+        h = c = torch.zeros(2, 4)
+        outputs = []
+        for step in x.split(1, dim=1):
+            h, c = self.cell(step, (h, c))
+            outputs.append(h)
+        return torch.cat(outputs, 1)
+
+
+def test_a_long_forward_is_swept_in_work_linear_in_the_tensors_it_saves(monkeypatch):
+    from torchlint.plugins.probes.memory import saved
+
+    # A small sweep interval, so that 300 time steps show what 1000s would with the real one.
+    monkeypatch.setattr(saved, "SWEEP_EVERY", 16)
+    counts = {"sweeps": 0, "read": 0}
+    sweep = saved.SavedAccounting._sweep
+
+    def counting_sweep(self):
+        counts["sweeps"] += 1
+        counts["read"] += len(self._held)
+        sweep(self)
+
+    monkeypatch.setattr(saved.SavedAccounting, "_sweep", counting_sweep)
+    accounting = saved.SavedAccounting(lambda: Site("/project/train.py", 9, "forward"), lambda: "Loop.cell")
+    accounting.install()
+    try:
+        torch.manual_seed(0)
+        model = _Loop()
+        output = model(torch.randn(2, 300))
+        held = len(accounting._held)  # nothing has died: every holder of the forward
+        assert held > 40 * saved.SWEEP_EVERY and counts["sweeps"] > 1
+        # A sweep every SWEEP_EVERY holders read them all each time (470,000 reads of 3,900).
+        assert counts["read"] <= 2 * held, (counts, held)
+        saved_bytes = accounting.live_bytes
+        assert saved_bytes > 0
+        output.sum().backward()
+        assert accounting.live_bytes == 0  # each holder, swept or not, was counted once and freed
+        for _ in range(5):
+            model(torch.randn(2, 300)).sum().backward()
+        accounting.held()  # an iteration boundary sweeps
+        assert accounting._held == [] and accounting._peak_iteration == saved_bytes
+    finally:
+        accounting.uninstall()
+
+
 def test_the_container_and_its_append_line_are_found():
     source = textwrap.dedent("""
         def evaluate(model, batches, targets):

@@ -68,6 +68,10 @@ class FrameClassifier:
         self._library = tuple(os.path.join(os.path.realpath(d), "") for d in library_dirs)
         self._verdicts: dict[str, int] = {}
         self._absolutes: dict[str, str] = {}
+        #: One Site per user line: probes keep the site of every tensor autograd saves until
+        #: backward (the autograd and memory probes one each), and a new tuple per call was
+        #: as many objects again for the garbage collector's full passes to traverse.
+        self._sites: dict[tuple, Site] = {}
 
     def treat_as_internal(self, filename: str) -> None:
         """A plugin's probe module, which may sit in the user's project (`plugins = [...]`):
@@ -99,7 +103,12 @@ class FrameClassifier:
             if verdict is None:
                 verdict = self.verdict(filename)
             if verdict == USER:
-                return Site(self._absolute(filename), frame.f_lineno, frame.f_code.co_name)
+                code = frame.f_code
+                key = (filename, frame.f_lineno, code.co_name)
+                site = self._sites.get(key)
+                if site is None:
+                    site = self._sites[key] = Site(self._absolute(filename), frame.f_lineno, code.co_name)
+                return site
             if verdict == LIBRARY and fallback is None:
                 fallback = frame
             frame = frame.f_back

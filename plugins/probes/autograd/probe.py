@@ -72,13 +72,14 @@ class AutogradProbe(Probe):
     runtime_code = "TL705"
     summary = "in-place edits of tensors autograd saved, and of leaves that require grad"
 
-    #: Dead entries are swept after this many packs (a weakref callback per saved tensor
-    #: cost more than the sweep).
+    #: Dead entries are swept after this many packs at least (a weakref callback per saved
+    #: tensor cost more than the sweep), or after as many as the last sweep kept (`_sweep`).
     SWEEP_EVERY = 4096
 
     def install(self) -> None:
         self.saved: dict[int, list[weakref.ref]] = {}
         self._packs_since_sweep = 0
+        self._sweep_after = self.SWEEP_EVERY
         self._leaf_reported: set[int] = set()
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
         self._hooks.__enter__()
@@ -152,7 +153,7 @@ class AutogradProbe(Probe):
         if base is not None:
             saved.setdefault(id(base), []).append(ref)
         self._packs_since_sweep += 1
-        if self._packs_since_sweep >= self.SWEEP_EVERY:
+        if self._packs_since_sweep >= self._sweep_after:
             self._sweep()
         return holder
 
@@ -176,11 +177,20 @@ class AutogradProbe(Probe):
         """Drop holders whose graph is gone."""
         self._packs_since_sweep = 0
         live = {}
+        held = 0
         for key, refs in self.saved.items():
             kept = [ref for ref in refs if ref() is not None]
             if kept:
                 live[key] = kept
+                held += len(kept)
         self.saved = live
+        # A sweep reads every holder in the registry. Inside one long forward (an RNN cell
+        # called for each of 1000 time steps) none has died yet, so a sweep every
+        # SWEEP_EVERY packs read the whole forward's holders again each time: quadratic in
+        # the tensors one forward saves. Waiting for as many packs as this sweep kept
+        # makes each sweep's reading paid for by the packs since the last one (linear), and
+        # still bounds the dead entries by the live ones.
+        self._sweep_after = max(self.SWEEP_EVERY, held)
 
     # -- in-place operations ----------------------------------------------------------------
     def watches(self, func: Any) -> bool:

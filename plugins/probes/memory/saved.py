@@ -30,7 +30,8 @@ _push_hooks = torch._C._autograd._push_saved_tensors_default_hooks
 _pop_hooks = torch._C._autograd._pop_saved_tensors_default_hooks
 _NO_FUNCTION = torch._C.DisableTorchFunction
 
-#: Dead holders are swept from the registry at each iteration boundary, or after this many.
+#: Dead holders are swept from the registry at each iteration boundary, or once it holds this
+#: many, or twice as many as the last sweep kept (see `_sweep`).
 SWEEP_EVERY = 8192
 
 
@@ -72,7 +73,12 @@ class SavedAccounting:
         self._inner_pack: Callable | None = None
         self._inner_unpack: Callable | None = None
         self._installed = False
+        # Reading `self._released` makes a new bound method each time: made once, not once per
+        # holder (each would live until backward, one more object per saved tensor for the
+        # garbage collector's full passes to traverse).
+        self._on_release = self._released
         self._held: list[_Ref] = []
+        self._sweep_at = SWEEP_EVERY
         #: Storages saved and alive: key -> [bytes, holders].
         self._live: dict[int, list[int]] = {}
         self.live_bytes = 0
@@ -128,11 +134,11 @@ class SavedAccounting:
         site = self._site()
         module = self._module()
         held = _Held(inner, nbytes, pointer, site, module, self.iteration)
-        ref = _Ref(held, self._released)
+        ref = _Ref(held, self._on_release)
         # A storage without memory (meta tensors) is never the same storage twice.
         ref.key = key = pointer or id(held)
         self._held.append(ref)
-        if len(self._held) % SWEEP_EVERY == 0:
+        if len(self._held) >= self._sweep_at:
             self._sweep()
         entry = self._live.get(key)
         if entry is not None:
@@ -218,3 +224,8 @@ class SavedAccounting:
 
     def _sweep(self) -> None:
         self._held = [ref for ref in self._held if ref() is not None]
+        # Inside one long forward (an RNN cell called for each of 1000 time steps) no holder
+        # has died yet: a sweep every SWEEP_EVERY holders read the whole forward's again each
+        # time, quadratic in what one forward saves. The next sweep waits until the list has
+        # doubled, so each sweep reads no more than the holders added since the last one.
+        self._sweep_at = max(SWEEP_EVERY, 2 * len(self._held))
