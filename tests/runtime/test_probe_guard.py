@@ -10,21 +10,31 @@ from conftest import torchlint_run
 
 pytest.importorskip("torch")
 
-#: A plugin that breaks one built-in probe's module hook, as a probe bug would.
+#: A plugin that breaks one built-in probe's hook, as a probe bug would.
 BREAK = '''
+import importlib
+
 from torchlint import hookimpl
 
 
 @hookimpl
 def torchlint_probes():
-    from torchlint.plugins.probes.nonfinite.probe import NonfiniteProbe
+    owner = getattr(importlib.import_module("{module}"), "{owner}")
 
-    def broken(self, module, args, *rest):
+    def broken(*args, **kwargs):
         raise ValueError("a bug in the probe")
 
-    NonfiniteProbe._leave = broken
+    setattr(owner, "{method}", broken)
     return []
 '''
+
+#: (module, class, method): a module hook, a saved-tensor hook of each kind, an optimizer hook.
+HOOKS = {
+    "nonfinite": ("torchlint.plugins.probes.nonfinite.probe", "NonfiniteProbe", "_leave"),
+    "autograd": ("torchlint.plugins.probes.autograd.probe", "AutogradProbe", "_pack"),
+    "memory": ("torchlint.plugins.probes.memory.saved", "SavedAccounting", "_pack"),
+    "gradient-flow": ("torchlint.plugins.probes.gradient_flow.probe", "GradientFlowProbe", "_before_step"),
+}
 
 TRAIN = """import torch
 from torch import nn
@@ -40,14 +50,16 @@ print("trained", round(loss.item(), 3) >= 0)
 """
 
 
-def test_a_probe_whose_module_hook_raises_is_switched_off_and_the_program_runs_on(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nplugins = ["break_nonfinite"]\n')
-    (tmp_path / "break_nonfinite.py").write_text(BREAK)
+@pytest.mark.parametrize("probe", sorted(HOOKS))
+def test_a_probe_whose_own_torch_hook_raises_is_switched_off_and_the_program_runs_on(tmp_path, probe):
+    module, owner, method = HOOKS[probe]
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nplugins = ["break_probe"]\n')
+    (tmp_path / "break_probe.py").write_text(BREAK.format(module=module, owner=owner, method=method))
     (tmp_path / "train.py").write_text(TRAIN)
     run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path)
     assert run.report["outcome"]["status"] == "completed", run.stderr[-3000:]
     assert "trained True" in run.stderr + run.stdout
     (crash,) = run.findings("runtime only")
     assert crash["code"] == "TL707"
-    assert "probe 'nonfinite' raised ValueError: a bug in the probe" in crash["message"]
-    assert "in broken" in crash["message"] and "off for the rest of the run" in crash["message"]
+    assert f"probe {probe!r} raised ValueError: a bug in the probe" in crash["message"]
+    assert "in broken; it is off for the rest of the run" in crash["message"]

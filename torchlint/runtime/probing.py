@@ -25,6 +25,8 @@ from torch.optim import optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
 from torchlint.runtime.devices import DeviceMode
+
+_is_compiling = torch.compiler.is_compiling
 from torchlint.runtime.events import EventWriter
 from torchlint.runtime.frames import FrameClassifier, Site
 from torchlint.runtime.user_warnings import TargetWarning
@@ -89,6 +91,8 @@ class Probe:
         where = getattr(hook, "__name__", None) or repr(hook)
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            if _is_compiling():  # Dynamo traces saved-tensor hooks: no try block, no guard on our state
+                return hook(*args, **kwargs)
             if not probe.switched_off:
                 try:
                     return hook(*args, **kwargs)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch.optim import optimizer as optimizer_hooks
 
 from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import Probe, op_name
+from torchlint.runtime.probing import Probe, op_name, passes_tensor
 
 Tensor = torch.Tensor
 _is_compiling = torch.compiler.is_compiling
@@ -81,7 +81,9 @@ class AutogradProbe(Probe):
         self._packs_since_sweep = 0
         self._sweep_after = self.SWEEP_EVERY
         self._leaf_reported: set[int] = set()
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        # The unpack hook stays unguarded: it raises autograd's own error on purpose.
+        self._packer = self.guarded(self._pack, fallback=passes_tensor)
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._packer, self._unpack)
         self._hooks.__enter__()
         self._hooks_on = True
         self.packing = True
@@ -90,8 +92,8 @@ class AutogradProbe(Probe):
         # a second backward through the same graph) is found by comparing versions around it.
         self._stepping: list[Tensor] = []
         self._step_hooks = [
-            optimizer_hooks.register_optimizer_step_pre_hook(self._before_step),
-            optimizer_hooks.register_optimizer_step_post_hook(self._after_step),
+            optimizer_hooks.register_optimizer_step_pre_hook(self.guarded(self._before_step)),
+            optimizer_hooks.register_optimizer_step_post_hook(self.guarded(self._after_step)),
         ]
 
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -115,7 +117,7 @@ class AutogradProbe(Probe):
         return super().keeps_watching(steps) or (self._hooks_on and not self._innermost())
 
     def _innermost(self) -> bool:
-        return torch._C._autograd._top_saved_tensors_default_hooks(True) == (self._pack, self._unpack)
+        return torch._C._autograd._top_saved_tensors_default_hooks(True) == (self._packer, self._unpack)
 
     def stop_watching(self) -> None:
         # Tensors saved from now on keep autograd's own version check (and its error, which

@@ -99,7 +99,7 @@ class MemoryProbe(Probe):
         self.parameterized: dict[int, bool] = {}  # top-level modules: whether they hold parameters
         self.optimizers: list[weakref.ref] = []
         # Accounting.
-        self.saved = SavedAccounting(self._site, self._module)
+        self.saved = SavedAccounting(self._site, self._module, guard=self.guarded)
         self.saved.install()
         self.growth = GrowthWatch(self._site)
         self.rows: list[dict[str, Any]] = []

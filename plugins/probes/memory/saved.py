@@ -65,9 +65,13 @@ def _parameter(tensor: torch.Tensor) -> bool:
 class SavedAccounting:
     """Installs the hooks; counts live bytes; tallies per forward pass and per iteration."""
 
-    def __init__(self, site: Callable[[], Site | None], module: Callable[[], str | None]) -> None:
+    def __init__(self, site: Callable[[], Site | None], module: Callable[[], str | None],
+                 guard: Callable[..., Callable] | None = None) -> None:
+        """``guard``: the probe's ``guarded``; a pack hook that raises then hands every tensor
+        on to the pair below, untouched."""
         self._site = site
         self._module = module
+        self._packer = guard(self._pack, fallback=self._pass_on) if guard is not None else self._pack
         self.watching = False
         self.iteration = 0
         self._inner_pack: Callable | None = None
@@ -96,7 +100,7 @@ class SavedAccounting:
         top = _top_hooks(True)
         if top is not None:
             self._inner_pack, self._inner_unpack = top
-        _push_hooks(self._pack, self._unpack)
+        _push_hooks(self._packer, self._unpack)
         self._installed = True
         self.watching = True
 
@@ -113,11 +117,11 @@ class SavedAccounting:
         if on and not self._installed:
             below = (self._inner_pack, self._inner_unpack) if self._inner_pack is not None else None
             if _top_hooks(True) == below:
-                _push_hooks(self._pack, self._unpack)
+                _push_hooks(self._packer, self._unpack)
                 self._installed = True
             else:
                 self.watching = False
-        elif not on and self._installed and _top_hooks(True) == (self._pack, self._unpack):
+        elif not on and self._installed and _top_hooks(True) == (self._packer, self._unpack):
             _pop_hooks()
             self._installed = False
 
@@ -155,6 +159,9 @@ class SavedAccounting:
         if module is not None:
             self._by_module[module] += nbytes
         return held
+
+    def _pass_on(self, tensor: torch.Tensor) -> Any:
+        return self._inner_pack(tensor) if self._inner_pack is not None else tensor
 
     def _unpack(self, packed: Any) -> torch.Tensor:
         if type(packed) is _Held:
