@@ -118,3 +118,26 @@ def test_the_bug_signalling_warnings_are_findings_at_the_user_line(run):
     assert "`log_softmax` without `dim`" in messages[("TL713", LOG_SOFTMAX)]
     assert f"`mse_loss` at train.py:{MSE} got input of size [4, 1] and target of size [4]; they broadcast to [4, 4]" in messages[("TL716", MSE)]
     assert run.returncode == 1
+
+
+def test_a_warning_torch_hides_inside_torch_compile_is_no_finding(tmp_path):
+    """Dynamo asks a tensor for `.grad` while it traces, under `torch._logging.hide_warnings`:
+    the non-leaf `.grad` warning that raises is torch's to hide, not a TL715 at the user's line."""
+    (tmp_path / "train.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+        compiled = torch.compile(model, backend="aot_eager")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(2):
+            loss = compiled(torch.randn(4, 8)).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        h = model(torch.randn(4, 8))
+        print(h.grad)  # the program's own read of a non-leaf's .grad: TL715 all the same
+    """).lstrip("\n"))
+    run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path, timeout=240)
+    assert run.report["outcome"]["status"] == "completed", run.stderr[-3000:]
+    assert [(f["code"], f["location"]["row"]) for f in run.findings("runtime only")] == [("TL715", 13)]

@@ -47,6 +47,12 @@ from torchlint.runtime.frames import LIBRARY, USER, FrameClassifier, Site
 PINNED_MODULES = re.compile(r"(?:torch|torchlint)(?:\.|$)")
 
 
+def _hidden_by_torch() -> bool:
+    """Whether torch is hiding warnings here (``torch._logging.hide_warnings``, which replaces
+    ``warnings.showwarning`` around its own internals, never around the program's code)."""
+    return getattr(warnings.showwarning, "__module__", "").startswith("torch.")
+
+
 @dataclass(frozen=True)
 class TargetWarning:
     """A warning the target triggered, as probes receive it."""
@@ -126,6 +132,11 @@ class UserWarnings:
             return
         try:
             raised_in = sys._getframe(1)
+            if _hidden_by_torch():
+                # torch.compile's machinery hiding what it raises itself (Dynamo probing a
+                # tensor's `.grad`): torch decides, as without us, and no user line caused it.
+                self._original(msg)
+                return
             site = self.frames.user_site(raised_in)
             self.listener(TargetWarning(str(msg.message), msg.category, site, raised_in))
             at = line = None
