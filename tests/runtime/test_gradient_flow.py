@@ -153,3 +153,35 @@ def test_frame_locals_leaves_the_dict_a_program_holds_from_locals_whole():
     hparams, seen = train()
     assert hparams["lr"] == 0.1 and hparams["epochs"] == 3
     assert seen["lr"] == 0.1 and seen["hparams"] is hparams
+
+
+LBFGS = """
+import torch
+from torch import nn
+
+model = nn.ModuleDict({"used": nn.Linear(3, 1), "unused": nn.Linear(3, 1)})
+optimizer = torch.optim.LBFGS(model.parameters(), lr=0.5)
+x, y = torch.randn(16, 3), torch.randn(16, 1)
+
+
+def closure():
+    optimizer.zero_grad()
+    loss = (model["used"](x) - y).pow(2).mean()
+    loss.backward()
+    return loss
+
+
+for step in range(3):
+    optimizer.step(closure)
+"""
+
+
+@pytest.mark.parametrize("steps", ["1", "3"])
+def test_a_closure_step_is_read_after_the_gradients_it_makes(tmp_path, steps):
+    """LBFGS makes its gradients inside step(closure): read before it, even the used layer had
+    none at the first step."""
+    (tmp_path / "train.py").write_text(LBFGS.lstrip("\n"))
+    result = torchlint_run("train.py", "--steps", steps, "-q", "--output-format", "json", cwd=tmp_path, timeout=180)
+    found = [f for f in result.findings("runtime only") if f["code"] == "TL730"]
+    assert len(found) == 1, result.stdout
+    assert "unused.weight" in found[0]["message"] and "used.weight" not in found[0]["message"].replace("unused.weight", "")

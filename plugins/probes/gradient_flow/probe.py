@@ -111,6 +111,13 @@ class GradientFlowProbe(Probe):
         if self.step_site is None:
             self.step_site = self.ctx.site()
             self._name_parameters()
+        if _closure(args, kwargs):
+            return  # step(closure) makes its gradients inside the step (LBFGS): read after it
+        self._read_gradients(optimizer)
+
+    def _read_gradients(self, optimizer: Any, moves: bool = True) -> None:
+        """This step's gradients: which parameters have none or a zero one, the layers' norms;
+        with ``moves``, what the step is about to change (compared after it)."""
         params = _trainable(optimizer)
         for param in params:
             self.params.setdefault(id(param), weakref.ref(param))
@@ -131,6 +138,8 @@ class GradientFlowProbe(Probe):
                     self.without_grad[id(param)] = self.without_grad.get(id(param), 0) + 1
                     self.zero_only[id(param)] = self.zero_only.get(id(param), True)
             self._note_layers(with_grad, grad_norms)
+            if not moves:
+                return
             moving = [p for p, norm in zip(with_grad, grad_norms) if norm != 0.0]
             groups = ([moving[i] for i in indices] for indices in _by_device(moving).values())
             self.before_step = [(group, _prefixes(group), _prefixes([p.grad for p in group])) for group in groups]
@@ -139,6 +148,10 @@ class GradientFlowProbe(Probe):
         seen = self.steps.get(id(optimizer), 0)
         if seen >= STEPS:
             return
+        if _closure(args, kwargs):
+            # The gradients the closure made last; what the step changed is not known (the
+            # weights were not read before it), so it counts for no unchanged parameter.
+            self._read_gradients(optimizer, moves=False)
         self.steps[id(optimizer)] = seen + 1
         with torch._C.DisableTorchFunction(), torch.no_grad():
             for group, before, grads in self.before_step:
@@ -300,6 +313,12 @@ class GradientFlowProbe(Probe):
                     continue
                 for param in layer.parameters(recurse=False):
                     self.layers.setdefault(id(param), f"{label}.{path}" if path else label)
+
+
+def _closure(args: Any, kwargs: Any) -> bool:
+    """Whether an optimizer step hook's call of ``step`` got a closure (its args: the
+    optimizer, then step's own)."""
+    return (len(args) > 1 and args[1] is not None) or kwargs.get("closure") is not None
 
 
 def _trainable(optimizer: Any) -> list[torch.Tensor]:
