@@ -126,6 +126,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     from torchlint.runtime.dist_rank import rank_setup
     from torchlint.runtime.frames import default_classifier
     from torchlint.runtime.probing import ProbeContext, ProbeDispatch, WarningDispatch
+    from torchlint.runtime.processes import ProcessWatch
     from torchlint.runtime.user_warnings import UserWarnings, own_dirs
     from torchlint.runtime.steps import StepCounter, StepLimitReached
 
@@ -186,6 +187,9 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         shown = UserWarnings(ctx.frames, own_dirs(), os.path.dirname(torch.__file__), WarningDispatch(installed, ctx))
         shown.install()
         stack.callback(shown.uninstall)
+        started_processes = ProcessWatch(ctx.frames, os.path.dirname(torch.__file__))
+        started_processes.install()
+        stack.callback(started_processes.uninstall)
         # Entered last, so it sees each call first (with the device the user asked for),
         # before the device mode rewrites it.
         dispatch.append(stack.enter_context(ProbeDispatch(installed, ctx)))
@@ -225,6 +229,8 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
     if dispatch and dispatch[0].watched_steps is not None:
         outcome["watched_steps"] = dispatch[0].watched_steps
+    if started_processes.summary():
+        outcome["processes"] = started_processes.summary()
     outcome.update(getattr(mode, "outcome_data", dict)())
     watchdog.phase = "after-run"
     _report_imports(events, ctx)

@@ -30,7 +30,7 @@ RUNTIME_ONLY = "runtime only"
 #: Outcome fields the child adds that the JSON report passes on: what a device mode adds
 #: (``DeviceMode.outcome_data``; fake-cuda's ``host_syncs``), and the steps the probes watched
 #: when their window closed before the end (``--watch-steps``).
-OUTCOME_EXTRA_KEYS = ("host_syncs", "watched_steps")
+OUTCOME_EXTRA_KEYS = ("host_syncs", "watched_steps", "processes")
 
 
 @dataclass
@@ -95,6 +95,7 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
         if index not in used and code in known and event.get("at") and _observation(event) not in confirming:
             findings.append(_runtime_finding(code, event["message"], event["at"], cwd, event, rule=known[code]))
     findings.extend(_outcome_findings(child, outcome, cwd))
+    findings.extend(_failed_processes(child, outcome, cwd))
     findings.extend(_probe_crashes(child, cwd))
     return _dedupe(findings), outcome
 
@@ -212,10 +213,11 @@ def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
             return Outcome("killed", f"was killed by {child.signal_name} {far}", short=f"was killed by {child.signal_name}", **counts)
         return _unfinished(child, far, cwd, counts)
     status = event["status"]
+    elsewhere = _started_elsewhere(counts["extra"].get("processes") or (), cwd)
     if status == "completed":
-        return Outcome(status, f"completed {far}", **counts)
+        return Outcome(status, f"completed {far}{elsewhere}", **counts)
     if status == "steps-reached":
-        return Outcome(status, f"stopped as asked {far}", **counts)
+        return Outcome(status, f"stopped as asked {far}{elsewhere}", **counts)
     if status == "stopped":
         where = f" at {display_path(event['at'][0], cwd)}:{event['at'][1]}" if event.get("at") else ""
         return Outcome(status, f"stopped{where} {far}: {event.get('detail', '')}", data={"at": event.get("at")},
@@ -227,6 +229,16 @@ def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
     where = f" at {display_path(exception['at'][0], cwd)}:{exception['at'][1]}" if exception.get("at") else ""
     return Outcome("raised", f"raised {exception.get('type')}{where} {far}: {exception.get('message', '')}".rstrip(": "),
                    data=exception, short=f"raised {exception.get('type')}{where}", **counts)
+
+
+def _started_elsewhere(processes: list | tuple, cwd: Path) -> str:
+    """'; 4 processes it started (at train.py:40) ran without probes': where the training may
+    really have happened."""
+    count = sum(started.get("started", 0) for started in processes)
+    if not count:
+        return ""
+    places = ", ".join(f"{display_path(started['at'][0], cwd)}:{started['at'][1]}" for started in processes)
+    return f"; {count} process{'es' * (count != 1)} it started (at {places}) ran without torchlint's probes"
 
 
 def _timed_out(child: ChildResult, stopped: dict | None, far: str, cwd: Path, timeout: float, counts: dict) -> Outcome:
@@ -325,6 +337,27 @@ def _crash(code: str, message: str, outcome: Outcome, child: ChildResult, cwd: P
         if outcome.data.get(key):
             data[key] = outcome.data[key]
     return replace(finding, evidence=(Evidence(RUNTIME_ONLY, message, data),))
+
+
+def _failed_processes(child: ChildResult, outcome: Outcome, cwd: Path) -> list[Finding]:
+    """TL702 at each line whose processes (``multiprocessing``, ``torch.multiprocessing.spawn``)
+    exited with an error: the main process may finish cleanly while all the training failed."""
+    found = []
+    fake = (child.first("start") or {}).get("device") == "fake-cuda"
+    for started in outcome.extra.get("processes", ()):
+        failed = [code for code in started.get("exit_codes", ()) if code not in (0, None)]
+        if not failed:
+            continue
+        count = started.get("started", len(started.get("exit_codes", ())))
+        codes = ", ".join(str(code) for code in sorted(set(failed)))
+        where = f"{display_path(started['at'][0], cwd)}:{started['at'][1]}"
+        message = (f"{len(failed)} of the {count} process{'es' * (count != 1)} the program started at {where} "
+                   f"exited with an error (exit code {codes}); torchlint's probes do not run in them")
+        if fake:
+            message += (", nor does the simulated GPU: under --device fake-cuda such a process sees no CUDA (run it "
+                        "with --device cpu, or let torchlint start the ranks: --nproc-per-node N)")
+        found.append(_runtime_finding("TL702", message, started["at"], cwd))
+    return found
 
 
 def _probe_crashes(child: ChildResult, cwd: Path) -> list[Finding]:

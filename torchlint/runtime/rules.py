@@ -26,7 +26,12 @@ class TargetCrashed(RuntimeRule):
     ## What it does
     Reports that the program run by `torchlint run` raised an uncaught exception, exited
     with a non-zero status, or was killed by a signal (SIGABRT, SIGSEGV, ...), with the
-    evidence the probes gathered before it stopped.
+    evidence the probes gathered before it stopped. Also reported, at the line that started
+    them, when processes the program started itself (`multiprocessing.Process`,
+    `torch.multiprocessing.spawn`) exited with an error while the main process finished:
+    probes do not run in such processes, and under `--device fake-cuda` they see no simulated
+    GPU (use `--device cpu`, or `--nproc-per-node N` for ranks). The run's summary names the
+    processes the program started, failed or not; DataLoader workers are not counted.
 
     ## Why is this bad?
     Findings after the crash point could not be checked: they are reported as `not reached`.
