@@ -311,35 +311,11 @@ def test_an_inference_tensor_counts_as_changed_since_it_was_recorded():
     assert 0 != UNTRACKED and not (UNTRACKED == 0)
 
 
-ORTHOGONAL_INIT = """
-import torch
-from torch import nn
-
-
-class NormPool(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.proj = nn.Linear(6, 6, bias=False)
-        self.head = nn.Linear(6, 1)
-        nn.init.orthogonal_(self.proj.weight)  # writes the weight through a view made under no_grad
-
-    def forward(self, tokens):
-        h = self.proj(tokens)
-        lengths = torch.sqrt((h * h).sum(-1))
-        return self.head(h.mean(1)) + lengths.mean(1, keepdim=True)
-
-
-torch.manual_seed(0)
-model = NormPool()
-optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-tokens = torch.randn(4, 5, 6)
-tokens[:, 3:] = 0.0  # padding
-for step in range(2):
-    loss = model(tokens).pow(2).mean()
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-"""
+#: The same model, its projection initialised by `orthogonal_`, which writes the weight through
+#: a view made under no_grad.
+ORTHOGONAL_INIT = MODEL_SQRT.replace(
+    "        self.head = nn.Linear(6, 1)\n",
+    "        self.head = nn.Linear(6, 1)\n        nn.init.orthogonal_(self.proj.weight)\n", 1)
 
 
 @pytest.mark.slow
