@@ -428,38 +428,35 @@ class ProbeDispatch(TorchFunctionMode):
             self.watching.remove(probe)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
         ctx = self.ctx
         outer = ctx.call
         self._calls += 1
-        ctx.call = self._calls
+        ctx.call = self._calls  # names this call for ProbeContext.site
         try:
-            return self._dispatch(func, args, kwargs)
+            entry = self._table.get(func)
+            if entry is None:
+                entry = self._entry(func)
+            befores, afters, faileds = entry
+            if not (befores or afters or faileds):
+                return func(*args, **kwargs)
+            # What the probes do to look (a value check's `bool`, a `.item()`) is not the
+            # program's work: the device mode's sync count must not see it.
+            syncs = getattr(ctx.device, "syncs", None)
+            if befores:
+                self._run(befores, "before", syncs, func, args, kwargs)
+            try:
+                result = func(*args, **kwargs)
+            except Exception as exc:
+                if faileds:
+                    self._run(faileds, "failed", syncs, func, args, kwargs, exc)
+                raise
+            if afters:
+                self._run(afters, "after", syncs, func, args, kwargs, result)
+            return result
         finally:
             ctx.call = outer
-
-    def _dispatch(self, func, args, kwargs):
-        if kwargs is None:
-            kwargs = {}
-        entry = self._table.get(func)
-        if entry is None:
-            entry = self._entry(func)
-        befores, afters, faileds = entry
-        if not (befores or afters or faileds):
-            return func(*args, **kwargs)
-        # What the probes do to look (a value check's `bool`, a `.item()`) is not the
-        # program's work: the device mode's sync count must not see it.
-        syncs = getattr(self.ctx.device, "syncs", None)
-        if befores:
-            self._run(befores, "before", syncs, func, args, kwargs)
-        try:
-            result = func(*args, **kwargs)
-        except Exception as exc:
-            if faileds:
-                self._run(faileds, "failed", syncs, func, args, kwargs, exc)
-            raise
-        if afters:
-            self._run(afters, "after", syncs, func, args, kwargs, result)
-        return result
 
     def _run(self, hooks: tuple, where: str, syncs: Any, *arguments: Any) -> None:
         if syncs is not None:
