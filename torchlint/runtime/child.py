@@ -229,8 +229,9 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     outcome.update(counter.as_dict(), seconds=round(time.monotonic() - started, 3))
     if dispatch and dispatch[0].watched_steps is not None:
         outcome["watched_steps"] = dispatch[0].watched_steps
-    if started_processes.summary():
-        outcome["processes"] = started_processes.summary()
+    processes = started_processes.summary()
+    if processes:
+        outcome["processes"] = processes
     outcome.update(getattr(mode, "outcome_data", dict)())
     watchdog.phase = "after-run"
     _report_imports(events, ctx)

@@ -25,11 +25,12 @@ from torch.optim import optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
 from torchlint.runtime.devices import DeviceMode
-
-_is_compiling = torch.compiler.is_compiling
 from torchlint.runtime.events import EventWriter
 from torchlint.runtime.frames import FrameClassifier, Site
+from torchlint.runtime.steps import step_closure
 from torchlint.runtime.user_warnings import TargetWarning
+
+_is_compiling = torch.compiler.is_compiling
 
 
 class Probe:
@@ -321,8 +322,7 @@ class ProbeDispatch(TorchFunctionMode):
             return
         if any(p.inside_optimizer_step for p in self.probes):
             return
-        # The hook's args are step()'s own, the optimizer first.
-        if (len(args) > 1 and args[1] is not None) or kwargs.get("closure") is not None:
+        if step_closure(args, kwargs):
             return  # step(closure) runs the program's forward and backward (LBFGS): watched
         stack = torch._C._len_torch_function_stack()
         if stack and torch._C._get_function_stack_at(stack - 1) is self:

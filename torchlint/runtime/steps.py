@@ -41,6 +41,12 @@ def on_optimizer_created(callback: Callable[[], None]) -> Callable[[], None]:
     return restore
 
 
+def step_closure(args: Any, kwargs: Any) -> bool:
+    """Whether the ``step()`` an optimizer step hook sees got a closure (the hook's args are
+    step's own, the optimizer first): LBFGS's step runs the program's forward and backward."""
+    return (len(args) > 1 and args[1] is not None) or kwargs.get("closure") is not None
+
+
 def _progress_worthy(count: int) -> bool:
     return count <= 10 or count % 100 == 0
 

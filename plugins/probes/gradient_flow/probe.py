@@ -34,6 +34,7 @@ from torch.optim import optimizer as optimizer_hooks
 
 from torchlint.runtime.frames import USER, frame_locals
 from torchlint.runtime.probing import Probe
+from torchlint.runtime.steps import step_closure
 
 #: Steps read before judging. Three: one step can legitimately skip a parameter (a branch
 #: taken at random, a warm-up), three in a row rarely do.
@@ -111,7 +112,7 @@ class GradientFlowProbe(Probe):
         if self.step_site is None:
             self.step_site = self.ctx.site()
             self._name_parameters()
-        if _closure(args, kwargs):
+        if step_closure(args, kwargs):
             return  # step(closure) makes its gradients inside the step (LBFGS): read after it
         self._read_gradients(optimizer)
 
@@ -148,7 +149,7 @@ class GradientFlowProbe(Probe):
         seen = self.steps.get(id(optimizer), 0)
         if seen >= STEPS:
             return
-        if _closure(args, kwargs):
+        if step_closure(args, kwargs):
             # The gradients the closure made last; what the step changed is not known (the
             # weights were not read before it), so it counts for no unchanged parameter.
             self._read_gradients(optimizer, moves=False)
@@ -313,12 +314,6 @@ class GradientFlowProbe(Probe):
                     continue
                 for param in layer.parameters(recurse=False):
                     self.layers.setdefault(id(param), f"{label}.{path}" if path else label)
-
-
-def _closure(args: Any, kwargs: Any) -> bool:
-    """Whether an optimizer step hook's call of ``step`` got a closure (its args: the
-    optimizer, then step's own)."""
-    return (len(args) > 1 and args[1] is not None) or kwargs.get("closure") is not None
 
 
 def _trainable(optimizer: Any) -> list[torch.Tensor]:
