@@ -87,20 +87,20 @@ class CheckpointProbe(Probe):
         name = _display_name(f)
         version = torch.__version__.split("+")[0]
         if refused is not None:
-            first = str(refused).strip().splitlines()[0] if str(refused).strip() else type(refused).__name__
             self.ctx.evidence(self, code="TL302", at=site, sites=[site], confirm_only=True,
                               message=f"`torch.load`{where} of {name} failed under torch {version}'s default "
-                                      f"weights_only=True: {first}",
+                                      f"weights_only=True: {_refusal(refused)}",
                               data={"weights_only": True, "torch": version})
-        elif _weights_only_by_default(kwargs):
-            self.ctx.observed(self, "TL302", site,
-                              f"{name} loaded under torch {version}'s default weights_only=True: "
-                              "it holds only what that loader accepts")
         else:
-            self.ctx.evidence(self, code="TL302", at=site, sites=[site], confirm_only=True,
-                              message=f"`torch.load`{where} unpickled {name} with weights_only=False, torch "
-                                      f"{version}'s default: a file from elsewhere could have run any code",
-                              data={"weights_only": False, "torch": version})
+            weights_only, why = _default_weights_only(kwargs, version)
+            if weights_only:
+                self.ctx.observed(self, "TL302", site,
+                                  f"{name} loaded under {why} weights_only=True: it holds only what that loader accepts")
+            else:
+                self.ctx.evidence(self, code="TL302", at=site, sites=[site], confirm_only=True,
+                                  message=f"`torch.load`{where} unpickled {name} with weights_only=False ({why}): "
+                                          "a file from elsewhere could have run any code",
+                                  data={"weights_only": False, "torch": version})
 
     def _inspect(self, f: Any) -> bool:
         """Report what the checkpoint holds; True when it holds CUDA storages."""
@@ -136,19 +136,32 @@ class CheckpointProbe(Probe):
 _REFUSED = "Weights only load failed"
 
 
-def _weights_only_by_default(kwargs: dict) -> bool:
-    """Whether ``torch.load`` without ``weights_only`` loads with ``weights_only=True`` here:
-    torch 2.6 and newer, unless ``pickle_module`` or torch's environment variables say otherwise
-    (read as ``torch.serialization.load`` reads them)."""
+#: The reason inside torch's refusal, after two paragraphs of advice (and terminal escapes).
+_REASON = re.compile(r"WeightsUnpickler error: (.+?\.)(?:\s|$)")
+
+
+def _refusal(error: BaseException) -> str:
+    """`Weights only load failed (Unsupported global: GLOBAL numpy...reconstruct was not an
+    allowed global by default.)`: torch's verdict and its reason, on one line."""
+    reason = _REASON.search(str(error))
+    return f"{_REFUSED} ({reason.group(1)})" if reason else _REFUSED
+
+
+def _default_weights_only(kwargs: dict, version: str) -> tuple[bool, str]:
+    """What ``torch.load`` without ``weights_only`` loads with here, and why: torch 2.6 and
+    newer default to True, unless ``pickle_module`` or torch's environment variables say
+    otherwise (read as ``torch.serialization.load`` reads them)."""
     truthy = ("1", "y", "yes", "true")
     if os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in truthy:
-        return True
+        return True, "TORCH_FORCE_WEIGHTS_ONLY_LOAD's"
     if os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in truthy:
-        return False
+        return False, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD is set"
     if kwargs.get("pickle_module") is not None:
-        return False
+        return False, "a pickle_module was given"
     release = re.match(r"(\d+)\.(\d+)", torch.__version__)
-    return release is not None and (int(release[1]), int(release[2])) >= (2, 6)
+    if release is not None and (int(release[1]), int(release[2])) >= (2, 6):
+        return True, f"torch {version}'s default"
+    return False, f"torch {version}'s default"
 
 
 def _display_name(f: Any) -> str:
