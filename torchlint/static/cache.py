@@ -1,4 +1,4 @@
-"""`.torchlint_cache/`: per-file results keyed by content hash, under a fingerprint of
+"""`.torchlint_cache/`: per-file results keyed by content and path, under a fingerprint of
 everything else that can change a result (torchlint's code, the enabled rules, plugin
 versions, config that rules read). JSON only, never pickle; a corrupt entry is a miss and
 is rewritten; writes are atomic so concurrent runs never see half an entry."""
@@ -18,8 +18,16 @@ _FORMAT = "1"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by torchlint.\n"
 
 
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+def entry_key(path: str, code: bytes, *, notebook: bool) -> str:
+    """A file's entry: its content, and the path its rules were given. Rules read the path
+    (test files are exempt from some; file facts, and the messages quoting them, hold it), so
+    a file moved out of `tests/` or renamed is checked again, not served its old result.
+    `notebook`: `code` is a notebook's joined code cells, which rules see differently."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(b"ipynb\0" if notebook else b"py\0")
+    digest.update(path.encode("utf-8", "surrogatepass") + b"\0")
+    digest.update(code)
+    return digest.hexdigest()
 
 
 def code_fingerprint(paths: list[Path]) -> str:
