@@ -124,9 +124,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "plugins", "list of module names",
-        "Plugin modules to load, importable from the project root (the folder of the configuration "
-        "file). This imports code from the checked tree: `--isolated` turns configuration, and so "
-        "this, off for code you do not trust.",
+        "Plugin modules to load. Each is imported, running its top-level code, by every command that "
+        "reads this configuration (`check`, `run`, `rules`, `rule`, `plugins`, and the language server "
+        "when an editor opens the folder; not `clean`). A module installed in the environment is found "
+        "first; otherwise it comes from the project root (the folder of the configuration file), "
+        "searched last so that a file there cannot shadow an installed module. So a configuration in "
+        "a tree you check runs code that tree chose: `--isolated` (the language server's `isolated` "
+        "option) reads no configuration, and imports none of this, for code you do not trust.",
         '["my_local_rules"]',
     ),
 )
