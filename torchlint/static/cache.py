@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from torchlint import __version__
+from torchlint.static.cache_entry import valid_entry
 
 _FORMAT = "1"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by torchlint.\n"
@@ -62,13 +63,14 @@ class Cache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The entry for `key`, only in exactly the shape `put` writes (cache_entry)."""
         try:
             with open(self._entry(key), "rb") as handle:
                 data = json.loads(handle.read())
         except (OSError, ValueError, RecursionError):  # RecursionError: nesting past json's limit
             self.misses += 1
             return None
-        if not isinstance(data, dict) or data.get("key") != key:
+        if not valid_entry(data, key):
             self.misses += 1
             return None
         self.hits += 1

@@ -383,13 +383,16 @@ class StaticEngine:
                 cached = cache.get(key)
                 if cached is not None:
                     try:
-                        results[index] = FileResult.from_json(item.display, cached)
-                        hits += 1
-                        continue
+                        restored = FileResult.from_json(item.display, cached)
                     except Exception:
                         # A broken write, or an entry someone edited: any entry that does not
                         # decode into findings is a miss, recomputed and overwritten.
-                        pass
+                        restored = None
+                    # a code no rule of this run has would crash or vanish further on
+                    if restored is not None and all(f.code in self.rules for f in restored.findings):
+                        results[index] = restored
+                        hits += 1
+                        continue
             todo.append((index, item.display, data, key))
         for (index, _, _, key), result in zip(todo, run_checks(self, [(display, data) for _, display, data, _ in todo], jobs)):
             results[index] = result
