@@ -118,8 +118,10 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "cache-dir", "folder path",
-        "Where the per-file result cache goes, relative to the project root (`torchlint clean` "
-        "removes it).",
+        "Where the per-file result cache goes, relative to the project root. It must be a folder "
+        "torchlint creates (or an empty one): a folder already holding other files is refused, exit "
+        "code 2, never tagged or hidden from git. `torchlint clean` removes only torchlint's own "
+        "entries in it, and the folder when nothing else is left.",
         '".cache/torchlint"', default="`.torchlint_cache` in the project root", flags=("--cache-dir",),
     ),
     Setting(
