@@ -54,8 +54,8 @@ def cache(root: Path) -> Path:
     return root / ".torchlint_cache"
 
 
-def the_entry(root: Path) -> Path:
-    found = [p for p in cache(root).rglob("*.json") if not p.name.startswith(".tmp")]
+def the_entry(root: Path, folder: str = ".torchlint_cache") -> Path:
+    found = [p for p in (root / folder).rglob("*.json") if not p.name.startswith(".tmp")]
     assert len(found) == 1, found
     return found[0]
 
@@ -141,20 +141,22 @@ def _subprocess(root: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX thing")
 @pytest.mark.parametrize("where", ["entry", "tag", "marker-names"])
 def test_a_fifo_in_the_cache_blocks_neither_check_nor_clean(project, where):
-    assert check() == EXPECTED
+    # a configured folder: `clean` reads what is in it to tell whether it is torchlint's
+    folder = project / "lint-cache"
+    assert check("--cache-dir", "lint-cache") == EXPECTED
     if where == "entry":
-        fifos = [the_entry(project)]
+        fifos = [the_entry(project, "lint-cache")]
     elif where == "tag":
-        fifos = [cache(project) / "CACHEDIR.TAG", cache(project) / ".gitignore"]
+        fifos = [folder / "CACHEDIR.TAG", folder / ".gitignore"]
     else:  # every file at the top of the cache folder: whatever name the ownership marker has
-        fifos = [p for p in cache(project).iterdir() if p.is_file()]
+        fifos = [p for p in folder.iterdir() if p.is_file()]
     for path in fifos:
         path.unlink()
         os.mkfifo(path)
-    done = _subprocess(project, "check", "--output-format", "json", "a.py")
+    done = _subprocess(project, "check", "--cache-dir", "lint-cache", "--output-format", "json", "a.py")
     assert done.returncode == 1, done.stderr
     assert [(f["filename"], f["code"]) for f in json.loads(done.stdout)] == [("a.py", "TL301")]
-    assert _subprocess(project, "clean").returncode in (0, 2)
+    assert _subprocess(project, "clean", "--cache-dir", "lint-cache").returncode == 0
     assert (project / "a.py").exists()
 
 
