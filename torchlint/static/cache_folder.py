@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 from pathlib import Path
 
@@ -143,6 +142,8 @@ def release(folder: Path) -> tuple[bool, list[str]]:
 def _release_format_tree(tree: Path) -> bool:
     """`v<N>/`: the fingerprint folders (their names are digests only torchlint makes) go
     whole; shutil.rmtree does not follow links. Anything else stays, and so does `v<N>/`."""
+    import shutil  # `clean` only: not an import every check pays for
+
     removed = False
     for child in tree.iterdir():
         if _FINGERPRINT.fullmatch(child.name) and child.is_dir() and not child.is_symlink():

@@ -13,7 +13,6 @@ cache is not used at all rather than used unsafely.
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 
 SUPPORTED = (
@@ -78,7 +77,7 @@ def create_file(dir_fd: int, name: str, data: bytes) -> bool:
 def replace_file(dir_fd: int, name: str, data: bytes) -> None:
     """Write `name` whole or not at all: a new temporary file, renamed over whatever entry
     had the name (a rename replaces a link or a FIFO itself, never what it points at)."""
-    temp = f".tmp-{secrets.token_hex(8)}"
+    temp = f".tmp-{os.urandom(8).hex()}"  # os.urandom: `secrets` costs every run an import
     fd = os.open(temp, _CREATE, 0o600, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as handle:
