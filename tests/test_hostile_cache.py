@@ -99,6 +99,9 @@ def test_a_linked_folder_in_the_cache_makes_nothing_outside_it(project, plant):
     assert check() == EXPECTED
     assert everything_under(outside) == []
     assert check() == EXPECTED  # and again, through whatever the first run left
+    (outside / "keep.txt").write_text("mine\n")
+    invoke("clean")
+    assert everything_under(outside) == ["keep.txt"]  # clean follows no link either
 
 
 def test_a_linked_entry_is_not_read_and_its_target_is_left_alone(project):
