@@ -58,11 +58,54 @@ def test_an_edited_file_is_checked_again(tree):
     assert ("m00.py", 2) in {(f["filename"], f["location"]["row"]) for f in findings}
 
 
-def test_same_content_under_another_name_reuses_the_entry_with_the_right_path(tree):
+def test_same_content_under_another_name_is_reported_under_that_name(tree):
     run(".")
     (tree / "copy.py").write_text((tree / "m01.py").read_text())
     findings = run(".")
     assert {f["filename"] for f in findings if f["filename"] in ("copy.py", "m01.py")} == {"copy.py", "m01.py"}
+
+
+ANOMALY = "import torch\ntorch.autograd.set_detect_anomaly(True)\n"  # TL605, left alone in tests
+
+
+def test_a_file_moved_out_of_tests_is_checked_as_the_file_it_now_is(tree):
+    (tree / "tests").mkdir()
+    (tree / "tests" / "helper.py").write_text(ANOMALY)
+    assert "tests/helper.py" not in {f["filename"] for f in run(".")}
+    (tree / "tests" / "helper.py").rename(tree / "helper.py")
+    assert ("helper.py", "TL605") in {(f["filename"], f["code"]) for f in run(".")}
+
+
+MODELS = """import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return F.softmax(self.fc(x), dim=1)
+"""
+TRAIN = """import torch
+import torch.nn as nn
+from {module} import Net
+
+loss = nn.CrossEntropyLoss()(Net()(torch.randn(2, 4)), torch.tensor([0, 1]))
+"""
+
+
+def test_a_moved_file_is_cited_at_its_new_path(tmp_path, monkeypatch):
+    # the file facts of models.py hold its path; the TL101 in train.py quotes them
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models.py").write_text(MODELS)
+    (tmp_path / "train.py").write_text(TRAIN.format(module="models"))
+    assert "models.py:11" in " ".join(f["message"] for f in run(".") if f["code"] == "TL101")
+    (tmp_path / "models.py").rename(tmp_path / "nets.py")
+    (tmp_path / "train.py").write_text(TRAIN.format(module="nets"))
+    messages = " ".join(f["message"] for f in run(".") if f["code"] == "TL101")
+    assert "nets.py:11" in messages and "models.py" not in messages
 
 
 def test_corrupt_entries_are_ignored_and_rewritten(tree):

@@ -285,7 +285,7 @@ def test_clean_removes_a_configured_cache_dir_but_never_a_folder_torchlint_did_n
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "model.py").write_text(BUGGY)
     result = run("clean", "--cache-dir", "src")
-    assert "src holds no torchlint cache tag" in result.output
+    assert "src is not a torchlint cache folder; nothing in it removed" in result.output
     assert (tmp_path / "src" / "model.py").exists()
 
 

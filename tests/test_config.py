@@ -226,3 +226,26 @@ def test_a_project_requiring_torch_2_6_is_checked_for_that_torch(tmp_path, monke
         "[project]\nname = 'p'\ndependencies = ['torch>=2.7']\n[tool.torchlint]\ntarget-torch = '2.4'\n"
     )
     assert findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", ".") == [("load.py", "TL302")]
+
+
+@pytest.mark.parametrize("boundary", [".git", "pyproject.toml", "shared"])
+def test_a_config_planted_above_the_project_root_is_never_read(tmp_path, monkeypatch, boundary):
+    """A shared ancestor (/tmp, a CI workspace's parent, a network home) is nobody's project:
+    its torchlint.toml must not apply, let alone import its plugins, below a project root."""
+    module = f"planted_{boundary.strip('.').replace('.', '_')}"
+    (tmp_path / f"{module}.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').write('x')\n")
+    (tmp_path / "torchlint.toml").write_text(f'plugins = ["{module}"]\nselect = ["TL302"]\n')
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    if boundary == ".git":
+        (project / ".git").mkdir()
+    elif boundary == "shared":  # no project root at all, below a folder like /tmp
+        tmp_path.chmod(0o1777)
+    else:
+        (project / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (project / "src" / "a.py").write_text(BUGGY)
+    monkeypatch.syspath_prepend(str(tmp_path))  # importable: only discovery may keep it out
+    assert ("src/a.py", "TL301") in findings(project, monkeypatch, "src", cwd=project)
+    assert not (tmp_path / "ran").exists()
+    result = CliRunner().invoke(main, ["check", "--show-settings", "src"], catch_exceptions=False)
+    assert "torchlint.toml" not in result.stdout

@@ -143,3 +143,21 @@ def test_prefilter_metadata_must_be_tuples_of_strings():
     problems = Loose.validate()
     assert "triggers must be a tuple of non-empty strings" in problems
     assert "imports must be a tuple of non-empty strings" in problems
+
+
+def test_a_file_in_the_checked_tree_cannot_stand_in_for_an_installed_module(tmp_path, monkeypatch):
+    """The project root is searched for configured plugins after the installed packages: a
+    `colorsys.py` (or `libcst.py`, imported lazily later) in the tree is not what gets imported."""
+    from click.testing import CliRunner
+
+    from torchlint.cli import main
+
+    monkeypatch.delitem(sys.modules, "colorsys", raising=False)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "colorsys.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').write('x')\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nplugins = ["colorsys"]\n')
+    (tmp_path / "a.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "a.py"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "ran").exists()

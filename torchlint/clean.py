@@ -2,18 +2,19 @@
 `--cache-dir`, `TORCHLINT_CACHE_DIR`, else `.torchlint_cache` in the project root) and every
 `.torchlint_cache` folder under the current one (a monorepo's sub-projects each have theirs).
 
-Only folders torchlint made are removed: their CACHEDIR.TAG says so, or they carry the
-default name. A mistaken `cache-dir = "src"` must never delete a source tree.
+Only torchlint's own entries are removed (static/cache_folder.py says which), and a folder
+only when they were all it held: a mistaken `cache-dir = "src"` or `--cache-dir .` must
+never delete a source tree, or its `.git`.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchlint.config import CACHE_DIR_NAME, DEFAULT_EXCLUDE
-from torchlint.static.cache import is_cache_folder
+from torchlint.static import cache_folder
 
 
 def cache_folders(configured: Path, cwd: Path) -> list[Path]:
@@ -32,14 +33,21 @@ def cache_folders(configured: Path, cwd: Path) -> list[Path]:
     return found
 
 
-def removable(folder: Path) -> bool:
-    return folder.name == CACHE_DIR_NAME or is_cache_folder(folder)
+@dataclass
+class Released:
+    """What `release` did to one folder."""
+
+    not_a_cache: bool = False
+    removed: bool = False  # something of torchlint's was removed (the folder itself, or entries)
+    kept: list[str] = field(default_factory=list)  # what is not torchlint's, left in place
+    problem: str | None = None
 
 
-def remove(folder: Path) -> str | None:
-    """Remove `folder`; None when done, else why not."""
+def release(folder: Path) -> Released:
+    if not cache_folder.recognised(folder):
+        return Released(not_a_cache=True)
     try:
-        shutil.rmtree(folder)
+        removed, kept = cache_folder.release(folder)
     except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
+        return Released(problem=exc.strerror or str(exc))
+    return Released(removed=removed, kept=kept)

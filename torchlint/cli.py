@@ -161,6 +161,12 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
         result = check_stdin(engine, stdin_name, data, problem)
     else:
         cache = None if no_cache else session.cache(enabled)
+        if cache is not None and cache.problem is not None:
+            # A folder the user named is a mistake to fix now; the default one, which they
+            # did not choose, costs only speed.
+            if config.cache_dir is not None:
+                _fail(f"cache-dir: {cache.problem}")
+            click.echo(f"warning: {cache.problem}; checking without the cache", err=True)
         result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
         if result.files_checked == 0 and not quiet:
             click.echo(NO_PYTHON_FILES, err=True)
@@ -326,7 +332,7 @@ def plugins(config_path):
 def clean(config_args, cache_dir):
     """Remove the cache: the configured cache folder and every .torchlint_cache folder under
     the current one."""
-    from torchlint.clean import cache_folders, removable, remove
+    from torchlint.clean import cache_folders, release
     from torchlint.config import find_config_file, load_config, split_config_arguments, with_cli
 
     cwd = Path.cwd()
@@ -340,14 +346,18 @@ def clean(config_args, cache_dir):
     removed = 0
     for folder in cache_folders(config.cache_folder, cwd):
         shown = _shown(folder, cwd)
-        if not removable(folder):
-            click.echo(f"warning: {shown} holds no torchlint cache tag (CACHEDIR.TAG); not removed", err=True)
+        outcome = release(folder)
+        if outcome.problem is not None:
+            _fail(f"cannot remove {shown}: {outcome.problem}")
+        if outcome.not_a_cache:
+            click.echo(f"warning: {shown} is not a torchlint cache folder; nothing in it removed", err=True)
             continue
-        problem = remove(folder)
-        if problem is not None:
-            _fail(f"cannot remove {shown}: {problem}")
-        click.echo(f"Removed {shown}")
-        removed += 1
+        if outcome.kept:
+            kept = ", ".join(outcome.kept[:3]) + (", ..." if len(outcome.kept) > 3 else "")
+            click.echo(f"warning: {shown} also holds what torchlint did not write ({kept}); kept it, and the folder", err=True)
+        if outcome.removed:
+            click.echo(f"Removed {shown}" if not outcome.kept else f"Removed torchlint's entries from {shown}")
+            removed += 1
     if not removed:
         click.echo("No cache to remove.")
 

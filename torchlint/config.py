@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -100,15 +101,8 @@ _VERSION = re.compile(r"\d+(\.\d+){0,2}")
 
 def find_config_file(start: Path) -> Path | None:
     """The nearest `.torchlint.toml`, `torchlint.toml`, or pyproject.toml with a
-    [tool.torchlint] table, looking up from `start`."""
-    try:
-        start = start.resolve()
-    except (OSError, RuntimeError):
-        # A symbolic link loop (RuntimeError before Python 3.13, OSError after): look up from
-        # the folder holding the link; the engine reports the path itself as not checkable.
-        start = Path(os.path.abspath(start))
-    directory = start if start.is_dir() else start.parent
-    for candidate_dir in (directory, *directory.parents):
+    [tool.torchlint] table, looking up from `start` no further than its project root."""
+    for candidate_dir in project_folders(start):
         for name in STANDALONE_NAMES:
             if (candidate_dir / name).is_file():
                 return candidate_dir / name
@@ -121,6 +115,38 @@ def find_config_file(start: Path) -> Path | None:
             if "[tool.torchlint" in text or "tool.torchlint" in text:
                 return candidate
     return None
+
+
+def project_folders(start: Path) -> list[Path]:
+    """The folders a configuration may come from: `start`'s, then each one up to the project
+    root, the first holding a pyproject.toml or a `.git` (a folder, or a worktree's file).
+    A folder above it is nobody's project: a torchlint.toml planted in /tmp, a CI workspace's
+    parent or a shared home would otherwise configure, and import plugins into, every check
+    below it. Outside any project the walk also stops below a shared folder (/tmp: sticky
+    and writable by anyone): whoever can plant a file there is not the one running the check."""
+    try:
+        start = start.resolve()
+    except (OSError, RuntimeError):
+        # A symbolic link loop (RuntimeError before Python 3.13, OSError after): look up from
+        # the folder holding the link; the engine reports the path itself as not checkable.
+        start = Path(os.path.abspath(start))
+    directory = start if start.is_dir() else start.parent
+    folders = []
+    for folder in (directory, *directory.parents):
+        if _shared(folder):
+            break
+        folders.append(folder)
+        if (folder / "pyproject.toml").is_file() or os.path.lexists(folder / ".git"):
+            break
+    return folders
+
+
+def _shared(folder: Path) -> bool:
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return True  # what cannot be looked at cannot be vouched for
+    return bool(mode & stat.S_IWOTH and mode & stat.S_ISVTX)
 
 
 #: `torch>=2.7`, `torch ~= 2.6.0`, `torch[opt] >=2.6, <3 ; python_version > "3.9"`
@@ -155,12 +181,7 @@ def with_declared_torch(config: Config, start: Path) -> Config:
     no configuration sets it (the config file's own folder when there is one)."""
     if config.target_torch is not None:
         return config
-    try:
-        start = start.resolve()
-    except (OSError, RuntimeError):
-        return config
-    directory = config.config_file.parent if config.config_file is not None else start if start.is_dir() else start.parent
-    for folder in (directory, *directory.parents):
+    for folder in project_folders(config.config_file.parent if config.config_file is not None else start):
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
             minimum = declared_torch_minimum(pyproject)

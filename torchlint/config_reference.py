@@ -118,15 +118,21 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "cache-dir", "folder path",
-        "Where the per-file result cache goes, relative to the project root (`torchlint clean` "
-        "removes it).",
+        "Where the per-file result cache goes, relative to the project root. It must be a folder "
+        "torchlint creates (or an empty one): a folder already holding other files is refused, exit "
+        "code 2, never tagged or hidden from git. `torchlint clean` removes only torchlint's own "
+        "entries in it, and the folder when nothing else is left.",
         '".cache/torchlint"', default="`.torchlint_cache` in the project root", flags=("--cache-dir",),
     ),
     Setting(
         "plugins", "list of module names",
-        "Plugin modules to load, importable from the project root (the folder of the configuration "
-        "file). This imports code from the checked tree: `--isolated` turns configuration, and so "
-        "this, off for code you do not trust.",
+        "Plugin modules to load. Each is imported, running its top-level code, by every command that "
+        "reads this configuration (`check`, `run`, `rules`, `rule`, `plugins`, and the language server "
+        "when an editor opens the folder; not `clean`). A module installed in the environment is found "
+        "first; otherwise it comes from the project root (the folder of the configuration file), "
+        "searched last so that a file there cannot shadow an installed module. So a configuration in "
+        "a tree you check runs code that tree chose: `--isolated` (the language server's `isolated` "
+        "option) reads no configuration, and imports none of this, for code you do not trust.",
         '["my_local_rules"]',
     ),
 )

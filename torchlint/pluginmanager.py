@@ -55,7 +55,10 @@ def make_plugin_manager(config_plugins: tuple[str, ...] = (), project_root: Path
     except Exception as exc:  # a broken third-party package must not look like our crash
         raise PluginError(f"could not load a plugin from entry points: {exc!r}") from exc
     if config_plugins and project_root is not None and str(project_root) not in sys.path:
-        sys.path.insert(0, str(project_root))
+        # Searched last: a module installed in the environment (a published plugin, torch,
+        # libcst, the standard library, imported lazily later) is never shadowed by a file of
+        # the same name in the checked tree; only what is found nowhere else comes from there.
+        sys.path.append(str(project_root))
     for module_name in config_plugins:
         if pm.has_plugin(module_name):
             continue

@@ -183,7 +183,7 @@ class Project:
         return remembered
 
     def _disk_result(self, item: Discovered) -> _Remembered | None:
-        from torchlint.static.cache import content_hash
+        from torchlint.static.cache import entry_key
         from torchlint.static.engine import FileResult
         from torchlint.static.engine_rules import FileNotChecked, engine_finding
         from torchlint.static.source import decode_notebook, read_bytes
@@ -198,7 +198,6 @@ class Project:
             result = FileResult(item.display, [engine_finding(FileNotChecked, item.display, f"cannot check: {problem}")])
             return _Remembered(stamp, result, b"")
         notebook = None
-        digest = content_hash(data)
         if is_notebook(item.path):
             # As `check` reads a notebook: its joined code is what is checked and cached (an
             # edit of the outputs alone is a cache hit), under the key `check` uses.
@@ -206,7 +205,7 @@ class Project:
             if source.text is None:
                 return _Remembered(stamp, _not_checked(item.display, source), b"")
             notebook, data = source.notebook, source.text.encode("utf-8")
-            digest = content_hash(b"ipynb\0" + data)
+        digest = entry_key(item.display, data, notebook=notebook is not None)
         result = None
         cached = self._cache.get(digest)
         if cached is not None:

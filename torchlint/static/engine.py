@@ -18,7 +18,7 @@ from torchlint.findings import Finding
 from torchlint.selection import codes_for
 from torchlint.static.discover import Discovered, discover
 from torchlint.static.engine_rules import ALWAYS_REPORTED, ENGINE_RULES, FileNotChecked, UnusedSuppression, engine_finding
-from torchlint.static.cache import Cache, content_hash
+from torchlint.static.cache import Cache, entry_key
 from torchlint.static.parallel import run_checks
 from torchlint.static.source import decode_file, decode_notebook, decode_source, read_bytes, read_source
 from torchlint.static.suppress import parse_suppressions
@@ -378,18 +378,21 @@ class StaticEngine:
                 notebooks[item.display] = source.notebook
                 code = source.text.encode("utf-8")
             contents[item.display] = code
-            key = (content_hash(b"ipynb\0" + code) if item.display in notebooks else content_hash(data)) if cache is not None else None
+            key = entry_key(item.display, code, notebook=item.display in notebooks) if cache is not None else None
             if cache is not None:
                 cached = cache.get(key)
                 if cached is not None:
                     try:
-                        results[index] = FileResult.from_json(item.display, cached)
-                        hits += 1
-                        continue
+                        restored = FileResult.from_json(item.display, cached)
                     except Exception:
                         # A broken write, or an entry someone edited: any entry that does not
                         # decode into findings is a miss, recomputed and overwritten.
-                        pass
+                        restored = None
+                    # a code no rule of this run has would crash or vanish further on
+                    if restored is not None and all(f.code in self.rules for f in restored.findings):
+                        results[index] = restored
+                        hits += 1
+                        continue
             todo.append((index, item.display, data, key))
         for (index, _, _, key), result in zip(todo, run_checks(self, [(display, data) for _, display, data, _ in todo], jobs)):
             results[index] = result
