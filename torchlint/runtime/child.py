@@ -122,6 +122,7 @@ def _start_watchdog(spec: dict, events: EventWriter) -> Any:
 
 def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any,
                       watchdog: Any) -> int:
+    from torchlint.runtime.compiled_regions import CompiledRegions, Ownership
     from torchlint.runtime.devices import SimulationLimit
     from torchlint.runtime.dist_rank import rank_setup
     from torchlint.runtime.frames import default_classifier
@@ -140,10 +141,14 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         events.emit("error", kind="usage", message=str(exc))
         return EXIT_USAGE
     probes = [cls(ctx) for cls in probe_classes]
+    owned = Ownership(own_dirs())
     for cls in probe_classes:
         source = getattr(sys.modules.get(cls.__module__), "__file__", None)
         if source:
             ctx.frames.treat_as_internal(source)
+            owned.add_file(source)
+    # What torch.compile returns runs with the probes out of Dynamo's sight (compiled_regions).
+    ctx.compiled_regions = CompiledRegions(ctx.frames, owned, lambda mode: isinstance(mode, ProbeDispatch))
     events.emit(
         "start",
         torch=torch.__version__,
@@ -170,6 +175,8 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     started = time.monotonic()
     outcome: dict[str, Any]
     with contextlib.ExitStack() as stack:
+        ctx.compiled_regions.install()
+        stack.callback(ctx.compiled_regions.uninstall)
         installed = []
         for probe in probes:
             try:
