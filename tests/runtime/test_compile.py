@@ -160,32 +160,11 @@ def test_accuracy_tolerance_depends_on_dtype():
 
 
 @pytest.mark.slow
-def test_inductor_rung_with_a_persistent_cache(request, tmp_path):
-    import shutil
-
-    if shutil.which("g++") is None and shutil.which("c++") is None:
-        pytest.skip("Inductor needs a C++ compiler on the CPU")
-    # Persistent across runs (Inductor's cold start is ~16 s on 2 cores, ~3.5 s warm).
-    cache_provider = getattr(request.config, "cache", None)
-    if cache_provider is not None:
-        cache = cache_provider.mkdir("torchlint-inductor")
-    else:
-        import tempfile
-
-        cache = Path(tempfile.gettempdir()) / "torchlint-inductor-cache"
-        cache.mkdir(exist_ok=True)
-    env_before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
-    try:
-        run = torchlint_run("train.py:build", "--compile=inductor", "--output-format", "json", cwd=EXAMPLES / "graph_break",
-                            timeout=400)
-    finally:
-        if env_before is None:
-            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-        else:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = env_before
+def test_inductor_rung_with_a_persistent_cache(inductor_cache):
+    run = torchlint_run("train.py:build", "--compile=inductor", "--output-format", "json", cwd=EXAMPLES / "graph_break",
+                        timeout=400, env=inductor_cache)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     result = run.report["compile"]
     assert [(r["backend"], r["status"]) for r in result["rungs"]] == [("eager", "ok"), ("aot_eager", "ok"), ("inductor", "ok")]
     assert result["speed"]["backend"] == "inductor" and result["accuracy"]["ok"]
-    assert any(Path(cache).iterdir())  # the cache the next run starts warm from
+    assert any(Path(inductor_cache["TORCHINDUCTOR_CACHE_DIR"]).iterdir())  # the cache the next run starts warm from
