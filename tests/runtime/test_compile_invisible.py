@@ -61,3 +61,55 @@ def test_a_program_that_compiles_itself_runs_the_same_under_torchlint(program, r
         [crash] = [f for f in run.findings() if f["code"] == "TL702"]
         assert crash["filename"] == program and raises in crash["message"]
     assert not [f for f in run.findings() if in_torchlints_files(f, TUTORIAL)], run.findings()
+
+
+# -- with --compile: the program's own compiled function is what the ladder checks ----------------
+
+def line_of(program: str, text: str) -> int:
+    lines = (TUTORIAL / program).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.strip().startswith(text))
+
+
+@pytest.mark.slow
+def test_plain_compile_climbs_to_inductor_and_reports_the_injected_drift_at_the_users_call(inductor_cache):
+    run = torchlint_run("float_neg_bug.py", "--compile", "--output-format", "json", cwd=TUTORIAL, timeout=300, env=inductor_cache)
+    assert exception_line(run.stderr) == "AssertionError", run.stderr[-3000:]  # the program still fails its assert
+    result = run.report["compile"]
+    assert result["model"] == "foo2" and result["program_backend"] == "inductor"
+    assert [(r["backend"], r["status"]) for r in result["rungs"]] == [("eager", "ok"), ("aot_eager", "ok"), ("inductor", "ok")]
+    [drift] = [f for f in run.findings() if f["code"] == "TL710"]
+    assert drift["filename"] == "float_neg_bug.py"
+    assert drift["location"]["row"] == line_of("float_neg_bug.py", "actual_result = compiled_foo2(x1, x2)")
+    assert "backend inductor" in drift["message"] and f"torch.compile at line {line_of('float_neg_bug.py', 'compiled_foo2 =')}" in drift["message"]
+    assert not [f for f in run.findings() if f["code"] in ("TL708", "TL711")], run.findings()
+    assert not [f for f in run.findings() if in_torchlints_files(f, TUTORIAL)], run.findings()
+
+
+@pytest.mark.slow
+def test_a_compile_failure_points_at_the_users_call_with_the_compilers_first_error(inductor_cache):
+    run = torchlint_run("float_neg_cxx.py", "--compile", "--output-format", "json", cwd=TUTORIAL, timeout=300, env=inductor_cache)
+    call = line_of("float_neg_cxx.py", "actual_result = compiled_foo2(x1, x2)")
+    [failure] = [f for f in run.findings() if f["code"] == "TL709"]
+    [crash] = [f for f in run.findings() if f["code"] == "TL702"]  # the program's own error, as under python
+    for finding in (failure, crash):
+        assert (finding["filename"], finding["location"]["row"]) == ("float_neg_cxx.py", call), finding
+        assert "error: no match for" in finding["message"] and "operator*" in finding["message"]
+        assert "Command:" not in finding["message"] and inductor_cache["TORCHINDUCTOR_CACHE_DIR"] not in finding["message"]
+    assert "in Inductor" in failure["message"]
+    assert [(r["backend"], r["status"]) for r in run.report["compile"]["rungs"]] == [
+        ("eager", "ok"), ("aot_eager", "ok"), ("inductor", "failed")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["uint8.py", "train_step.py"])
+def test_compile_reports_nothing_of_torchlints_own(program, inductor_cache):
+    run = torchlint_run(program, "--compile", "--output-format", "json", cwd=TUTORIAL, timeout=300, env=inductor_cache)
+    assert run.report["outcome"]["status"] == "completed", run.stderr[-3000:]
+    assert not [f for f in run.findings() if in_torchlints_files(f, TUTORIAL)], run.findings()
+    result = run.report["compile"]
+    assert result["compiled_at"][1] == line_of(program, "compiled_foo1 =" if program == "uint8.py" else "@torch.compile")
+    if program == "uint8.py":
+        assert not run.findings() and result["accuracy"]["ok"] and result["rungs"][-1]["backend"] == "inductor"
+    else:  # the step's own breaks (backward, zero_grad), at its lines, as plain Dynamo reports them
+        breaks = {f["location"]["row"] for f in run.findings() if f["code"] == "TL708" and f["filename"] == program}
+        assert breaks == {line_of(program, "optimizer.zero_grad()"), line_of(program, "loss.backward()")}, run.findings()

@@ -430,6 +430,7 @@ def _innermost_frame(exc: BaseException) -> Any:
 
 
 def _describe(exc: BaseException, ctx: Any, mode: Any) -> dict[str, Any]:
+    from torchlint.runtime.compile_check import compiler_error
     from torchlint.runtime.frames import USER
 
     site = None
@@ -439,9 +440,13 @@ def _describe(exc: BaseException, ctx: Any, mode: Any) -> dict[str, Any]:
             site = found
             break
     text = _user_traceback(exc, ctx)
+    message = str(exc)
+    compiler = compiler_error(message)
+    if compiler:  # Inductor's CppCompileError holds all of g++'s output: its first error says it
+        message = f"{message.strip().splitlines()[0]}: {compiler}"
     return {
         "type": type(exc).__name__,
-        "message": mode.explain(str(exc)),
+        "message": mode.explain(message),
         "at": [site.path, site.line] if site else None,
         "traceback": mode.explain(text[-8000:]),
         "explained_by": getattr(exc, "__torchlint_explained__", None),
