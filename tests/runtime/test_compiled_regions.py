@@ -128,8 +128,20 @@ def _module_compile_method():
     return [model(torch.randn(5, 4)) for _ in range(2)]
 
 
-@pytest.mark.parametrize("program", [_function, _module_training, _module_compile_method],
-                         ids=["function", "module-training", "module.compile"])
+def _nested_and_decorated():
+    torch.manual_seed(0)
+    inner = torch.compile(torch.sigmoid, backend="eager")
+    model = torch.compile(Net(), backend="eager")
+
+    @torch.compile(backend="eager", dynamic=False)
+    def outer(x):
+        return inner(model(x)) * 2  # compiled callables called from a compiled one
+
+    return [outer(torch.randn(5, 4)), inner(torch.randn(3))]
+
+
+@pytest.mark.parametrize("program", [_function, _module_training, _module_compile_method, _nested_and_decorated],
+                         ids=["function", "module-training", "module.compile", "nested-and-decorated"])
 def test_the_probes_add_no_graph_break_and_no_recompilation(program, capsys):
     plain = compile_and_count(program)
     with under_probes():
