@@ -91,12 +91,27 @@ class Ownership:
         self._dirs = tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
         self._files = {os.path.realpath(f) for f in files}
         self._verdicts: dict[str, bool] = {}
+        self._hooks: dict[Any, bool] = {}
 
     def add_file(self, path: str) -> None:
         self._files.add(os.path.realpath(path))
         self._verdicts.clear()
+        self._hooks.clear()
 
     def __call__(self, hook: Any) -> bool:
+        # Asked for every hook at every compiled call: the answer is kept per hook.
+        try:
+            return self._hooks[hook]
+        except (KeyError, TypeError):
+            pass
+        verdict = self._owned(hook)
+        try:
+            self._hooks[hook] = verdict
+        except TypeError:  # an unhashable callable: asked again next time
+            pass
+        return verdict
+
+    def _owned(self, hook: Any) -> bool:
         code = _code_of(hook)
         if code is None:
             return False
@@ -203,9 +218,8 @@ class CompiledRegions:
     def _call(self, compiled: Any, known: _Compiled, run: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
         if getattr(self._depth, "value", 0):
             return run()  # an eager piece of a compiled call called another: already hidden
-        outermost = threading.get_ident() == self.thread
         call = None
-        if outermost:
+        if self.listeners and threading.get_ident() == self.thread:  # the user line: a stack walk
             known.calls += 1
             call = CompiledCall(compiled, known.target, args, kwargs, known.compiled_with, known.defined_at,
                                 self.frames.user_site(sys._getframe(2)), known.calls == 1)
@@ -282,17 +296,20 @@ def _take_hooks(owner: Any, name: str, owned: Ownership) -> tuple[list, set] | N
     table = getattr(owner, name, None)
     if not table:
         return None
+    before = list(table.items())
     hooks_name = _FLAG_TABLES.get(name)
     if hooks_name is not None:  # a flag follows its hook out
         hooks = getattr(owner, hooks_name)
-        mine = {key for key in table if key in hooks and owned(hooks[key])}
+        mine = {key for key, _ in before if key in hooks and owned(hooks[key])}
     else:
-        mine = {key for key, hook in table.items() if owned(hook)}
+        mine = {key for key, hook in before if owned(hook)}
     if not mine:
         return None
-    before = list(table.items())
-    for key in mine:
-        del table[key]
+    if len(mine) == len(before):  # the usual case: the program has no global hook of its own
+        table.clear()
+    else:
+        for key in mine:
+            del table[key]
     return before, mine
 
 
@@ -302,6 +319,9 @@ def _put_hooks(owner: Any, name: str, taken: tuple[list, set] | None) -> None:
         return
     before, mine = taken
     table = getattr(owner, name)
+    if not table and len(mine) == len(before):
+        table.update(before)
+        return
     now = dict(table)
     table.clear()
     for key, value in before:
