@@ -167,3 +167,19 @@ def test_the_probes_are_back_after_a_compiled_call():
         assert torch._C._autograd._top_saved_tensors_default_hooks(True) == saved
         assert any(isinstance(mode, ProbeDispatch) for mode in stack) and saved is not None and hooks
     torch._dynamo.reset()
+
+
+def test_steps_counts_the_calls_of_a_compiled_model(write, tmp_path):
+    """The step counter's hooks are out of sight inside a compiled call too: it is told of it."""
+    from conftest import torchlint_run
+
+    write("infer.py", """
+        import torch
+        model = torch.compile(torch.nn.Linear(4, 2), backend="eager")
+        for i in range(5):
+            model(torch.ones(1, 4))
+            print("called", i)
+    """)
+    run = torchlint_run("infer.py", "--steps", "2", "--output-format", "json", cwd=tmp_path)
+    assert run.report["outcome"]["status"] == "steps-reached", run.stderr[-3000:]
+    assert run.report["outcome"]["forward_calls"] == 2 and "called 0" in run.stderr and "called 1" not in run.stderr

@@ -72,7 +72,7 @@ class CompiledCall:
     #: torch.compile's keyword arguments (backend, mode, dynamic, fullgraph, options).
     compiled_with: dict
     defined_at: Site | None  # the user line of torch.compile(...) (or of the decorator)
-    called_at: Site | None  # the user line of this call
+    called_at: Site | None  # the user line of this call (None when only ``after`` listens)
     first: bool  # the first call of this compiled callable
 
 
@@ -219,10 +219,11 @@ class CompiledRegions:
         if getattr(self._depth, "value", 0):
             return run()  # an eager piece of a compiled call called another: already hidden
         call = None
-        if self.listeners and threading.get_ident() == self.thread:  # the user line: a stack walk
+        if (self.listeners or self.after) and threading.get_ident() == self.thread:
             known.calls += 1
+            site = self.frames.user_site(sys._getframe(2)) if self.listeners else None  # a stack walk
             call = CompiledCall(compiled, known.target, args, kwargs, known.compiled_with, known.defined_at,
-                                self.frames.user_site(sys._getframe(2)), known.calls == 1)
+                                site, known.calls == 1)
             for listener in self.listeners:
                 listener(call)
         self._depth.value = 1

@@ -108,6 +108,18 @@ class StepCounter:
         if self.limit is not None and self.optimizer_steps >= self.limit:
             self._stop(f"{self.optimizer_steps} optimizer steps")
 
+    def after_compiled_call(self, call: Any) -> None:
+        """A compiled module was called (``compiled_regions``): torchlint's hooks were out of
+        Dynamo's sight, this counter's too, so its forward call is counted here. A compiled
+        function is no forward call; an optimizer step inside one is not seen."""
+        module = call.target
+        owner = getattr(module, "__self__", None)  # module.compile() compiles its bound _call_impl
+        if isinstance(owner, torch.nn.Module):
+            module = owner
+        if isinstance(module, torch.nn.Module):
+            self._enter_forward(module, call.args)
+            self._leave_forward(module, call.args, None)
+
     def _enter_forward(self, module: Any, args: Any) -> None:
         if threading.get_ident() == self._thread:
             self._depth += 1
