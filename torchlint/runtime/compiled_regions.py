@@ -15,6 +15,11 @@ compiles and guards on exactly what it would without torchlint. The price: probe
 nothing inside a compiled call (not even its eager pieces around a graph break); the
 compile probe replays the call instead (``listeners``).
 
+The device mode stays: under ``--device fake-cuda`` the simulation's mode is what makes a
+tensor CUDA, inside compiled code as outside. Dynamo runs it untraced (``fake_cuda``'s
+``compile_skips_the_simulation``), a graph break at each torch call, so there Inductor
+compiles little and a bug of its code generation can go unseen: check compiles on ``cpu``.
+
 Child process only.
 """
 
