@@ -183,3 +183,16 @@ def test_steps_counts_the_calls_of_a_compiled_model(write, tmp_path):
     run = torchlint_run("infer.py", "--steps", "2", "--output-format", "json", cwd=tmp_path)
     assert run.report["outcome"]["status"] == "steps-reached", run.stderr[-3000:]
     assert run.report["outcome"]["forward_calls"] == 2 and "called 0" in run.stderr and "called 1" not in run.stderr
+
+
+def test_a_run_that_compiles_nothing_never_imports_dynamo(write, tmp_path):
+    """Importing Dynamo costs a run most of a second: the wrapper waits for the first compile."""
+    from conftest import torchlint_run
+
+    write("train.py", """
+        import sys
+        import torch
+        print(torch.nn.Linear(2, 2)(torch.ones(1, 2)).shape, "dynamo imported:", "torch._dynamo" in sys.modules)
+    """)
+    run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path)
+    assert "dynamo imported: False" in run.stderr, run.stderr[-3000:]

@@ -151,7 +151,6 @@ class CompiledRegions:
         self.listeners: list[Callable[[CompiledCall], None]] = []
         #: Called with the same CompiledCall once the call returned or raised, probes back on.
         self.after: list[Callable[[CompiledCall], None]] = []
-        self._compiled: dict[int, _Compiled] = {}  # id(wrapper) -> what it compiled
         self._modules: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # OptimizedModule -> _Compiled
         self._depth = threading.local()
         self._restore: list[Callable[[], None]] = []
@@ -159,23 +158,42 @@ class CompiledRegions:
         self._inside = 0  # threads in a compiled call now
         self._tables: list = []
         self.thread: int | None = None
+        self._module_patched = False
 
     # -- patching torch.compile ---------------------------------------------------------------
     def install(self) -> None:
-        from torch._dynamo.eval_frame import OptimizedModule
-
         self.thread = threading.get_ident()
         original_compile = torch.compile
-        original_call = OptimizedModule.__call__
         regions = self
 
         @functools.wraps(original_compile)
         def compile(*args: Any, **kwargs: Any) -> Any:
+            regions._patch_optimized_module()
             result = original_compile(*args, **kwargs)
             model = args[0] if args else kwargs.get("model")
             if model is None or result is model:  # the decorator form (it calls us back), or disable=True
                 return result
             return regions._wrap(result, model, kwargs, regions.frames.user_site(sys._getframe(1)))
+
+        torch.compile = compile  # type: ignore[assignment]
+
+        def restore() -> None:
+            torch.compile = original_compile
+
+        self._restore.append(restore)
+        # Importing Dynamo costs a run ~0.8 s: only once the program compiles, or imported it.
+        if "torch._dynamo.eval_frame" in sys.modules:
+            self._patch_optimized_module()
+
+    def _patch_optimized_module(self) -> None:
+        """``torch.compile(module)`` returns an OptimizedModule: its calls are compiled regions."""
+        if self._module_patched:
+            return
+        self._module_patched = True
+        from torch._dynamo.eval_frame import OptimizedModule
+
+        original_call = OptimizedModule.__call__
+        regions = self
 
         def __call__(module: Any, *args: Any, **kwargs: Any) -> Any:
             if _is_compiling():  # inside another compiled region: Dynamo inlines the module
@@ -185,12 +203,11 @@ class CompiledRegions:
                 known = regions._modules[module] = _Compiled(getattr(module, "_orig_mod", module), {}, None)
             return regions._call(module, known, lambda: original_call(module, *args, **kwargs), args, kwargs)
 
-        torch.compile = compile  # type: ignore[assignment]
         OptimizedModule.__call__ = __call__  # type: ignore[method-assign]
 
         def restore() -> None:
-            torch.compile = original_compile
             OptimizedModule.__call__ = original_call  # type: ignore[method-assign]
+            self._module_patched = False
 
         self._restore.append(restore)
 
