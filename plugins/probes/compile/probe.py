@@ -143,10 +143,10 @@ class CompileProbe(Probe):
             detail = accuracy.get("detail") or (
                 f"max abs error {accuracy['max_abs']:.3g}, max rel error {accuracy['max_rel']:.3g} in output {accuracy.get('index', 0)} "
                 f"({accuracy.get('dtype')}; tolerance rtol={accuracy.get('rtol'):g}, atol={accuracy.get('atol'):g})")
-            what = f"`{result['model']}` " if result.get("called_at") else ""
+            what = f"of `{result['model']}` " if result.get("called_at") else ""
             compiled_at = f" (torch.compile at line {result['compiled_at'][1]})" if result.get("compiled_at") else ""
             self.ctx.evidence(self, code=None, runtime_code="TL710", at=self._target_site(result),
-                              message=f"output of {what}compiled with backend {accuracy.get('backend')} differs from eager on the "
+                              message=f"output {what}compiled with backend {accuracy.get('backend')} differs from eager on the "
                                       f"captured inputs {result.get('inputs', '')}{compiled_at}: {detail}", data=dict(accuracy))
 
     def _target_site(self, result: dict[str, Any]) -> Site | None:
