@@ -35,7 +35,8 @@ class Recorder:
 
 @contextlib.contextmanager
 def under_probes():
-    """Every built-in probe installed, as `torchlint run --device cpu` installs them."""
+    """Every built-in probe installed, as `torchlint run --device cpu --compile=eager` installs
+    them (the compile probe's own hooks and its listener for the program's compiles too)."""
     import sys
 
     from torchlint.pluginmanager import make_plugin_manager
@@ -46,8 +47,9 @@ def under_probes():
 
     recorder = Recorder()
     ctx = ProbeContext(recorder, default_classifier(), CpuMode(), progress=lambda message: None)
-    ctx.options = {}
-    classes = _chosen_probes([cls for group in make_plugin_manager().hook.torchlint_probes() for cls in (group or ())], {})
+    ctx.options = {"compile": "eager"}
+    classes = _chosen_probes([cls for group in make_plugin_manager().hook.torchlint_probes() for cls in (group or ())], ctx.options)
+    assert "compile" in [cls.name for cls in classes]
     probes = [cls(ctx) for cls in classes]
     owned = Ownership(own_dirs(), tuple(sys.modules[cls.__module__].__file__ for cls in classes))
     regions = CompiledRegions(ctx.frames, owned, lambda mode: isinstance(mode, ProbeDispatch))
