@@ -198,3 +198,28 @@ def test_a_run_that_compiles_nothing_never_imports_dynamo(write, tmp_path):
     """)
     run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path)
     assert "dynamo imported: False" in run.stderr, run.stderr[-3000:]
+
+
+def test_steps_counts_an_optimizer_step_inside_a_compiled_training_step(write, tmp_path):
+    from conftest import torchlint_run
+
+    write("train.py", """
+        import torch
+        model = torch.nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        @torch.compile(backend="eager")
+        def train_step(x):
+            loss = model(x).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        for i in range(5):
+            train_step(torch.ones(2, 4))
+            print("stepped", i)
+    """)
+    run = torchlint_run("train.py", "--steps", "2", "--output-format", "json", cwd=tmp_path)
+    assert run.report["outcome"]["status"] == "steps-reached", run.stderr[-3000:]
+    assert run.report["outcome"]["optimizer_steps"] == 2 and "stepped 0" in run.stderr and "stepped 1" not in run.stderr

@@ -169,6 +169,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
             each.advance(steps)
 
     counter = StepCounter(spec.get("steps"), on_progress, on_step)
+    ctx.compiled_regions.listeners.append(counter.before_compiled_call)
     ctx.compiled_regions.after.append(counter.after_compiled_call)
     watchdog.counter = counter
     _silence_threads_once_stopped(counter, ctx)

@@ -77,8 +77,17 @@ class CompiledCall:
     #: torch.compile's keyword arguments (backend, mode, dynamic, fullgraph, options).
     compiled_with: dict
     defined_at: Site | None  # the user line of torch.compile(...) (or of the decorator)
-    called_at: Site | None  # the user line of this call (None when only ``after`` listens)
     first: bool  # the first call of this compiled callable
+    _frames: Any = None
+    _caller: Any = None  # the caller's frame, until the call returns
+    _site: Site | None = None
+
+    @property
+    def called_at(self) -> Site | None:
+        """The user line of this call: a stack walk, done only for a listener that asks."""
+        if self._site is None and self._caller is not None:
+            self._site = self._frames.user_site(self._caller)
+        return self._site
 
 
 @dataclass
@@ -243,11 +252,11 @@ class CompiledRegions:
         call = None
         if (self.listeners or self.after) and threading.get_ident() == self.thread:
             known.calls += 1
-            site = self.frames.user_site(sys._getframe(2)) if self.listeners else None  # a stack walk
             call = CompiledCall(compiled, known.target, args, kwargs, known.compiled_with, known.defined_at,
-                                site, known.calls == 1)
+                                known.calls == 1, self.frames, sys._getframe(2))
             for listener in self.listeners:
                 listener(call)
+            call._caller = None  # no frame kept alive by a listener that keeps the call
         self._depth.value = 1
         try:
             with self.hidden():
