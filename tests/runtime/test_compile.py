@@ -83,7 +83,7 @@ def test_no_module_called_is_reported_in_the_result(write, tmp_path):
     write("train.py", "import torch\nprint(torch.ones(2).sum())\n")
     run = torchlint_run("train.py", "--compile=eager", "--output-format", "json", cwd=tmp_path)
     assert run.returncode == 0
-    assert run.report["compile"]["skipped"] == "the program called no nn.Module with parameters"
+    assert run.report["compile"]["skipped"] == "the program called no nn.Module with parameters and compiled nothing itself"
 
 
 def test_compile_option_values(write, tmp_path):
@@ -160,32 +160,31 @@ def test_accuracy_tolerance_depends_on_dtype():
 
 
 @pytest.mark.slow
-def test_inductor_rung_with_a_persistent_cache(request, tmp_path):
-    import shutil
-
-    if shutil.which("g++") is None and shutil.which("c++") is None:
-        pytest.skip("Inductor needs a C++ compiler on the CPU")
-    # Persistent across runs (Inductor's cold start is ~16 s on 2 cores, ~3.5 s warm).
-    cache_provider = getattr(request.config, "cache", None)
-    if cache_provider is not None:
-        cache = cache_provider.mkdir("torchlint-inductor")
-    else:
-        import tempfile
-
-        cache = Path(tempfile.gettempdir()) / "torchlint-inductor-cache"
-        cache.mkdir(exist_ok=True)
-    env_before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
-    try:
-        run = torchlint_run("train.py:build", "--compile=inductor", "--output-format", "json", cwd=EXAMPLES / "graph_break",
-                            timeout=400)
-    finally:
-        if env_before is None:
-            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-        else:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = env_before
+def test_inductor_rung_with_a_persistent_cache(inductor_cache):
+    run = torchlint_run("train.py:build", "--compile=inductor", "--output-format", "json", cwd=EXAMPLES / "graph_break",
+                        timeout=400, env=inductor_cache)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
     result = run.report["compile"]
     assert [(r["backend"], r["status"]) for r in result["rungs"]] == [("eager", "ok"), ("aot_eager", "ok"), ("inductor", "ok")]
     assert result["speed"]["backend"] == "inductor" and result["accuracy"]["ok"]
-    assert any(Path(cache).iterdir())  # the cache the next run starts warm from
+    assert any(Path(inductor_cache["TORCHINDUCTOR_CACHE_DIR"]).iterdir())  # the cache the next run starts warm from
+
+
+def test_a_compiler_error_is_its_first_error_line_without_the_generated_files_path():
+    from torchlint.runtime.compile_check import compiler_error
+
+    text = ("C++ compile error\n\nCommand:\ng++ /tmp/cache/6a/c6ah.main.cpp -O3 -o /tmp/cache/6a/c6ah.main.so\n\nOutput:\n"
+            "/tmp/cache/6a/c6ah.main.cpp: In function 'void kernel(const float*)':\n"
+            "/tmp/cache/6a/c6ah.main.cpp:23:58: error: no match for 'operator*' (operand types are 'int' and 'Vectorized<float>')\n"
+            "/tmp/cache/6a/c6ah.main.cpp:30:1: error: a later one\n")
+    assert compiler_error(text) == "error: no match for 'operator*' (operand types are 'int' and 'Vectorized<float>')"
+    assert compiler_error("ValueError: no kernel for this graph") is None
+
+
+def test_the_code_inductor_generates_is_never_the_users(tmp_path, monkeypatch):
+    from torchlint.runtime.frames import INTERNAL, USER, default_classifier
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    frames = default_classifier()
+    assert frames.verdict(str(tmp_path / "cache" / "vi" / "cvipcq3k.py")) == INTERNAL
+    assert frames.verdict(str(tmp_path / "train.py")) == USER

@@ -122,6 +122,7 @@ def _start_watchdog(spec: dict, events: EventWriter) -> Any:
 
 def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any,
                       watchdog: Any) -> int:
+    from torchlint.runtime.compiled_regions import CompiledRegions, Ownership
     from torchlint.runtime.devices import SimulationLimit
     from torchlint.runtime.dist_rank import rank_setup
     from torchlint.runtime.frames import default_classifier
@@ -140,10 +141,14 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
         events.emit("error", kind="usage", message=str(exc))
         return EXIT_USAGE
     probes = [cls(ctx) for cls in probe_classes]
+    owned = Ownership(own_dirs())
     for cls in probe_classes:
         source = getattr(sys.modules.get(cls.__module__), "__file__", None)
         if source:
             ctx.frames.treat_as_internal(source)
+            owned.add_file(source)
+    # What torch.compile returns runs with the probes out of Dynamo's sight (compiled_regions).
+    ctx.compiled_regions = CompiledRegions(ctx.frames, owned, lambda mode: isinstance(mode, ProbeDispatch))
     events.emit(
         "start",
         torch=torch.__version__,
@@ -164,12 +169,16 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
             each.advance(steps)
 
     counter = StepCounter(spec.get("steps"), on_progress, on_step)
+    ctx.compiled_regions.listeners.append(counter.before_compiled_call)
+    ctx.compiled_regions.after.append(counter.after_compiled_call)
     watchdog.counter = counter
     _silence_threads_once_stopped(counter, ctx)
     progress(f"running {Path(spec['script']).name} on {mode.name} under probes: {', '.join(p.name for p in probes) or 'none'}")
     started = time.monotonic()
     outcome: dict[str, Any]
     with contextlib.ExitStack() as stack:
+        ctx.compiled_regions.install()
+        stack.callback(ctx.compiled_regions.uninstall)
         installed = []
         for probe in probes:
             try:
@@ -423,6 +432,7 @@ def _innermost_frame(exc: BaseException) -> Any:
 
 
 def _describe(exc: BaseException, ctx: Any, mode: Any) -> dict[str, Any]:
+    from torchlint.runtime.compile_check import compiler_error
     from torchlint.runtime.frames import USER
 
     site = None
@@ -432,9 +442,13 @@ def _describe(exc: BaseException, ctx: Any, mode: Any) -> dict[str, Any]:
             site = found
             break
     text = _user_traceback(exc, ctx)
+    message = str(exc)
+    compiler = compiler_error(message)
+    if compiler:  # Inductor's CppCompileError holds all of g++'s output: its first error says it
+        message = f"{message.strip().splitlines()[0]}: {compiler}"
     return {
         "type": type(exc).__name__,
-        "message": mode.explain(str(exc)),
+        "message": mode.explain(message),
         "at": [site.path, site.line] if site else None,
         "traceback": mode.explain(text[-8000:]),
         "explained_by": getattr(exc, "__torchlint_explained__", None),

@@ -221,17 +221,39 @@ def compare(expected: Any, actual: Any) -> dict[str, Any]:
     return worst
 
 
+#: A compiler's error line: `/tmp/.../c6ah....main.cpp:23:58: error: no match for 'operator*' ...`.
+_COMPILER_ERROR = re.compile(r"^(?:\S+?:\d+(?::\d+)?: )?(?:fatal )?error: (?P<text>.+)$", re.M)
+
+
+def compiler_error(text: str) -> str | None:
+    """The first error line of a compiler's output in an exception's message (Inductor's
+    CppCompileError carries the whole of g++'s), without the generated file's path."""
+    match = _COMPILER_ERROR.search(text)
+    return f"error: {match.group('text').strip()}"[:300] if match else None
+
+
+def generated(path: str) -> bool:
+    """A file Inductor wrote (its cache folder): never the user line a failure points at."""
+    from torchlint.runtime.frames import generated_dirs
+
+    return os.path.realpath(path).startswith(generated_dirs())
+
+
 def user_line(exc: BaseException, is_user: Callable[[str], bool]) -> tuple[str, int] | None:
-    """The user line an error points at: "from user code" frames in the message, then the traceback."""
+    """The user line an error points at: "from user code" frames in the message, then the
+    traceback. Files Inductor generated (its cache folder) are not the user's."""
+    def user(path: str) -> bool:
+        return is_user(path) and not generated(path)
+
     text = str(exc)
     found = None
     for match in _FILE_LINE.finditer(text):
-        if is_user(match.group("path")):
+        if user(match.group("path")):
             found = (match.group("path"), int(match.group("line")))
     if found:
         return found
     for frame, line in reversed(list(traceback.walk_tb(exc.__traceback__))):
-        if is_user(frame.f_code.co_filename):
+        if user(frame.f_code.co_filename):
             return frame.f_code.co_filename, line
     return None
 
@@ -267,7 +289,11 @@ def quiet_compiler_logs():
 
 
 @contextlib.contextmanager
-def _eval_mode(model: torch.nn.Module):
+def _eval_mode(model: Any):
+    """A module in eval() mode for the comparison; a function as it is."""
+    if not isinstance(model, torch.nn.Module):
+        yield
+        return
     modes = {m: m.training for m in model.modules()}
     model.eval()
     try:
@@ -278,13 +304,17 @@ def _eval_mode(model: torch.nn.Module):
 
 
 class CompileChecker:
-    """Runs the ladder on ``model`` with the captured ``calls`` ((args, kwargs) per input shape)."""
+    """Runs the ladder on ``model`` (a module, or a function the program compiled) with the
+    captured ``calls`` ((args, kwargs) per input shape). ``options``: the program's own
+    ``torch.compile`` arguments (``dynamic``, ``fullgraph`` for every rung; ``mode`` and
+    ``options`` for Inductor's), so each rung compiles what the program compiled."""
 
-    def __init__(self, model: torch.nn.Module, calls: list[tuple[tuple, dict]], *, top: str,
+    def __init__(self, model: Callable, calls: list[tuple[tuple, dict]], *, top: str,
                  is_user: Callable[[str], bool], progress: Callable[[str], None] = lambda m: None,
                  collector: TraceCollector | None = None, measure_speed: bool = True,
-                 backends: dict[str, Any] | None = None) -> None:
+                 backends: dict[str, Any] | None = None, options: dict[str, Any] | None = None) -> None:
         self.model = model
+        self.options = dict(options or {})
         self.calls = calls
         self.top = top
         self.rungs = LADDER[: LADDER.index(top) + 1]
@@ -352,7 +382,7 @@ class CompileChecker:
         torch._dynamo.reset()
         self.collector.take()
         entry: dict[str, Any] = {"backend": backend, "stage": STAGE[backend]}
-        compiled = torch.compile(self.model, backend=self.backends[backend])
+        compiled = torch.compile(self.model, backend=self.backends[backend], **self._options(backend))
         t0 = time.perf_counter()
         try:
             with torch.no_grad(), _eval_mode(self.model):
@@ -362,7 +392,8 @@ class CompileChecker:
                 for args, kwargs in self.calls[1:]:  # other input shapes: recompilations
                     call(compiled, args, kwargs)
             # Training path too: AOTAutograd only builds the backward graph when grad is on.
-            if backend != "eager":
+            # (A module's: a function may step an optimizer or hold no parameter at all.)
+            if backend != "eager" and isinstance(self.model, torch.nn.Module):
                 self._forward_backward(compiled)
         except Exception as exc:
             entry.update(status="failed", seconds=round(time.perf_counter() - t0, 3), **self._failure(backend, exc))
@@ -383,8 +414,12 @@ class CompileChecker:
             outs = [t for t in tensors(out) if t.requires_grad and t.is_floating_point()]
             if outs:
                 sum(o.float().sum() for o in outs).backward()
-        for p in self.model.parameters():
+        for p in self.model.parameters():  # type: ignore[union-attr]
             p.grad = None
+
+    def _options(self, backend: str) -> dict[str, Any]:
+        keep = ("dynamic", "fullgraph") + (("mode", "options") if backend == "inductor" else ())
+        return {k: v for k, v in self.options.items() if k in keep and v is not None}
 
     def _failure(self, backend: str, exc: BaseException) -> dict[str, Any]:
         stage = STAGE[backend]
@@ -394,6 +429,9 @@ class CompileChecker:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else name
         if inner is not None and name == "BackendCompilerFailed":
             message = f"{type(inner).__name__}: {str(inner).strip().splitlines()[0] if str(inner).strip() else ''}"
+        compiler = compiler_error(str(exc))
+        if compiler:
+            message = f"{message}: {compiler}"
         at = user_line(exc, self.is_user)
         return {"stage": stage, "error": name, "message": message[:600], "at": list(at) if at else None,
                 "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-6000:]}
@@ -403,7 +441,7 @@ class CompileChecker:
 
         args, kwargs = self.calls[0]
         torch._dynamo.reset()
-        compiled = torch.compile(self.model, backend=self.backends[backend])
+        compiled = torch.compile(self.model, backend=self.backends[backend], **self._options(backend))
         with torch.no_grad():
             t0 = time.perf_counter()
             call(compiled, args, kwargs)

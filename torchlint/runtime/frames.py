@@ -7,6 +7,7 @@ verdict for each file name is cached; this runs inside the child only.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import sysconfig
 from types import FrameType
@@ -83,7 +84,7 @@ class FrameClassifier:
         verdict = self._verdicts.get(filename)
         if verdict is None:
             real = os.path.realpath(filename) if not filename.startswith("<") else filename
-            if filename.startswith("<") or real.startswith(self._internal):
+            if filename.startswith("<") or real.startswith(self._internal) or real.startswith(generated_dirs()):
                 verdict = INTERNAL
             elif real.startswith(self._library):
                 verdict = LIBRARY
@@ -121,6 +122,26 @@ class FrameClassifier:
         if absolute is None:
             absolute = self._absolutes[filename] = os.path.abspath(filename)
         return absolute
+
+
+def generated_dirs() -> tuple[str, ...]:
+    """The folders of the code torch writes and runs (Inductor's cache: the compiled graphs'
+    Python wrappers and kernels): its frames are torch's, never the user line a finding or a
+    crash points at. Read each time (the program may set TORCHINDUCTOR_CACHE_DIR itself), and
+    without importing Inductor (whose own helper creates the folder)."""
+    import getpass
+    import tempfile
+
+    dirs = []
+    configured = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if configured:
+        dirs.append(configured)
+    try:
+        user = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
+    dirs.append(os.path.join(tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)))
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
 
 
 def _library_dirs() -> set[str]:

@@ -53,11 +53,14 @@ class GraphBreak(RuntimeRule):
 class CompileFailure(RuntimeRule):
     """
     ## What it does
-    Reports that compiling the model the program ran failed, and which stage failed: the
-    backends are tried in order `eager` (Dynamo only), `aot_eager` (plus AOTAutograd) and
-    `inductor` (plus code generation, only with `--compile=inductor`), so the first backend
-    that fails names the stage: Dynamo, AOTAutograd or Inductor. The finding points at the
-    user line in the error when there is one.
+    Reports that compiling what the program compiles itself (each function or module it
+    passes to `torch.compile`), or else the model it ran, failed, and which stage failed:
+    the backends are tried in order `eager` (Dynamo only), `aot_eager` (plus AOTAutograd) and
+    `inductor` (plus code generation: with `--compile=inductor`, or when the program compiles
+    with Inductor, `torch.compile`'s default), so the first backend that fails names the
+    stage: Dynamo, AOTAutograd or Inductor. The finding points at the user line in the error
+    when there is one, else at the program's call of its compiled function; a C++ compile
+    error's first `error:` line is in the message.
 
     ## Why is this bad?
     `torch.compile(model)` raises on the first call, or falls back to eager silently when
@@ -81,11 +84,14 @@ class CompileFailure(RuntimeRule):
 class CompiledOutputMismatch(RuntimeRule):
     """
     ## What it does
-    Runs the model the program ran on the inputs of its first call, eagerly and compiled (in
-    `eval()` mode, with the same random seed), and reports outputs that differ by more than
+    Runs what the program compiles itself (each function or module it passes to
+    `torch.compile`, up the backend ladder to Inductor when the program uses it), or else the
+    model it ran, on the inputs of its first call, eagerly and compiled (a module in `eval()`
+    mode, with the same random seed), and reports outputs that differ by more than
     a tolerance chosen by dtype (float32: rtol 1e-4, atol 1e-5; float16: 1e-2, 1e-3;
     bfloat16: 1.6e-2, 1e-2; float64: 1e-7, 1e-7). The message gives the largest absolute and
-    relative errors and the tolerances used.
+    relative errors and the tolerances used; for a program's own compile the finding points
+    at its first call of the compiled function and names the `torch.compile` line.
 
     ## Why is this bad?
     A compiled model that computes something else trains or predicts differently with no

@@ -1,12 +1,16 @@
 """Compile probe (``torchlint run --compile[=eager|aot_eager|inductor]``): TL708-TL711.
 
-While the program runs, the probe captures the outermost ``nn.Module`` it calls and clones
-of the inputs of its first calls (one per input shape, up to three), and keeps Dynamo's
-structured trace of any ``torch.compile`` the program does itself. After the program has
-finished, it compiles the captured model up the backend ladder (``eager`` -> ``aot_eager``
--> ``inductor``, the last only when asked) and reports graph breaks, recompilations, the
-first failing stage, eager-vs-compiled accuracy and speed. Nothing here can take the run
-down: a failing compile is a finding, and a crash of the probe itself is TL707.
+What the ladder checks: each function or module the program compiles itself (``torch.compile``,
+``module.compile()``, up to three, in the order of their first calls); failing those, the
+outermost ``nn.Module`` with parameters the program calls. While the program runs, the probe
+keeps clones of their inputs (one per input shape, up to three) and Dynamo's structured
+trace of the program's own compiles. After the program has finished, it compiles each
+target up the backend ladder (``eager`` -> ``aot_eager`` -> ``inductor``; Inductor when
+asked, or when the program compiled that target with Inductor, torch.compile's default) and
+reports graph breaks, recompilations, the first failing stage, eager-vs-compiled accuracy
+and speed. A finding about a program's own compile points at its first call of the compiled
+callable. Nothing here can take the run down: a failing compile is a finding, and a crash
+of the probe itself is TL707.
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from torchlint.runtime.compile_capture import ModelCapture, describe_inputs
+from torchlint.runtime.compile_capture import ModelCapture, ProgramCompiles, describe_inputs
 from torchlint.runtime.compile_check import LADDER, CompileChecker, TraceCollector, inductor_cache_dir, summarise_trace
 from torchlint.runtime.frames import USER, Site
 from torchlint.runtime.probing import Probe
+
+#: How many of the program's own compiled callables the ladder checks (each costs compiles).
+MAX_TARGETS = 3
 
 
 class CompileProbe(Probe):
@@ -37,6 +44,11 @@ class CompileProbe(Probe):
             os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir())
         self.capture = ModelCapture(max_signatures=3)
         self.capture.install()
+        # The program's own torch.compile calls: their targets and inputs (compiled_regions).
+        self.compiles = ProgramCompiles(max_targets=MAX_TARGETS, max_signatures=3)
+        regions = getattr(self.ctx, "compiled_regions", None)
+        if regions is not None:
+            regions.listeners.append(self.guarded(self.compiles.note))
         # Graph breaks of a torch.compile the program does itself are reported too.
         self.collector = TraceCollector()
         self.collector.install()
@@ -51,30 +63,58 @@ class CompileProbe(Probe):
         return self.ctx.frames.verdict(path) == USER
 
     def after_run(self) -> None:
-        result: dict[str, Any] = {"backend": self.backend, "ladder": list(LADDER[: LADDER.index(self.backend) + 1])}
+        result = self._result(self.backend)
+        targets = self.compiles.targets
         model = self.capture.root
         if not self.ctx.device.computes_values:
             result["skipped"] = f"--device {self.ctx.device.name} computes no values; run --compile on cpu or cuda"
+        elif targets:
+            checked = [self._check(target) for target in targets]
+            result = checked[0]
+            if len(checked) > 1:
+                result["more"] = checked[1:]
+            if self.compiles.left_out:
+                result["not_checked"] = self.compiles.left_out
         elif model is None:
-            result["skipped"] = "the program called no nn.Module with parameters"
+            result["skipped"] = "the program called no nn.Module with parameters and compiled nothing itself"
         else:
             result["model"] = type(model).__name__
             result["inputs"] = describe_inputs(*self.capture.calls[0])
             result["input_shapes"] = len(self.capture.calls)
-            # Under fake-cuda the clock would time the CPU standing in for the GPU: no speed-up.
-            timed = getattr(self.ctx.device, "times_are_real", True)
-            checker = CompileChecker(model, self.capture.calls, top=self.backend, is_user=self._is_user,
-                                     progress=self.ctx.progress, collector=self.collector, measure_speed=timed)
-            result.update(checker.run())
-            if not timed:
-                result["speed_skipped"] = f"--device {self.ctx.device.name} runs on the CPU, not a GPU: no speed-up measured"
+            result.update(self._ladder(model, self.capture.calls, self.backend, {}))
         program = summarise_trace(self.program_records)
         if program["graph_breaks"] or program["recompilations"]:
             result["graph_breaks"] = _merge(result.get("graph_breaks", []), program["graph_breaks"], ("path", "line", "reason"))
             result["recompilations"] = _merge(result.get("recompilations", []), program["recompilations"], ("path", "line", "function"))
             result["program_compiled"] = True
         self._report(result)
+        for more in result.get("more", ()):
+            self._report(more)
         self.ctx.publish(self, result)
+
+    def _result(self, top: str) -> dict[str, Any]:
+        return {"backend": top, "ladder": list(LADDER[: LADDER.index(top) + 1])}
+
+    def _ladder(self, model: Any, calls: list, top: str, options: dict) -> dict[str, Any]:
+        # Under fake-cuda the clock would time the CPU standing in for the GPU: no speed-up.
+        timed = getattr(self.ctx.device, "times_are_real", True)
+        checker = CompileChecker(model, calls, top=top, is_user=self._is_user, progress=self.ctx.progress,
+                                 collector=self.collector, measure_speed=timed, options=options)
+        result = checker.run()
+        if not timed:
+            result["speed_skipped"] = f"--device {self.ctx.device.name} runs on the CPU, not a GPU: no speed-up measured"
+        return result
+
+    def _check(self, target: Any) -> dict[str, Any]:
+        """The ladder on one callable the program compiled, up to the backend it used."""
+        top = self.backend
+        if target.backend in LADDER and LADDER.index(target.backend) > LADDER.index(top):
+            top = target.backend  # the program compiles with Inductor: so does the ladder
+        result = self._result(top)
+        result.update(model=target.name, inputs=describe_inputs(*target.calls[0]), input_shapes=len(target.calls),
+                      program_backend=target.backend, compiled_at=_where(target.defined_at), called_at=_where(target.called_at))
+        result.update(self._ladder(target.target, target.calls, top, target.options))
+        return result
 
     # -- findings ---------------------------------------------------------------------------
     def _report(self, result: dict[str, Any]) -> None:
@@ -91,7 +131,7 @@ class CompileProbe(Probe):
         failure = result.get("failure")
         if failure:
             at = failure.get("at")
-            site = _site(*at) if at else self._model_site()
+            site = _site(*at) if at else self._target_site(result)
             passed = [r["backend"] for r in result["rungs"] if r["status"] == "ok"]
             after = f" ({', '.join(passed)} worked)" if passed else ""
             self.ctx.evidence(self, code=None, runtime_code="TL709", at=site,
@@ -103,9 +143,17 @@ class CompileProbe(Probe):
             detail = accuracy.get("detail") or (
                 f"max abs error {accuracy['max_abs']:.3g}, max rel error {accuracy['max_rel']:.3g} in output {accuracy.get('index', 0)} "
                 f"({accuracy.get('dtype')}; tolerance rtol={accuracy.get('rtol'):g}, atol={accuracy.get('atol'):g})")
-            self.ctx.evidence(self, code=None, runtime_code="TL710", at=self._model_site(),
-                              message=f"output compiled with backend {accuracy.get('backend')} differs from eager on the captured inputs "
-                                      f"{result.get('inputs', '')}: {detail}", data=dict(accuracy))
+            what = f"of `{result['model']}` " if result.get("called_at") else ""
+            compiled_at = f" (torch.compile at line {result['compiled_at'][1]})" if result.get("compiled_at") else ""
+            self.ctx.evidence(self, code=None, runtime_code="TL710", at=self._target_site(result),
+                              message=f"output {what}compiled with backend {accuracy.get('backend')} differs from eager on the "
+                                      f"captured inputs {result.get('inputs', '')}{compiled_at}: {detail}", data=dict(accuracy))
+
+    def _target_site(self, result: dict[str, Any]) -> Site | None:
+        """A program's own compile: its first call; the captured model: its forward."""
+        if result.get("called_at"):
+            return _site(*result["called_at"])
+        return self._model_site()
 
     def _model_site(self) -> Site | None:
         """The model's forward, where a whole-model finding points."""
@@ -119,6 +167,10 @@ class CompileProbe(Probe):
             return Site(os.path.abspath(path), line, "forward")
         except (TypeError, OSError, AttributeError):
             return None
+
+
+def _where(site: Site | None) -> list | None:
+    return [site.path, site.line] if site is not None else None
 
 
 def _site(path: str, line: int) -> Site:

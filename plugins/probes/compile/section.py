@@ -25,6 +25,8 @@ def section(result: dict[str, Any], cwd: Path) -> RunSection:
 def compile_lines(result: dict[str, Any], cwd: Path) -> list[str]:
     ladder = " -> ".join(result.get("ladder", ()))
     out = [f"compile ({ladder})" + (f": {result['model']}{result.get('inputs', '')}" if result.get("model") else "")]
+    if result.get("compiled_at"):  # one of the program's own torch.compile calls
+        out[0] += f", compiled by the program at {where(*result['compiled_at'], cwd)} (backend {result.get('program_backend')})"
     if result.get("skipped"):
         out.append(f"  skipped: {result['skipped']}")
     for rung in result.get("rungs", ()):
@@ -56,6 +58,10 @@ def compile_lines(result: dict[str, Any], cwd: Path) -> list[str]:
         breakeven = f"; pays off after {speed['breakeven_calls']} calls" if speed.get("breakeven_calls") else ""
         out.append(f"  speed ({speed['backend']}, {speed['mode']}): eager {speed['eager_ms']:.3f} ms, compiled "
                    f"{speed['compiled_ms']:.3f} ms per call (median): {speed['speedup']:.2f}x; compile {speed['compile_s']:.2f} s{breakeven}")
+    for more in result.get("more", ()):  # the program's other compiled callables
+        out.extend(compile_lines(more, cwd))
+    if result.get("not_checked"):
+        out.append(f"  also compiled, not checked: {', '.join(result['not_checked'])}")
     return out
 
 
@@ -110,4 +116,4 @@ def compile_html(result: dict[str, Any], cwd: Path) -> str:
                        f'<td>{e("; ".join(r["reasons"][:2]))}</td><td class="n">{r["count"]}</td></tr>' for r in recompiles)
         parts.append(f'<h3>Recompilations</h3><table><tr><th>where</th><th>function</th><th>guard that failed</th><th>count</th></tr>{rows}</table>')
     parts.append("</section>")
-    return "".join(parts)
+    return "".join(parts) + "".join(compile_html(more, cwd) for more in result.get("more", ()))

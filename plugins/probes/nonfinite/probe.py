@@ -118,6 +118,9 @@ class NonfiniteProbe(Probe):
             return
         for handle in self.handles:
             handle.remove()
+            # torch's handle leaves the hook's with_kwargs flag behind: Dynamo and
+            # OptimizedModule would go on seeing "global hooks" (a warning the program never had).
+            module_hooks._global_forward_hooks_with_kwargs.pop(handle.id, None)
         self._unpatch()
         self._unnote_optimizers()
         self.window.clear()
