@@ -35,8 +35,11 @@ from torchlint.runtime.probing import Probe
 from torchlint.runtime.reach import models_in_reach, parameter_names
 from torchlint.runtime.steps import step_closure
 
-#: Read steps in a row, at the end of the run, that make a stall (TL752).
+#: Read steps in a row, at the end of the run, that make a stall (TL752), after at least
+#: LEARNED_READS read steps at which the parameter learned.
 STALLED_READS = 3
+LEARNED_READS = 2
+LEARNED, ZERO, KEPT = "learned", "zero", "kept"
 #: Read steps with a gradient that make a parameter outside every optimizer a finding (TL744):
 #: one could be a gradient left from a step the program took some other way.
 OUTSIDE_READS = 2
@@ -58,8 +61,11 @@ class OptimizerState:
     frozen: list[tuple[list[torch.Tensor], Any]] = field(default_factory=list)
     #: Between the hooks of a read step: parameters with a gradient, their and its prefixes.
     moving: list[tuple[list[torch.Tensor], Any, Any]] = field(default_factory=list)
-    #: id(param) -> (step, learned) at each read step: it had a gradient and the step moved it.
-    history: dict[int, list[tuple[int, bool]]] = field(default_factory=dict)
+    #: id(param) -> (step, what happened to it) at each read step: LEARNED (it had a gradient
+    #: and the step moved it), ZERO (no gradient, or an all-zero one), KEPT (a gradient, no move).
+    history: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
+    #: Read steps at which the step moved some parameter.
+    moved_any: set[int] = field(default_factory=set)
     stale_reported: bool = False
 
 
@@ -127,7 +133,7 @@ class OptimizerInvariantsProbe(Probe):
             moving = [p for p in with_grad if grad_norms[id(p)] > 0]  # NaN: no verdict
             for param in trainable:
                 if param.grad is None or grad_norms[id(param)] == 0.0:
-                    state.history.setdefault(id(param), []).append((step, False))
+                    state.history.setdefault(id(param), []).append((step, ZERO))
                     self.params.setdefault(id(param), weakref.ref(param))
             state.moving = [(moving, prefixes(moving), prefixes([p.grad for p in moving]))] if moving else []
 
@@ -145,8 +151,10 @@ class OptimizerInvariantsProbe(Probe):
                         self._report_frozen(state, changed, step)
                 for group, before, grads in state.moving:
                     for param, unmoved in zip(group, kept(before, prefixes(group), grads)):
-                        state.history.setdefault(id(param), []).append((step, not unmoved))
+                        state.history.setdefault(id(param), []).append((step, KEPT if unmoved else LEARNED))
                         self.params.setdefault(id(param), weakref.ref(param))
+                        if not unmoved:
+                            state.moved_any.add(step)
             state.frozen, state.moving = [], []
         if is_read(step + 1) and not state.stale_reported:
             for param in _held(optimizer):
@@ -259,15 +267,10 @@ class OptimizerInvariantsProbe(Probe):
             stalled: list[int] = []
             since: list[int] = []
             for key, reads in state.history.items():
-                learned = [step for step, moved in reads if moved]
-                if not learned or len(reads) < STALLED_READS + 1:
-                    continue
-                tail = reads[-STALLED_READS:]
-                if any(moved for _, moved in tail) or tail[0][0] <= learned[0]:
-                    continue
-                last_learned = max(learned)
-                stalled.append(key)
-                since.append(next(step for step, _ in reads if step > last_learned))
+                first = _stall_start(reads, state.moved_any)
+                if first is not None:
+                    stalled.append(key)
+                    since.append(first)
             if stalled:
                 first = min(since)
                 last = max(step for reads in state.history.values() for step, _ in reads)
@@ -292,6 +295,21 @@ class OptimizerInvariantsProbe(Probe):
             return name
         param = self.params.get(key, lambda: None)()
         return f"a parameter of shape {tuple(param.shape)}" if param is not None else "a parameter"
+
+
+def _stall_start(reads: list[tuple[int, str]], moved_any: set[int]) -> int | None:
+    """The read step a parameter's stall began, or None when it did not stall: it learned at
+    LEARNED_READS read steps at least, and at each of the last STALLED_READS it got an exactly
+    zero gradient, or kept its value while the step moved no parameter at all. (One parameter
+    kept while others move is its own gradient's scale: the bias of a layer feeding a
+    BatchNorm gets the rounding error of a gradient that cancels.)"""
+    learned = [step for step, what in reads if what == LEARNED]
+    if len(learned) < LEARNED_READS or len(reads) < STALLED_READS + LEARNED_READS:
+        return None
+    tail = reads[-STALLED_READS:]
+    if any(what == LEARNED or (what == KEPT and step in moved_any) for step, what in tail):
+        return None
+    return next(step for step, _ in reads if step > max(learned))
 
 
 def _held(optimizer: Any) -> list[torch.Tensor]:
