@@ -2,7 +2,8 @@
 
 Each folder holds a program that trains silently wrong (`buggy.py`, whose first line says
 which runtime code must catch it: `# expect: TL745`) and its fixed twin (`fixed.py`), which
-must get no runtime-only finding at all. Prints one line per program and the totals: caught,
+must get no runtime-only finding at all. A program whose second line is `# ranks: 2` runs as
+two ranks (`--nproc-per-node 2`, gloo). Prints one line per program and the totals: caught,
 missed, false positives on the twins.
 
     python benchmarks/silent_errors.py                     # every program, --device cpu
@@ -21,13 +22,14 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "silent_errors"
+RANKS = re.compile(r"^#\s*ranks:\s*(\d+)", re.M)
 EXPECT = re.compile(r"#\s*expect:\s*((?:TL\d{3}[ ,]*)+)")
 
 
 def runtime_codes(script: Path, device: str, timeout: float) -> tuple[set[str], str]:
     """The runtime-only codes `torchlint run` reports on `script`, and the run's status."""
     command = [sys.executable, "-m", "torchlint", "run", script.name, "--device", device, "-q",
-               "--output-format", "json", "--timeout", str(int(timeout))]
+               "--output-format", "json", "--timeout", str(int(timeout)), *ranks(script)]
     try:
         proc = subprocess.run(command, cwd=script.parent, capture_output=True, text=True, timeout=timeout + 60)
     except subprocess.TimeoutExpired:
@@ -38,6 +40,11 @@ def runtime_codes(script: Path, device: str, timeout: float) -> tuple[set[str], 
         return set(), f"no report (exit {proc.returncode})"
     codes = {f["code"] for f in report["findings"] if f["status"] == "runtime only"}
     return codes, report.get("outcome", {}).get("status", "?")
+
+
+def ranks(script: Path) -> list[str]:
+    match = RANKS.search("\n".join(script.read_text(encoding="utf-8").splitlines()[:3]))
+    return ["--nproc-per-node", match.group(1)] if match else []
 
 
 def expected(script: Path) -> set[str]:
