@@ -16,6 +16,8 @@ reference run.
   initialisation of the same parameter (the first has no effect).
 * TL752 parameters that learned at first stop getting gradients, or stop changing, later in
   the run (a ReLU layer that died, a schedule that drops the learning rate to 0).
+* TL753 the model's output is the same for every sample while the targets differ: it
+  predicts a constant (saturated sigmoids, dead ReLUs); the loss sits on a plateau.
 
 The optimizer checks read sampled steps (every step at first, then every few), so a bug that
 starts after the first steps is seen and the run stays fast. The package stays importable
@@ -331,9 +333,41 @@ class TrainingStalled(RuntimeRule):
     summary = "Parameters that learned at first get no gradient, or stop changing, later in the run"
 
 
+class ConstantModelOutput(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run` (the invariants probe) at a loss line when, at three calls in
+    a row in the watched steps, the model's prediction is the same for every sample of the
+    batch (to a relative 1e-4) while the targets differ.
+
+    ## Why is this bad?
+    The model predicts a constant: the mean of the targets, or one class. The loss sits on a
+    plateau that is flat but not exactly constant, so it looks like slow training. The usual
+    causes are saturating activations stacked deep (each sigmoid squeezes the differences
+    between samples), ReLU layers whose units all died, or an input that never reaches the
+    output (a `detach()`, a multiplication by a zero mask).
+
+    ## Example
+    ```python
+    layers = [nn.Linear(16, 16), nn.Sigmoid()] * 6
+    model = nn.Sequential(*layers, nn.Linear(16, 1), nn.Sigmoid())
+    ```
+
+    ## Use instead
+    ```python
+    model = nn.Sequential(nn.Linear(16, 16), nn.LayerNorm(16), nn.ReLU(), nn.Linear(16, 1))
+    ```
+    """
+
+    code = "TL753"
+    name = "constant-model-output"
+    summary = "The model's output is the same for every sample while the targets differ: it predicts a constant"
+
+
 RULES = [
     GradientOutsideOptimizer, GradientsNotCleared, FrozenParameterChanged, TrainingInEvalMode, DropoutInEvalMode,
     SpectralNormEvaluatedUntrained, WorkersShareRandomState, InitialisationOverwritten, TrainingStalled,
+    ConstantModelOutput,
 ]
 
 
@@ -347,6 +381,7 @@ def torchlint_probes() -> list[type]:
     from torchlint.plugins.probes.invariants.initialisation import InitialisationProbe
     from torchlint.plugins.probes.invariants.modes import ModeProbe
     from torchlint.plugins.probes.invariants.optimizers import OptimizerInvariantsProbe
+    from torchlint.plugins.probes.invariants.outputs import ConstantOutputProbe
     from torchlint.plugins.probes.invariants.workers import WorkerRandomStateProbe
 
-    return [OptimizerInvariantsProbe, ModeProbe, InitialisationProbe, WorkerRandomStateProbe]
+    return [OptimizerInvariantsProbe, ModeProbe, InitialisationProbe, WorkerRandomStateProbe, ConstantOutputProbe]
