@@ -18,6 +18,8 @@ reference run.
   the run (a ReLU layer that died, a schedule that drops the learning rate to 0).
 * TL753 the model's output is the same for every sample while the targets differ: it
   predicts a constant (saturated sigmoids, dead ReLUs); the loss sits on a plateau.
+* TL754 a training forward's matrix products ran in float32 outside the autocast region its
+  step enters (an autocast block that wraps only the loss).
 
 The optimizer checks read sampled steps (every step at first, then every few), so a bug that
 starts after the first steps is seen and the run stays fast. The package stays importable
@@ -364,10 +366,46 @@ class ConstantModelOutput(RuntimeRule):
     summary = "The model's output is the same for every sample while the targets differ: it predicts a constant"
 
 
+class ForwardOutsideAutocast(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run` (the invariants probe) at the line of a matrix product
+    (`linear`, `matmul`, a convolution) that ran in float32 with gradients on, outside any
+    autocast region, in a training step that enters an enabled `torch.autocast` region or
+    scales its loss with a `GradScaler`.
+
+    ## Why is this bad?
+    The run pays for mixed precision and gets none of it: the model's forward runs in
+    float32, and the autocast block wraps only the loss, which is computed from its float32
+    output. Nothing raises; the step is as slow and as memory-hungry as without autocast. The
+    same happens when the forward runs in another thread, such as `nn.DataParallel`'s
+    replicas: autocast state is per thread. A block entered with `enabled=False` is a
+    deliberate float32 region and is not reported.
+
+    ## Example
+    ```python
+    out = model(x)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = criterion(out, y)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = model(x)
+        loss = criterion(out, y)
+    ```
+    """
+
+    code = "TL754"
+    name = "forward-outside-autocast"
+    summary = "A training forward ran in float32 outside the autocast region its step enters"
+
+
 RULES = [
     GradientOutsideOptimizer, GradientsNotCleared, FrozenParameterChanged, TrainingInEvalMode, DropoutInEvalMode,
     SpectralNormEvaluatedUntrained, WorkersShareRandomState, InitialisationOverwritten, TrainingStalled,
-    ConstantModelOutput,
+    ConstantModelOutput, ForwardOutsideAutocast,
 ]
 
 
@@ -378,10 +416,12 @@ def torchlint_rules() -> list[type]:
 
 @hookimpl
 def torchlint_probes() -> list[type]:
+    from torchlint.plugins.probes.invariants.autocast import AutocastProbe
     from torchlint.plugins.probes.invariants.initialisation import InitialisationProbe
     from torchlint.plugins.probes.invariants.modes import ModeProbe
     from torchlint.plugins.probes.invariants.optimizers import OptimizerInvariantsProbe
     from torchlint.plugins.probes.invariants.outputs import ConstantOutputProbe
     from torchlint.plugins.probes.invariants.workers import WorkerRandomStateProbe
 
-    return [OptimizerInvariantsProbe, ModeProbe, InitialisationProbe, WorkerRandomStateProbe, ConstantOutputProbe]
+    return [OptimizerInvariantsProbe, ModeProbe, InitialisationProbe, WorkerRandomStateProbe, ConstantOutputProbe,
+            AutocastProbe]
