@@ -240,7 +240,7 @@ class OptimizerInvariantsProbe(Probe):
     def _judge_outside(self) -> None:
         optimizers = [ref() for ref in self.optimizers]
         # Optimizers that never stepped in reach of a hook hold parameters too.
-        optimizers += [o for o in gc.get_objects() if isinstance(o, torch.optim.Optimizer)]
+        optimizers += [o for o in gc.get_objects() if _is_optimizer(o)]
         held: set[int] = set()
         trainable_held: dict[int, int] = {}
         for optimizer in filter(None, optimizers):
@@ -310,6 +310,13 @@ def _stall_start(reads: list[tuple[int, str]], moved_any: set[int]) -> int | Non
     if any(what == LEARNED or (what == KEPT and step in moved_any) for step, what in tail):
         return None
     return next(step for step, _ in reads if step > max(learned))
+
+
+def _is_optimizer(value: Any) -> bool:
+    try:
+        return isinstance(value, torch.optim.Optimizer)
+    except ReferenceError:  # a weakref.proxy whose object is gone
+        return False
 
 
 def _held(optimizer: Any) -> list[torch.Tensor]:
