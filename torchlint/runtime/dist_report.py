@@ -31,7 +31,7 @@ _ORDINALS = {1: "st", 2: "nd", 3: "rd"}
 
 
 def merge_ranks(static: list[Finding], child: ChildResult, *, world: int, enabled: Any, cwd: Path, timeout: float,
-                rules: dict) -> tuple[list[Finding], Outcome]:
+                rules: dict, refuted: list[Finding] = ()) -> tuple[list[Finding], Outcome]:
     ranks = _by_rank(child.events)
     primary = _primary_rank(ranks)
     verdict = child.first("diverged")
@@ -45,7 +45,7 @@ def merge_ranks(static: list[Finding], child: ChildResult, *, world: int, enable
     elif len(ranks) == world:
         divergence = timelines.after_run()
     view = replace(child, events=_merged_events(child.events, ranks, primary, divergence, verdict, cwd))
-    findings, outcome = merge(static, view, enabled=enabled, cwd=cwd, timeout=timeout, rules=rules)
+    findings, outcome = merge(static, view, enabled=enabled, cwd=cwd, timeout=timeout, rules=rules, refuted=refuted)
     findings = [_with_ranks(finding, primary, ranks, cwd, outcome) for finding in findings]
     extra: list[Finding] = []
     if divergence is not None and divergence.culprit and divergence.culprit.at:
