@@ -20,6 +20,8 @@ reference run.
   predicts a constant (saturated sigmoids, dead ReLUs); the loss sits on a plateau.
 * TL754 a training forward's matrix products ran in float32 outside the autocast region its
   step enters (an autocast block that wraps only the loss).
+* TL756 the settings call a part of the model frozen (``freeze_encoder=True``) and the
+  optimizer trains it: the freeze method was never called.
 
 The optimizer checks read sampled steps (every step at first, then every few), so a bug that
 starts after the first steps is seen and the run stays fast. The package stays importable
@@ -402,10 +404,43 @@ class ForwardOutsideAutocast(RuntimeRule):
     summary = "A training forward ran in float32 outside the autocast region its step enters"
 
 
+class FreezeNotApplied(RuntimeRule):
+    """
+    ## What it does
+    Reported by `torchlint run` (the invariants probe) at the first optimizer step when the
+    script's settings in reach (an `argparse.Namespace`, a dataclass, a `...Config` object, a
+    dict) hold `freeze_<part>=True` (or `<part>_frozen=True`), a model in reach has a
+    submodule named `<part>`, and every parameter of it requires grad while the optimizer
+    updates them.
+
+    ## Why is this bad?
+    The stage meant to stay fixed trains with the rest: a pretrained encoder drifts from its
+    weights, the run is slower, and the results no longer match the configuration that was
+    reported. Nothing raises. The usual cause is a freeze method that is defined but never
+    called, or called on another object (a copy of the model).
+
+    ## Example
+    ```python
+    if args.freeze_encoder:
+        model.freeze_encoder            # the method is named, not called
+    ```
+
+    ## Use instead
+    ```python
+    if args.freeze_encoder:
+        model.freeze_encoder()
+    ```
+    """
+
+    code = "TL756"
+    name = "freeze-not-applied"
+    summary = "The settings call a part of the model frozen, and the optimizer trains it"
+
+
 RULES = [
     GradientOutsideOptimizer, GradientsNotCleared, FrozenParameterChanged, TrainingInEvalMode, DropoutInEvalMode,
     SpectralNormEvaluatedUntrained, WorkersShareRandomState, InitialisationOverwritten, TrainingStalled,
-    ConstantModelOutput, ForwardOutsideAutocast,
+    ConstantModelOutput, ForwardOutsideAutocast, FreezeNotApplied,
 ]
 
 

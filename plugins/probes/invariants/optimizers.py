@@ -8,6 +8,8 @@ each optimizer on its own:
   (``clearing``);
 * TL746 a parameter with ``requires_grad=False`` does not change in a step;
 * TL747 the model an optimizer steps is in ``train()`` mode;
+* TL756 a part the settings call frozen (``freeze_encoder=True``) does not train
+  (``freezing``), read at the first step;
 * TL752 parameters that learned keep learning: no all-zero gradients, or updates that move
   nothing, at every read step from some step to the end of the run.
 
@@ -28,6 +30,7 @@ from torch import nn
 from torch.optim import optimizer as optimizer_hooks
 
 from torchlint.plugins.probes.invariants.clearing import ClearingWatch, watch
+from torchlint.plugins.probes.invariants.freezing import unapplied_freezes
 from torchlint.plugins.probes.invariants.schedule import is_read
 from torchlint.runtime.frames import Site
 from torchlint.runtime.parameter_reads import kept, norms, prefixes
@@ -119,7 +122,9 @@ class OptimizerInvariantsProbe(Probe):
         state.site = state.site or site
         self.first_site = self.first_site or site
         params = _held(optimizer)
-        self._look_at_models(sys._getframe(1), params)
+        roots = self._look_at_models(sys._getframe(1), params)
+        if step == 1:
+            self._check_freezes(sys._getframe(1), roots, params, site)
         if stale:
             self._report_stale(state, stale, step, site)
         if not self.ctx.device.computes_values:
@@ -163,7 +168,7 @@ class OptimizerInvariantsProbe(Probe):
                     state.clearing[id(param)] = clearing
 
     # -- the models in reach -----------------------------------------------------------------
-    def _look_at_models(self, frame: Any, params: list[torch.Tensor]) -> None:
+    def _look_at_models(self, frame: Any, params: list[torch.Tensor]) -> list[tuple[str, nn.Module]]:
         """Names, owners and gradients of the models in reach; TL747 for one in eval()."""
         # A parameter belongs to, and is named in, the largest model in reach that holds it
         # (`Sequential.1.weight` of `model`, not `Linear.weight` of its `head`).
@@ -186,6 +191,20 @@ class OptimizerInvariantsProbe(Probe):
                         self.params.setdefault(id(param), weakref.ref(param))
             if stepped and not model.training:
                 self._report_eval_mode(label, model)
+        return roots
+
+    def _check_freezes(self, frame: Any, roots: list, params: list[torch.Tensor], site: Site | None) -> None:
+        """TL756: settings in reach that call a part of the model frozen while it trains."""
+        for unapplied in unapplied_freezes(self.ctx.frames, frame, roots, {id(p) for p in params}):
+            method = f" (is `{unapplied.method}()` ever called?)" if unapplied.method else ""
+            self.ctx.evidence(
+                self, code=None, at=site, runtime_code="TL756",
+                message=(
+                    f"`{unapplied.key}` is True, but all {unapplied.parameters} parameters of `{unapplied.part}` require "
+                    f"grad and this optimizer updates them: the freeze was never applied{method}"
+                ),
+                data={"setting": unapplied.key, "module": unapplied.part},
+            )
 
     # -- findings ----------------------------------------------------------------------------
     def _report_stale(self, state: OptimizerState, stale: list[int], step: int, site: Site | None) -> None:
