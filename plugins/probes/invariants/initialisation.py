@@ -36,6 +36,8 @@ class InitialisationProbe(Probe):
 
     def install(self) -> None:
         self.loaded: dict[int, Site | None] = {}  # id(param) -> the line that loaded it
+        #: (path, line, initialiser) -> [its site, the load's site, parameters it overwrote]
+        self.overwritten: dict[tuple, list] = {}
         self.stepped = False
         self.depth = 0  # an initialiser calling another counts once
         self.restore: list[tuple[Any, str, Any]] = []
@@ -49,6 +51,7 @@ class InitialisationProbe(Probe):
     def uninstall(self) -> None:
         self.handle.remove()
         self._unpatch()
+        self._report()
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
         self.restore.append((owner, name, getattr(owner, name)))
@@ -63,13 +66,14 @@ class InitialisationProbe(Probe):
         if not self.stepped:
             self.stepped = True
             self.loaded.clear()
+            self._report()
 
     def _initialiser(self, name: str, original: Any) -> Any:
         probe = self
         check = self.guarded(self._check_init)
 
         def initialise(tensor: Any, *args: Any, **kwargs: Any) -> Any:
-            if _is_compiling() or probe.stepped or probe.depth or not probe.loaded:
+            if _is_compiling() or probe.stepped or probe.depth or not probe.loaded or probe.switched_off:
                 return original(tensor, *args, **kwargs)
             probe.depth += 1
             try:
@@ -88,17 +92,26 @@ class InitialisationProbe(Probe):
             return
         loaded_at = self.loaded.pop(id(tensor))
         site = self.ctx.frames.user_site(frame)
-        where = f" at {loaded_at.short()}" if loaded_at else ""
-        self.ctx.evidence(
-            self, code=None, at=site, runtime_code="TL751",
-            message=(
-                f"`nn.init.{name}` overwrote a parameter of shape {tuple(tensor.shape)} that `load_state_dict`{where} "
-                "had loaded: the loaded weights are thrown away and training starts from scratch; initialise before "
-                "loading, or only the layers the checkpoint does not hold"
-            ),
-            sites=[loaded_at] if loaded_at else [],
-            data={"initialiser": name, "loaded_at": [loaded_at.path, loaded_at.line] if loaded_at else None},
-        )
+        # One finding per initialising line (an `apply(init_weights)` touches every layer).
+        key = (site.path, site.line, name) if site else ("", 0, name)
+        entry = self.overwritten.setdefault(key, [site, loaded_at, 0])
+        entry[2] += 1
+
+    def _report(self) -> None:
+        for (_, _, name), (site, loaded_at, count) in self.overwritten.items():
+            where = f" at {loaded_at.short()}" if loaded_at else ""
+            what = "a parameter" if count == 1 else f"{count} parameters"
+            self.ctx.evidence(
+                self, code=None, at=site, runtime_code="TL751",
+                message=(
+                    f"`nn.init.{name}` overwrote {what} that `load_state_dict`{where} had loaded: the loaded weights are "
+                    "thrown away and training starts from scratch; initialise before loading, or only the layers the "
+                    "checkpoint does not hold"
+                ),
+                sites=[loaded_at] if loaded_at else [],
+                data={"initialiser": name, "parameters": count, "loaded_at": [loaded_at.path, loaded_at.line] if loaded_at else None},
+            )
+        self.overwritten = {}
 
     def _load(self, original: Any) -> Any:
         probe = self
