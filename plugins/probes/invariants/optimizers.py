@@ -31,7 +31,7 @@ from torch.optim import optimizer as optimizer_hooks
 
 from torchlint.plugins.probes.invariants.clearing import ClearingWatch, watch
 from torchlint.plugins.probes.invariants.freezing import unapplied_freezes
-from torchlint.plugins.probes.invariants.schedule import is_read
+from torchlint.plugins.probes.invariants.schedule import FIRST, is_read
 from torchlint.runtime.frames import Site
 from torchlint.runtime.parameter_reads import kept, norms, prefixes
 from torchlint.runtime.probing import Probe
@@ -88,6 +88,9 @@ class OptimizerInvariantsProbe(Probe):
         #: id(param) -> id of the model in reach it belongs to; id(model) -> the model.
         self.owner: dict[int, int] = {}
         self.models: dict[int, weakref.ref] = {}
+        #: The models in reach at the last survey, largest first, and those an optimizer steps.
+        self.roots: list[tuple[str, weakref.ref]] = []
+        self.stepped_models: set[int] = set()
         self.first_site: Site | None = None
         self.reported: set[str] = set()
         self.judged = False
@@ -122,7 +125,7 @@ class OptimizerInvariantsProbe(Probe):
         state.site = state.site or site
         self.first_site = self.first_site or site
         params = _held(optimizer)
-        roots = self._look_at_models(sys._getframe(1), params)
+        roots = self._look_at_models(sys._getframe(1), params, step)
         if step == 1:
             self._check_freezes(sys._getframe(1), roots, params, site)
         if stale:
@@ -168,11 +171,20 @@ class OptimizerInvariantsProbe(Probe):
                     state.clearing[id(param)] = clearing
 
     # -- the models in reach -----------------------------------------------------------------
-    def _look_at_models(self, frame: Any, params: list[torch.Tensor]) -> list[tuple[str, nn.Module]]:
-        """Names, owners and gradients of the models in reach; TL747 for one in eval()."""
+    def _look_at_models(self, frame: Any, params: list[torch.Tensor], step: int) -> list[tuple[str, nn.Module]]:
+        """Names, owners and gradients of the models in reach; TL747 for one in eval(). The
+        frames and every parameter are surveyed at the first steps and at steps 16, 32, 64...;
+        the read steps between look only at the modes of the models found then."""
+        if not (step <= FIRST or step & (step - 1) == 0) and self.roots:
+            roots = [(label, model) for label, ref in self.roots if (model := ref()) is not None]
+            for label, model in roots:
+                if id(model) in self.stepped_models and not model.training:
+                    self._report_eval_mode(label, model)
+            return roots
         # A parameter belongs to, and is named in, the largest model in reach that holds it
         # (`Sequential.1.weight` of `model`, not `Linear.weight` of its `head`).
         roots = sorted(models_in_reach(self.ctx.frames, frame), key=lambda root: -sum(1 for _ in root[1].parameters()))
+        self.roots = [(label, weakref.ref(model)) for label, model in roots]
         for key, name in parameter_names(roots).items():
             self.names.setdefault(key, name)
         held = {id(p) for p in params}
@@ -189,6 +201,8 @@ class OptimizerInvariantsProbe(Probe):
                     if param.requires_grad and param.grad is not None and not meant_frozen:
                         self.with_grad[id(param)] = self.with_grad.get(id(param), 0) + 1
                         self.params.setdefault(id(param), weakref.ref(param))
+            if stepped:
+                self.stepped_models.add(id(model))
             if stepped and not model.training:
                 self._report_eval_mode(label, model)
         return roots
