@@ -25,6 +25,8 @@ from torch.optim import optimizer as optimizer_hooks
 from torchlint.runtime.frames import Site
 from torchlint.runtime.probing import Probe, op_name, tensors_in
 
+_is_compiling = torch.compiler.is_compiling
+
 #: The operations autocast runs in lower precision that carry a training forward's work.
 MATRIX_PRODUCTS = {
     F.linear, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm, torch.Tensor.mm, torch.bmm,
@@ -51,11 +53,13 @@ class AutocastProbe(Probe):
 
         def patched_enter(region: Any) -> Any:
             result = enter(region)
-            note_enter(region)
+            if not _is_compiling():  # a region inside compiled code is Dynamo's to trace
+                note_enter(region)
             return result
 
         def patched_exit(region: Any, *args: Any) -> Any:
-            note_exit(region)
+            if not _is_compiling():
+                note_exit(region)
             return leave(region, *args)
 
         autocast.__enter__, autocast.__exit__ = patched_enter, patched_exit
