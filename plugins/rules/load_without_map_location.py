@@ -834,6 +834,13 @@ class LoadWithoutMapLocation(Rule):
         return not saves or any(save["tensors"] and not save.get("cpu") for save in saves)
 
     @classmethod
+    def speaks_for(cls, finding) -> tuple:
+        """Codes whose finding on the same call this one replaces: a message naming both
+        keywords carries TL302's claim (`torchlint run` drops TL302's finding beside it when it
+        brings this one back)."""
+        return (WEIGHTS_ONLY_CODE,) if finding.message.startswith(BOTH_KEYWORDS) else ()
+
+    @classmethod
     def errors_proving(cls, finding) -> tuple:
         """`torch run`: the map_location claim is the checkpoint probe's to confirm; a finding
         that also speaks for TL302 is proven, like TL302's, by torch's weights_only refusal."""

@@ -161,3 +161,42 @@ def test_a_runtime_only_event_repeating_a_confirmation_is_not_reported_again(tmp
     result.events.insert(3, other)
     findings, _ = merge([static("TL405", train, 9)], result, enabled={"TL405", "TL734"}, cwd=tmp_path, timeout=10, rules=RULES)
     assert sorted(f.code for f in findings) == ["TL405", "TL734"]
+
+
+def crashed_at(path: Path, line: int, message: str = "Attempting to deserialize object on a CUDA device",
+               explained_by: str | None = None) -> dict:
+    return {"event": "outcome", "status": "raised", "optimizer_steps": 0, "forward_calls": 0,
+            "exception": {"type": "RuntimeError", "message": message, "at": [str(path), line], "traceback": "",
+                          "explained_by": explained_by}}
+
+
+def test_a_finding_on_the_line_that_raised_ran_and_was_not_probed(tmp_path):
+    train = tmp_path / "train.py"
+    findings, _ = merge([static("TL101", train, 7), static("TL101", train, 9)], child(crashed_at(train, 7)),
+                        enabled=ENABLED, cwd=tmp_path, timeout=10, rules=RULES)
+    assert statuses(findings) == {("TL101", 7): "not probed", ("TL101", 9): "not reached", ("TL702", 7): "runtime only"}
+    assert findings[0].evidence[0].detail == "this line ran and raised RuntimeError before this could be checked"
+
+
+def test_a_dropped_static_finding_that_the_run_proves_comes_back_confirmed(tmp_path):
+    train = tmp_path / "train.py"
+    start = {"event": "start", "probes": [{"name": "checkpoint", "confirms": ["TL301", "TL302"], "runtime_code": "TL706"}]}
+    evidence = {"event": "evidence", "probe": "checkpoint", "code": "TL301", "runtime_code": "TL706",
+                "message": "ckpt.pt holds 4 storages on cuda:0", "at": [str(train), 5], "sites": [[str(train), 5]], "data": {}}
+    both = Finding("TL301", "load-without-map-location", "`torch.load` without `map_location` or `weights_only`: ...",
+                   str(train), Location(5, 9, 5, 30))
+    weights_only = Finding("TL302", "load-without-weights-only", "`torch.load` without `weights_only`: ...",
+                           str(train), Location(5, 9, 5, 30))
+    result = ChildResult(events=[start, evidence, crashed_at(train, 5, explained_by="TL301")], returncode=1, timed_out=False, seconds=1.0,
+                         script=str(train))
+    findings, _ = merge([weights_only], result, enabled=ENABLED | {"TL302"}, cwd=tmp_path, timeout=10, rules=RULES,
+                        refuted=[both])
+    # TL301's finding names weights_only too: it replaces TL302's beside it, and no TL706 repeats it.
+    assert [(f.code, f.evidence[0].status) for f in findings] == [("TL301", "confirmed")]
+
+
+def test_a_dropped_finding_stays_dropped_without_evidence_of_its_own(tmp_path):
+    train = tmp_path / "train.py"
+    dropped = static("TL201", train, 11)
+    findings, _ = merge([], child(completed()), enabled=ENABLED, cwd=tmp_path, timeout=10, rules=RULES, refuted=[dropped])
+    assert findings == []

@@ -163,7 +163,7 @@ def test_disable_probe_switches_it_off_and_names_the_probes_when_misspelt(projec
     assert "ACME901" not in off.stdout and "acme:" not in off.stdout and off.returncode == 0
     typo = torchlint_run("train.py", "--device", "cpu", "--disable-probe", "acme-wide", cwd=work, env=env, timeout=180)
     assert typo.returncode == 2
-    assert "--disable-probe: no probe named acme-wide (the probes: acme-wide-layer, autograd," in typo.stderr
+    assert "--disable-probe: no probe named acme-wide (the probes: acme-wide-layer, autocast, autograd," in typo.stderr
 
 
 def test_a_plugin_the_configuration_names_adds_its_option_when_run_from_another_folder(tmp_path):

@@ -125,6 +125,7 @@ def test_profile_under_fake_cuda_counts_flops_without_timings(write, tmp_path):
         model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)).to(device)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         for _ in range(3):
+            opt.zero_grad()
             loss = model(torch.randn(32, 64, device=device)).sum()
             loss.backward()
             opt.step()

@@ -20,6 +20,7 @@ def background():
     watcher = torch.nn.Linear(3, 1)
     optimizer = torch.optim.SGD(watcher.parameters(), lr=0.01)
     while True:
+        optimizer.zero_grad()
         watcher(torch.randn(2, 3)).sum().backward()
         optimizer.step()
 

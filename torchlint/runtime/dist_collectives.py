@@ -55,6 +55,40 @@ def describe(value: Any) -> Any:
     return str(value)
 
 
+#: Collectives whose ranks send each other pieces of different sizes: what rank r receives
+#: from rank j must be what rank j sends to rank r (compared in the parent, ``dist_divergence``).
+EXCHANGES = ("all_to_all", "all_to_all_single")
+
+
+def exchange(op: str, arguments: dict[str, Any]) -> list[list[int]] | None:
+    """[elements sent to each rank, elements received from each rank] of one all-to-all, or
+    None when they cannot be read (the world size is unknown here: an even split is left to
+    the parent as ``-1``)."""
+    with torch._C.DisableTorchFunction():
+        if op == "all_to_all":
+            outputs, inputs = arguments.get("output_tensor_list"), arguments.get("input_tensor_list")
+            if not isinstance(outputs, (list, tuple)) or not isinstance(inputs, (list, tuple)):
+                return None
+            return [[int(t.numel()) for t in inputs], [int(t.numel()) for t in outputs]]
+        output, input_ = arguments.get("output"), arguments.get("input")
+        if not isinstance(output, torch.Tensor) or not isinstance(input_, torch.Tensor) or not input_.dim() or not output.dim():
+            return None
+        sent = _pieces(input_, arguments.get("input_split_sizes"))
+        received = _pieces(output, arguments.get("output_split_sizes"))
+        return [sent, received] if sent is not None and received is not None else None
+
+
+def _pieces(tensor: torch.Tensor, splits: Any) -> list[int] | None:
+    """Elements of each rank's piece of ``tensor``: rows of its first dimension times a row."""
+    row = int(tensor.numel() // tensor.shape[0]) if tensor.shape[0] else 0
+    if splits is None or len(splits) == 0:
+        return [-1, int(tensor.shape[0]) * row]  # an even split: [-1, total]
+    try:
+        return [int(split) * row for split in splits]
+    except (TypeError, ValueError):
+        return None
+
+
 def fingerprint(op: str, arguments: dict[str, Any]) -> list[list]:
     agreed = []
     for name in AGREED_ARGUMENTS.get(op, ()):
@@ -129,8 +163,9 @@ class CollectiveRecorder:
             index = self.counts.get(group, 0)
             self.counts[group] = index + 1
             site = self.site(None)
+            fields = {"exchange": exchange(op, arguments)} if op in EXCHANGES else {}
             self.emit("collective", op=op, group=group, index=index, fingerprint=fingerprint(op, arguments),
-                      at=[site.path, site.line] if site else None, source=self.source(site))
+                      at=[site.path, site.line] if site else None, source=self.source(site), **fields)
             return group, index
         except Exception:
             return None  # a call we cannot read is left to the process group

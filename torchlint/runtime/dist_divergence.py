@@ -7,6 +7,9 @@ Per process group, the ranks' sequences must agree call by call. They diverge wh
 
 - at the same index two ranks called different operations, or the same one with a different
   fingerprint (shapes, dtypes, root rank): ``mismatch``, seen as soon as both have entered;
+- at the same index every rank called an all-to-all, and what one rank expects to receive
+  from another is not what that one sends it (split sizes computed by each rank on its own):
+  ``mismatch`` too, once all have entered;
 - a rank waits in a collective while every other rank of its group is done (finished) or
   waits too, somewhere else: ``hang``, seen ``HANG_AFTER_S`` after the wait began, not at the
   backend's timeout;
@@ -40,6 +43,8 @@ class Call:
     fingerprint: tuple
     at: tuple[str, int] | None
     source: str = ""
+    #: An all-to-all's elements sent to, and received from, each rank (``collectives.exchange``).
+    exchange: tuple | None = None
 
     @property
     def agreement(self) -> tuple:
@@ -66,6 +71,8 @@ class Divergence:
     sides: list[Side]
     culprit: Call | None
     waiting: list[tuple[int, Call, float]] = field(default_factory=list)  # rank, call, seconds waited
+    #: What disagrees when the fingerprints agree (an all-to-all's sizes), in words.
+    detail: str = ""
 
     @property
     def code(self) -> str:
@@ -90,7 +97,7 @@ class Timelines:
             at = event.get("at")
             call = Call(rank, str(event.get("group", "world")), int(event.get("index", 0)), str(event.get("op", "?")),
                         _frozen(event.get("fingerprint", ())), (at[0], int(at[1])) if isinstance(at, list) and len(at) == 2 else None,
-                        str(event.get("source", "")))
+                        str(event.get("source", "")), _exchange(event.get("exchange")))
             self.calls.setdefault(call.group, {}).setdefault(rank, []).append(call)
             self.entered_at[(rank, call.group, call.index)] = now
         elif kind == "collective-done" and not event.get("error"):
@@ -109,6 +116,13 @@ class Timelines:
                 present = [calls[index] for calls in by_rank.values() if len(calls) > index]
                 if len({call.agreement for call in present}) > 1:
                     return self._first_difference(group, upto=index)
+                if len(present) == len(by_rank) == len(self._members(group)):
+                    unpaired = _unpaired_exchange(present)
+                    if unpaired:
+                        entries = {call.rank: call for call in present}
+                        divergence = self._divergence(group, index, entries)
+                        divergence.kind, divergence.detail = SHAPE, unpaired
+                        return divergence
         return None
 
     def hang(self, now: float, after: float = HANG_AFTER_S) -> Divergence | None:
@@ -209,6 +223,39 @@ class Timelines:
         if status:
             return {"raised": "raised an error", "exited": "exited", "timed-out": "timed out"}.get(status, status)
         return "still running"
+
+
+def _exchange(value: Any) -> tuple | None:
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(side, list) for side in value):
+        return tuple(tuple(int(n) for n in side) for side in value)
+    return None
+
+
+def _unpaired_exchange(calls: list[Call]) -> str:
+    """For one all-to-all entered by every rank of its group (``calls``, ranks 0..n-1 of the
+    group in order): the first pair of ranks whose sizes do not pair up, in words; "" when
+    every rank receives from each other rank what that one sends it."""
+    ordered = sorted(calls, key=lambda call: call.rank)
+    if any(call.exchange is None or call.op not in ("all_to_all", "all_to_all_single") for call in ordered):
+        return ""
+    count = len(ordered)
+
+    def pieces(side: tuple) -> list[int] | None:
+        if len(side) == 2 and side[0] == -1:  # an even split of side[1] elements
+            return [side[1] // count] * count if side[1] % count == 0 else None
+        return list(side) if len(side) == count else None
+
+    sent = [pieces(call.exchange[0]) for call in ordered]
+    received = [pieces(call.exchange[1]) for call in ordered]
+    for r, call in enumerate(ordered):
+        if sent[r] is None or received[r] is None:
+            return f"rank {call.rank}'s sizes do not split among {count} ranks"
+        for j, other in enumerate(ordered):
+            if j != r and sent[j] is not None and received[r][j] != sent[j][r]:
+                return (f"rank {call.rank} expects {received[r][j]} elements from rank {other.rank}, which sends it "
+                        f"{sent[j][r]}: split sizes computed on each rank alone; exchange them first "
+                        "(an all_to_all_single of the counts)")
+    return ""
 
 
 def _frozen(value: Any) -> tuple:

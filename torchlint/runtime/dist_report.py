@@ -9,7 +9,7 @@ Every rank is an ordinary probed child and sends its own events, each naming its
   rank 0's when none failed; a timeout shows each rank's user line;
 - what only comparing ranks shows is added: collectives that diverged (TL719, TL720, from the
   live monitor's verdict or from the sequences after the run), parameters that differ after
-  the first step (TL721), samplers that gave every rank the same indices (TL722).
+  a step (TL721, from digests after steps 1, 2, 4, 8, ...), samplers that gave every rank the same indices (TL722).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ _ORDINALS = {1: "st", 2: "nd", 3: "rd"}
 
 
 def merge_ranks(static: list[Finding], child: ChildResult, *, world: int, enabled: Any, cwd: Path, timeout: float,
-                rules: dict) -> tuple[list[Finding], Outcome]:
+                rules: dict, refuted: list[Finding] = ()) -> tuple[list[Finding], Outcome]:
     ranks = _by_rank(child.events)
     primary = _primary_rank(ranks)
     verdict = child.first("diverged")
@@ -45,7 +45,7 @@ def merge_ranks(static: list[Finding], child: ChildResult, *, world: int, enable
     elif len(ranks) == world:
         divergence = timelines.after_run()
     view = replace(child, events=_merged_events(child.events, ranks, primary, divergence, verdict, cwd))
-    findings, outcome = merge(static, view, enabled=enabled, cwd=cwd, timeout=timeout, rules=rules)
+    findings, outcome = merge(static, view, enabled=enabled, cwd=cwd, timeout=timeout, rules=rules, refuted=refuted)
     findings = [_with_ranks(finding, primary, ranks, cwd, outcome) for finding in findings]
     extra: list[Finding] = []
     if divergence is not None and divergence.culprit and divergence.culprit.at:
@@ -202,6 +202,8 @@ def _divergence_finding(divergence: Divergence, cwd: Path) -> Finding:
     sides = "; ".join(_side(side, cwd) for side in divergence.sides)
     what = "called this collective with different arguments" if divergence.kind == "shape" else "diverged"
     message = f"the ranks {what} at their {ordinal} collective on {group}: {sides}"
+    if divergence.detail:
+        message += f"; {divergence.detail}"
     culprit = divergence.culprit
     others = [side for side in divergence.sides if culprit and culprit.rank not in side.ranks]
     if divergence.kind == "order" and culprit and culprit.at and others:
@@ -253,14 +255,39 @@ def _failed_in_collective(events: list[dict]) -> bool:
 
 
 def _parameter_findings(events: list[dict], world: int, cwd: Path) -> list[Finding]:
-    """TL721: tensors whose digest after the first step is not the same on every rank."""
-    digests = {e["rank"]: e for e in events if e["event"] == "param-digest" and isinstance(e.get("rank"), int)}
-    if len(digests) < 2:
-        return []
+    """TL721: the first step after which a tensor's digest is not the same on every rank
+    (ranks digest after steps 1, 2, 4, 8, ...). Buffers DDP re-broadcasts from rank 0 at the
+    next forward (``broadcast_buffers``, on by default) may differ after a step: not reported."""
+    by_step: dict[int, dict[int, dict]] = {}
+    for event in events:
+        if event["event"] == "param-digest" and isinstance(event.get("rank"), int):
+            by_step.setdefault(int(event.get("step") or 1), {})[event["rank"]] = event
+    findings = []
+    reported: set[str] = set()
+    equal_after: int | None = None
+    for step_number in sorted(by_step):
+        digests = by_step[step_number]
+        if len(digests) < 2:
+            continue
+        found = _differing_digests(digests, step_number, equal_after, cwd, reported)
+        findings += found
+        if not found:
+            equal_after = step_number
+        if {"parameter", "buffer"} <= reported:
+            break
+    return findings
+
+
+def _differing_digests(digests: dict[int, dict], step_number: int, equal_after: int | None, cwd: Path,
+                       reported: set[str]) -> list[Finding]:
     tables = {rank: {row[0]: row for row in event.get("tensors", ())} for rank, event in digests.items()}
     base_rank = min(tables)
+    step = digests[base_rank]
+    rebroadcast = bool(step.get("broadcast_buffers"))
     differing: dict[str, list] = {"parameter": [], "buffer": []}
     for name, row in tables[base_rank].items():
+        if row[1] in reported or (row[1] == "buffer" and rebroadcast):
+            continue
         values = {rank: tuple(table[name][2:4]) for rank, table in tables.items() if name in table}
         if len(set(values.values())) > 1:
             groups: dict[tuple, list[int]] = {}
@@ -268,26 +295,35 @@ def _parameter_findings(events: list[dict], world: int, cwd: Path) -> list[Findi
                 groups.setdefault(value, []).append(rank)
             differing[row[1]].append((name, list(groups.values())))
     findings = []
-    step = digests[base_rank]
     if not step.get("at"):
         return []
+    when = "after the first optimizer step" if step_number == 1 else f"after optimizer step {step_number}"
+    if equal_after is not None:
+        when += f" (they were equal after step {equal_after})"
     for kind, rows in differing.items():
         if not rows:
             continue
+        reported.add(kind)
         total = sum(1 for row in tables[base_rank].values() if row[1] == kind)
         names = ", ".join(f"{name} ({' vs '.join(_ranks(g) for g in groups)})" for name, groups in rows[:6])
         more = f" and {len(rows) - 6} more" if len(rows) > 6 else ""
-        why = ("the model was initialised differently on each rank (a rank-dependent seed or load) or its gradients "
-               "were not averaged" if kind == "parameter" else
-               "BatchNorm statistics computed from each rank's own batch: convert the model with "
-               "nn.SyncBatchNorm.convert_sync_batchnorm, or keep DDP's broadcast_buffers")
-        message = (f"after the first optimizer step, {len(rows)} of {total} {kind}s of `{step.get('model')}` differ across "
+        if kind == "buffer":
+            why = ("BatchNorm statistics computed from each rank's own batch: convert the model with "
+                   "nn.SyncBatchNorm.convert_sync_batchnorm, or keep DDP's broadcast_buffers")
+        elif step_number == 1:
+            why = ("the model was initialised differently on each rank (a rank-dependent seed or load) or its gradients "
+                   "were not averaged")
+        else:
+            why = ("the ranks drifted apart during training: an update applied on some ranks only (gradient clipping or "
+                   "a change of the weights under a rank condition), or data lost in a copy between ranks")
+        message = (f"{when}, {len(rows)} of {total} {kind}s of `{step.get('model')}` differ across "
                    f"ranks: {names}{more}; {why}")
-        # Buffers that differ are usually BatchNorm statistics, which DDP re-broadcasts from rank 0
-        # at the next forward: worth knowing, not the error different weights are.
+        # Buffers that differ are usually BatchNorm statistics: worth knowing, not the error
+        # different weights are.
         finding = _runtime_finding("TL721", message, step["at"], cwd, severity=None if kind == "parameter" else Severity.WARNING,
                                    rule=DISTRIBUTED_RULES["TL721"])
-        data = {"tensors": [{"name": name, "ranks": groups} for name, groups in rows], "kind": kind, "ranks": sorted(tables)}
+        data = {"tensors": [{"name": name, "ranks": groups} for name, groups in rows], "kind": kind, "ranks": sorted(tables),
+                "step": step_number}
         findings.append(replace(finding, evidence=(Evidence(RUNTIME_ONLY, message, data),)))
     return findings
 

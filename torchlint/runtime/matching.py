@@ -64,9 +64,11 @@ def display_path(path: str, cwd: Path) -> str:
 
 
 def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | frozenset[str], cwd: Path,
-          timeout: float, rules: dict[str, type]) -> tuple[list[Finding], Outcome]:
+          timeout: float, rules: dict[str, type], refuted: Any = ()) -> tuple[list[Finding], Outcome]:
     """``rules``: every code the run knows (the session's registry): a probe's evidence becomes a
-    finding under the runtime-only rule its plugin declares."""
+    finding under the runtime-only rule its plugin declares. ``refuted``: static findings the
+    project phase dropped; one the run's evidence proves is reported, confirmed: runtime
+    evidence wins over a static heuristic."""
     start = child.first("start") or {}
     probe_codes = {code for probe in start.get("probes", ()) for code in probe.get("confirms", ())}
     evidence = [e for e in child.events if e["event"] == "evidence" and (e.get("code") is None or e["code"] in enabled)]
@@ -75,6 +77,7 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
         if event["event"] == "observed":
             observed.setdefault((event["code"], _key(event["path"])), []).append((event["line"], event.get("note", "")))
     outcome = describe_outcome(child, cwd, timeout)
+    static = _with_proven(static, _proven_after_all(refuted, evidence), rules)
     used: set[int] = set()
     crash = _Crash.of(outcome)
     findings: list[Finding] = []
@@ -98,6 +101,28 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
     findings.extend(_failed_processes(child, outcome, cwd))
     findings.extend(_probe_crashes(child, cwd))
     return _dedupe(findings), outcome
+
+
+def _proven_after_all(refuted: Any, evidence: list[dict]) -> list[Finding]:
+    """Dropped static findings that a probe's evidence proves: evidence for their code, at
+    their line, that the probe would report on its own (not ``confirm_only``)."""
+    proven = []
+    for finding in refuted:
+        if any(event.get("code") == finding.code and event.get("runtime_code")
+               and any(_inside(finding, _key(p), line) for p, line in event.get("sites", ())) for event in evidence):
+            proven.append(finding)
+    return proven
+
+
+def _with_proven(static: list[Finding], proven: list[Finding], rules: dict[str, type]) -> list[Finding]:
+    """``static`` with the ``proven`` findings added, less the findings on the same call that a
+    proven one speaks for (``Rule.speaks_for``: TL301's finding naming weights_only too)."""
+    replaced = set()
+    for finding in proven:
+        speaks_for = getattr(rules.get(finding.code), "speaks_for", None)
+        for code in speaks_for(finding) if speaks_for else ():
+            replaced.add((code, _key(finding.path), finding.location.line))
+    return [f for f in static if (f.code, _key(f.path), f.location.line) not in replaced] + proven
 
 
 def _observation(event: dict) -> tuple:
@@ -134,6 +159,10 @@ def _status_of(finding: Finding, evidence: list[dict], observed: dict, probe_cod
             return Evidence(NOT_REPRODUCED, f"this line ran and {note}" if note else "this line ran without the problem")
     if outcome.succeeded and outcome.status != "stopped":
         return Evidence(NOT_REACHED, "this line did not run")
+    crash = _Crash.of(outcome)
+    if crash is not None and crash.at is not None and _inside(finding, *crash.at):
+        # It ran: the error came out of it, before any probe could check this rule's claim.
+        return Evidence(NOT_PROBED, f"this line ran and raised {crash.type} before this could be checked")
     return Evidence(NOT_REACHED, f"this line did not run before the program {outcome.short}")
 
 

@@ -111,8 +111,8 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
             try:
                 # Only the target and what it imports: a sibling script never used is not read.
                 closure = import_closure(target.path, _roots(session.config.root, target.path))
-                static = _static_findings(session, enabled, closure, cwd, options.quiet, options.device,
-                                          f"{target.path.name} and the files it imports")
+                static, refuted = _static_findings(session, enabled, closure, cwd, options.quiet, options.device,
+                                                   f"{target.path.name} and the files it imports")
             except BaseException:
                 child.kill()
                 raise
@@ -120,8 +120,8 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
             more = _imported_beyond(result, closure, [target.path.parent, *_roots(session.config.root, target.path)])
             if more:
                 # What the run imported that no import statement showed (importlib, sys.path edits).
-                static = _static_findings(session, enabled, closure + more, cwd, options.quiet, options.device,
-                                          f"{target.path.name}, its imports and {len(more)} more file(s) the run imported")
+                static, refuted = _static_findings(session, enabled, closure + more, cwd, options.quiet, options.device,
+                                                   f"{target.path.name}, its imports and {len(more)} more file(s) the run imported")
     except Stopped as stop:
         sys.stderr.write(f"torchlint: stopped by {stop.name}; the program and everything it started were stopped\n")
         return stop.exit_code
@@ -133,10 +133,10 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         from torchlint.runtime.dist_report import merge_ranks
 
         findings, outcome = merge_ranks(static, result, world=options.nproc_per_node, enabled=enabled, cwd=cwd,
-                                        timeout=options.timeout, rules=session.rules)
+                                        timeout=options.timeout, rules=session.rules, refuted=refuted)
     else:
         findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
-                                  rules=session.rules)
+                                  rules=session.rules, refuted=refuted)
     findings = _in_cells(findings, outcome, closure, cwd)
     header = f"torchlint run {target.display} --device {options.device}"
     if options.nproc_per_node > 1:
@@ -252,7 +252,9 @@ def _imported_beyond(result, closure: list[Path], project: list[Path]) -> list[P
 
 
 def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, quiet: bool, device: str = "cpu",
-                     what: str = "") -> list[Finding]:
+                     what: str = "") -> tuple[list[Finding], list[Finding]]:
+    """The static findings of ``files``, and those the project phase dropped (which the run's
+    evidence may prove after all)."""
     from torchlint.config import ConfigError
     from torchlint.static.engine import StaticEngine
 
@@ -260,7 +262,7 @@ def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, q
         engine = StaticEngine(session.config, session.pm, session.rules, enabled)
     except ConfigError as exc:
         sys.stderr.write(f"torchlint: static check skipped: {exc}\n")
-        return []
+        return [], []
     if device != "cpu":
         # Run on an accelerator, the project uses one, whatever its files say.
         engine.assume_mentioned("cuda")
@@ -268,6 +270,6 @@ def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, q
     result = engine.check_paths(files, cwd=cwd)
     if not quiet:
         sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s): {what}\n")
-    return result.findings
+    return result.findings, engine.refuted
 
 

@@ -239,6 +239,9 @@ class StaticEngine:
         self._assumed: set[str] = set()
         #: The last run's project phase (`keep_in_project` judges `--fix` re-checks by it).
         self.project: ProjectContext | None = None
+        #: Per-file findings the project phase dropped (`Rule.keep_in_project`), for a caller
+        #: whose evidence may prove them after all (`torchlint run`).
+        self.refuted: list[Finding] = []
         #: Report notebook findings by cell (False: keep joined-source lines, for a caller
         #: that matches them against other positions first, like `torchlint run`).
         self.map_cells = True
@@ -509,6 +512,10 @@ class StaticEngine:
             rule = self.rules.get(finding.code)
             if rule is None or rule.keep_in_project(project, finding):
                 kept.append(finding)
+            else:
+                # `torchlint run` brings one back when the run proves it (a CUDA checkpoint that
+                # failed to load in a project that never names an accelerator).
+                self.refuted.append(finding)
         return kept
 
     def finish_results(self, items: list[Discovered], results: list[FileResult], contents: dict[str, bytes],

@@ -82,18 +82,24 @@ class CollectiveShapeMismatch(RuntimeRule):
 class ParametersDifferAcrossRanks(RuntimeRule):
     """
     ## What it does
-    Reported by `torchlint run --nproc-per-node N` when, right after the first optimizer
-    step, a parameter or buffer of the model holds different values on different ranks. Each
-    rank sends a cheap digest of every parameter and buffer (its sum and a position-weighted
-    sum) out of band, and the report names the tensors that differ and the ranks on each
-    side.
+    Reported by `torchlint run --nproc-per-node N` when, after an optimizer step, a
+    parameter or buffer of the model holds different values on different ranks. Each rank
+    sends a cheap digest of every parameter and buffer (its sum and a position-weighted sum)
+    out of band after steps 1, 2, 4, 8 and so on; the report names the first step after which
+    tensors differ, the tensors, and the ranks on each side. Tensors meant to differ are left
+    out: parameters sharded across ranks (a DTensor with a `Shard` placement), and buffers
+    that DDP re-broadcasts from rank 0 before each forward (`broadcast_buffers`, its
+    default).
 
     ## Why is this bad?
     Data-parallel training assumes every rank holds the same model. Parameters that differ
     after a step mean the model was initialised differently on each rank (a seed set from
     the rank, weights loaded on one rank only) and nothing synchronised it, or gradients were
-    not averaged: the ranks train different models. Buffers that differ are usually
-    BatchNorm statistics computed from each rank's own batch (no `SyncBatchNorm`).
+    not averaged: the ranks train different models. Ranks that agree at first and drift
+    apart later had an update applied on some ranks only (gradient clipping, or a weight
+    change, under a rank condition) or lost data in a copy between ranks. Buffers that differ
+    are usually BatchNorm statistics computed from each rank's own batch (no `SyncBatchNorm`,
+    and `broadcast_buffers=False`).
 
     ## Example
     ```python

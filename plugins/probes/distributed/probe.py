@@ -5,8 +5,11 @@ Each rank sends, out of band (the evidence channel, never the process group):
 
 - every collective it calls (``runtime.dist_collectives``), which the parent compares across
   ranks while they run: TL719 (divergence) and TL720 (shape mismatch);
-- after its first optimizer step, a digest of every parameter and buffer of the model (sum
-  and position-weighted sum, in float64): TL721 when they differ across ranks;
+- after its optimizer steps 1, 2, 4, 8, ... (a doubling cadence: ranks that drift apart
+  later in the run are seen, at a cost that grows with the log of the run), a digest of every
+  parameter and buffer of the model (sum and position-weighted sum, in float64): TL721 when
+  they differ across ranks. Parameters sharded on purpose (a DTensor with a ``Shard``
+  placement) are left out, and so are buffers DDP re-broadcasts (``broadcast_buffers``);
 - the first indices each ``DistributedSampler`` gives it: TL722 when every rank got the
   same ones;
 - for a ``DistributedDataParallel(find_unused_parameters=True)``, whether every parameter got
@@ -55,6 +58,8 @@ class DistributedProbe(Probe):
         self.recorder.install()
         self._modules: weakref.WeakSet = weakref.WeakSet()
         self._digested = False
+        self._model: Any = None  # weakref to the trained model, once found at the first step
+        self._steps = 0
         self._ddps: list[_UnusedParameterWatch] = []
         self._handles = [
             optimizer_hooks.register_optimizer_step_post_hook(self.guarded(self._after_step)),
@@ -84,27 +89,43 @@ class DistributedProbe(Probe):
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         for watch in self._ddps:
             watch.step_done()
-        if self._digested:
+        self._steps += 1
+        if not self._digested:
+            self._digested = True
+            self._handles[1].remove()
+            model = _the_model(list(self._modules))
+            self._modules = weakref.WeakSet()
+            self._model = weakref.ref(model) if model is not None else None
+        if self._model is None or not _is_digest_step(self._steps):
             return
-        self._digested = True
-        self._handles[1].remove()
-        model = _the_model(list(self._modules))
-        if model is None:
+        wrapper = self._model()
+        if wrapper is None:
             return
+        model = _unwrapped(wrapper)
         site = self.ctx.frames.user_site(sys._getframe(1))
         self.ctx.events.emit("param-digest", model=type(model).__name__, at=[site.path, site.line] if site else None,
-                             source=self.ctx.source(site), tensors=_digest(model))
-        self._modules = weakref.WeakSet()
+                             source=self.ctx.source(site), tensors=_digest(model), step=self._steps,
+                             broadcast_buffers=getattr(wrapper, "broadcast_buffers", None))
+
+
+def _is_digest_step(step: int) -> bool:
+    """Steps 1, 2, 4, 8, ...: drift is seen within twice the step it starts at."""
+    return step & (step - 1) == 0
 
 
 def _the_model(modules: list) -> Any:
     """The model the program trains: the module with the most parameters that ran forward
-    (DDP's wrapped module rather than the wrapper, whose names carry a `module.` prefix)."""
+    (the DDP wrapper when there is one: it says whether buffers are re-broadcast)."""
     from torch.nn.parallel import DistributedDataParallel
 
     if not modules:
         return None
-    model = max(modules, key=lambda m: sum(1 for _ in m.parameters()))
+    return max(modules, key=lambda m: (sum(1 for _ in m.parameters()), isinstance(m, DistributedDataParallel)))
+
+
+def _unwrapped(model: Any) -> Any:
+    from torch.nn.parallel import DistributedDataParallel
+
     return model.module if isinstance(model, DistributedDataParallel) else model
 
 
@@ -114,10 +135,17 @@ def _digest(model: Any) -> list[list]:
     with torch._C.DisableTorchFunction(), torch.no_grad():  # our own look: no probe or device mode sees it
         for kind, named in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
             for name, tensor in named:
+                if _sharded(tensor):
+                    continue  # each rank holds its own shard: meant to differ
                 flat = tensor.detach().reshape(-1).to(torch.float64)
                 weights = torch.arange(1, flat.numel() + 1, dtype=torch.float64)
                 rows.append([name, kind, float(flat.sum()), float((flat * weights).sum())])
     return rows
+
+
+def _sharded(tensor: Any) -> bool:
+    placements = getattr(tensor, "placements", None)  # a DTensor's
+    return bool(placements) and any(type(p).__name__ == "Shard" or getattr(p, "is_shard", lambda: False)() for p in placements)
 
 
 def _patch_sampler(probe: DistributedProbe) -> Any:

@@ -32,7 +32,8 @@ import torch
 from torch import nn
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.frames import USER, frame_locals
+from torchlint.runtime.parameter_reads import by_device as _by_device, kept as _kept, norms as _norms, prefixes as _prefixes
+from torchlint.runtime.reach import models_in_reach, parameter_names
 from torchlint.runtime.probing import Probe
 from torchlint.runtime.steps import step_closure
 
@@ -292,23 +293,10 @@ class GradientFlowProbe(Probe):
         return f"a parameter of shape {shape}"
 
     def _name_parameters(self) -> None:
-        """Path names for the parameters of the models in reach of the stepping line: the
-        user's frames' locals, and the attributes of their `self`."""
-        frame = sys._getframe(1)
-        roots: list[tuple[str, nn.Module]] = []
-        while frame is not None:
-            if self.ctx.frames.verdict(frame.f_code.co_filename) == USER:
-                for value in frame_locals(frame).values():
-                    if isinstance(value, nn.Module):
-                        roots.append((type(value).__name__, value))
-                    elif hasattr(value, "__dict__") and not isinstance(value, type):
-                        for attribute in list(vars(value).values()):
-                            if isinstance(attribute, nn.Module):
-                                roots.append((type(attribute).__name__, attribute))
-            frame = frame.f_back
+        """Path names for the parameters of the models in reach of the stepping line."""
+        roots = models_in_reach(self.ctx.frames, sys._getframe(1))
+        self.names.update((key, name) for key, name in parameter_names(roots).items() if key not in self.names)
         for label, module in roots:
-            for name, param in module.named_parameters():
-                self.names.setdefault(id(param), f"{label}.{name}")
             for path, layer in module.named_modules():
                 if isinstance(layer, SPARSE_GRADIENT_LAYERS):
                     continue
@@ -318,49 +306,6 @@ class GradientFlowProbe(Probe):
 
 def _trainable(optimizer: Any) -> list[torch.Tensor]:
     return [p for group in optimizer.param_groups for p in group["params"] if isinstance(p, torch.Tensor) and p.requires_grad]
-
-
-def _norms(tensors: list[torch.Tensor]) -> list[float]:
-    """The 2-norm of each tensor (NaN for a meta or sparse one), one fused kernel per device:
-    an all-zero gradient has a norm of exactly 0."""
-    norms = [float("nan")] * len(tensors)
-    for indices in _by_device(tensors).values():
-        found = torch._foreach_norm([tensors[i].detach() for i in indices])
-        for index, value in zip(indices, torch.stack([n.double() for n in found]).tolist()):
-            norms[index] = value
-    return norms
-
-
-#: Elements of each parameter compared before and after a step: an update moves every element
-#: its gradient pushes, so a prefix tells, at no memory cost.
-PREFIX = 256
-
-
-def _by_device(tensors: list[torch.Tensor]) -> dict[Any, list[int]]:
-    """The indices of `tensors` by device, meta and sparse ones left out (no values to read)."""
-    groups: dict[Any, list[int]] = {}
-    for index, tensor in enumerate(tensors):
-        if not (tensor.is_meta or tensor.is_sparse):
-            groups.setdefault(tensor.device, []).append(index)
-    return groups
-
-
-def _prefixes(tensors: list[torch.Tensor]) -> tuple[torch.Tensor, list[int]]:
-    """The first PREFIX elements of each tensor, in one copied tensor, and their lengths."""
-    parts = [t.detach().reshape(-1)[:PREFIX] for t in tensors]
-    return torch.cat([part.double() for part in parts]).clone(), [part.numel() for part in parts]
-
-
-def _kept(before: tuple[torch.Tensor, list[int]], after: tuple[torch.Tensor, list[int]], grads: tuple[torch.Tensor, list[int]]) -> list[bool]:
-    """Per parameter: its gradient pushed some element of the prefix, and none of those moved.
-    A parameter whose gradient is zero on its whole prefix cannot be judged (False)."""
-    (old, lengths), (new, _), (grad, _) = before, after, grads
-    segment = torch.repeat_interleave(torch.arange(len(lengths), device=old.device), torch.tensor(lengths, device=old.device))
-    pushed = (grad != 0).double()
-    moved = ((new != old) & (grad != 0)).double()
-    pushed_count = torch.zeros(len(lengths), dtype=torch.float64, device=old.device).index_add_(0, segment, pushed)
-    moved_count = torch.zeros(len(lengths), dtype=torch.float64, device=old.device).index_add_(0, segment, moved)
-    return [p > 0 and m == 0 for p, m in zip(pushed_count.tolist(), moved_count.tolist())]
 
 
 def _steps(count: int) -> str:

@@ -14,7 +14,8 @@ class SizeOneDimension(RuntimeRule):
     """
     ## What it does
     Reported by `torchlint run` (the shapes probe) when a softmax, log-softmax, argmax or
-    argmin runs over a dimension of size 1, or a cross-entropy or NLL loss gets one class:
+    argmin (or `max`/`min` over a `dim`, whose indices are an argmax: `out.max(1)[1]`) runs
+    over a dimension of size 1, or a cross-entropy or NLL loss gets one class:
     the op runs, and its result is the same whatever the input. Once per user line, with
     the shape the op got.
 

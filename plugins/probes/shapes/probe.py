@@ -1,7 +1,8 @@
 """Shape-hazards probe: ops that run without error on a shape that makes their result constant.
 
-* TL733 a softmax, log-softmax, argmax or argmin over a dimension of size 1, and a
-  cross-entropy or NLL loss over a single class. `softmax(x, dim=1)` of an `[N, 1]` output is
+* TL733 a softmax, log-softmax, argmax or argmin (or `max`/`min` over a `dim`, whose
+  indices are an argmax) over a dimension of size 1, and a cross-entropy or NLL loss over a
+  single class. `softmax(x, dim=1)` of an `[N, 1]` output is
   1 everywhere, `argmax(dim=1)` is 0 everywhere, and `cross_entropy` of one class is a loss
   of exactly 0: the model trains on nothing and nothing raises. The usual cause is a binary
   classifier with one output unit fed to a multi-class head (use `sigmoid` and
@@ -30,6 +31,9 @@ NORMALIZERS = {
     F.log_softmax, torch.log_softmax, Tensor.log_softmax, torch.special.log_softmax,
 }
 ARG_REDUCTIONS = {torch.argmax, Tensor.argmax, torch.argmin, Tensor.argmin}
+#: `max`/`min` over a dimension return (values, indices): the indices are an argmax/argmin.
+#: Without an int `dim` they are a reduction of all elements, or elementwise of two tensors.
+INDEXED_REDUCTIONS = {torch.max, Tensor.max, torch.min, Tensor.min}
 #: Losses whose input's dimension 1 holds the classes.
 CLASS_LOSSES = {F.cross_entropy, F.nll_loss}
 #: Calls of a line with a size-1 dimension, and none wider, after which it is reported without
@@ -58,7 +62,7 @@ class ShapesProbe(Probe):
                 self._report(*found)
 
     def watches(self, func: Any) -> bool:
-        return func in NORMALIZERS or func in ARG_REDUCTIONS or func in CLASS_LOSSES
+        return func in NORMALIZERS or func in ARG_REDUCTIONS or func in INDEXED_REDUCTIONS or func in CLASS_LOSSES
 
     def before(self, func: Any, args: tuple, kwargs: dict) -> None:
         tensor = args[0] if args else kwargs.get("input")
@@ -78,8 +82,13 @@ class ShapesProbe(Probe):
             self.wide.add(key)
         elif tensor.numel() > 1 and key not in self.reported:
             if key not in self.narrow:
-                what = "0 everywhere" if func in ARG_REDUCTIONS else ("1 everywhere" if "log" not in op_name(func) else "0 everywhere")
-                self.narrow[key] = (site, func, tuple(tensor.shape), dim, f"its result is {what}")
+                if func in INDEXED_REDUCTIONS:
+                    what = "indices are 0 everywhere (and its values are its input)"
+                elif func in ARG_REDUCTIONS:
+                    what = "result is 0 everywhere"
+                else:
+                    what = "result is 1 everywhere" if "log" not in op_name(func) else "result is 0 everywhere"
+                self.narrow[key] = (site, func, tuple(tensor.shape), dim, f"its {what}")
             calls = self.narrow_calls[key] = self.narrow_calls.get(key, 0) + 1
             if calls >= NARROW_CALLS and key not in self.wide:
                 self._report(*self.narrow[key])

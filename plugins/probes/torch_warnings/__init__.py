@@ -25,9 +25,9 @@ class ImplicitSoftmaxDim(RuntimeRule):
     "probability" depends on the other samples, and the model trains on nonsense without
     an error.
 
-    A 1- or 2-d input is not reported: there torch picks the last dimension, the one
+    A 1- or 2-d input is not this finding: there torch picks the last dimension, the one
     `dim=-1` names (a `(batch, classes)` head's `nn.Softmax()`), so the call is deprecated
-    but computes what was meant. torch still prints its warning.
+    but computes what was meant; it is reported as the torch warning it is (TL755).
 
     ## Example
     ```python
@@ -141,9 +141,41 @@ class LossSizeMismatch(RuntimeRule):
     summary = "A loss got input and target of different sizes, which broadcast"
 
 
+class TorchWarning(RuntimeRule):
+    """
+    ## What it does
+    Reports each warning torch raised while the program ran (a deprecation, a behaviour
+    that changes, a call that does not do what its arguments suggest), at the user line that
+    triggered it, once per line and warning, with torch's text. The warnings with a rule of
+    their own (TL713-TL716) are reported under it instead. Seen even when the program
+    filters warnings out.
+
+    ## Why is this bad?
+    torch says each of these once, in the middle of a training log, and often attributes it
+    to a line of its own code; they scroll away. Some announce a result that is about to
+    change under the program (a default that flips in the next release), some a call that
+    already does something other than what was meant.
+
+    ## Example
+    ```python
+    probs = F.softmax(logits)          # "Implicit dimension choice for softmax has been deprecated"
+    ```
+
+    ## Use instead
+    ```python
+    probs = F.softmax(logits, dim=-1)
+    ```
+    """
+
+    code = "TL755"
+    name = "torch-warning"
+    summary = "torch warned while the program ran: the warning, at the user line that triggered it"
+    severity = Severity.WARNING
+
+
 @hookimpl
 def torchlint_rules() -> list[type]:
-    return [ImplicitSoftmaxDim, TensorCopyConstructed, GradOfNonLeaf, LossSizeMismatch]
+    return [ImplicitSoftmaxDim, TensorCopyConstructed, GradOfNonLeaf, LossSizeMismatch, TorchWarning]
 
 
 @hookimpl

@@ -9,7 +9,9 @@ it (or to a line of torch); each is a bug more often than not:
 * TL714 ``torch.tensor(t)`` of a tensor: a copy cut from the graph (no gradient flows back);
 * TL715 ``.grad`` of a tensor that is not a leaf: always ``None`` after ``backward()``;
 * TL716 a loss whose input and target sizes differ (``mse_loss``, ``l1_loss``, ...): they
-  broadcast to a matrix of every input against every target.
+  broadcast to a matrix of every input against every target;
+* TL755 any other warning raised inside torch: its text, at the user line, once per line
+  and warning.
 
 The warnings reach the probe through ``Probe.warned`` with the user line
 (``runtime.user_warnings``), even when the program filters warnings out.
@@ -17,8 +19,11 @@ The warnings reach the probe through ``Probe.warned`` with the user line
 
 from __future__ import annotations
 
+import os
 import re
 from types import FrameType
+
+import torch
 
 from torchlint.runtime.probing import Probe
 from torchlint.runtime.user_warnings import TargetWarning
@@ -49,7 +54,10 @@ class WarningsProbe(Probe):
             op = found["op"]
             ndim = _softmax_input_dims(warning.frame)
             if ndim is not None and ndim <= 2:
-                return  # torch chose the last dimension, as dim=-1 would: deprecated, not wrong
+                # torch chose the last dimension, as dim=-1 would: deprecated, not wrong
+                self._torch_warning(warning, f"`{op}` without `dim` at {where}: deprecated; torch chose the last "
+                                             f"dimension of this {ndim}-d input, as `dim=-1` would; pass it")
+                return
             if ndim is None:
                 chose = "torch chose the dimension (dim 0 for a 0-, 1- or 3-d input, dim 1 otherwise), so a (batch, seq, classes) " \
                         "tensor is normalised over the batch"
@@ -82,6 +90,31 @@ class WarningsProbe(Probe):
                               data={"loss": loss, "input": found["input"], "target": found["target"], "broadcast": shapes},
                               message=f"{what} at {where} got input of size {found['input']} and target of size "
                                       f"{found['target']}{into}; reshape one to the other (e.g. `output.squeeze(-1)`)")
+            return
+        if _raised_in_torch(warning.frame):
+            first = text.strip().splitlines()[0] if text.strip() else type(warning.category).__name__
+            self._torch_warning(warning, f"torch warned at {where}: {warning.category.__name__}: {first}")
+
+    def _torch_warning(self, warning: TargetWarning, message: str) -> None:
+        """TL755 once per user line and warning text (the dispatch dedupes same-message evidence)."""
+        self.ctx.evidence(self, code=None, runtime_code="TL755", at=warning.site, message=message,
+                          data={"category": warning.category.__name__, "warning": warning.message.strip()[:500]})
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+#: torch's compiler: what it warns about while tracing (a builtin it cannot trace, hooks it
+#: must call twice) is the compile probe's to explain (graph breaks, TL708), not a warning
+#: about the program's own calls.
+_COMPILER_DIRS = tuple(_TORCH_DIR + name + os.sep for name in ("_dynamo", "_inductor", "_functorch", "fx", "_export"))
+
+
+def _raised_in_torch(frame: FrameType | None) -> bool:
+    """Whether the warning was raised by torch's own code (not the program's, not a library's),
+    outside its compiler."""
+    if frame is None:
+        return False
+    filename = os.path.abspath(frame.f_code.co_filename)
+    return filename.startswith(_TORCH_DIR) and not filename.startswith(_COMPILER_DIRS)
 
 
 def _softmax_input_dims(frame: FrameType | None) -> int | None:

@@ -1,0 +1,18 @@
+"""Which optimizer steps the invariants probe reads.
+
+Every step at first, where most bugs show, then every ``EVERY``-th: a bug that starts later
+(a learning rate dropped to 0 at step 4, ReLU units dying after a few updates) is still seen,
+and a long run pays for a quarter of its steps' reads at most.
+"""
+
+from __future__ import annotations
+
+#: Steps read one after another from the start.
+FIRST = 8
+#: After them, one step in this many is read.
+EVERY = 4
+
+
+def is_read(step: int) -> bool:
+    """Whether step number ``step`` (1 for the first) is read."""
+    return step <= FIRST or step % EVERY == 0

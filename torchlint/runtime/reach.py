@@ -1,0 +1,52 @@
+"""The models a line of the user's program can reach: what probes name parameters by.
+
+A probe that sees a parameter (an optimizer's, a gradient's) knows only the tensor. The user
+knows it as ``Net.head.weight``. The models in reach of the running line are the modules in
+the locals of the user's frames, and those held as attributes of their objects (a trainer's
+``self.model``), walked from the innermost user frame out.
+"""
+
+from __future__ import annotations
+
+from types import FrameType
+from typing import Any
+
+from torch import nn
+
+from torchlint.runtime.frames import USER, FrameClassifier, frame_locals
+
+
+def models_in_reach(frames: FrameClassifier, frame: FrameType | None) -> list[tuple[str, nn.Module]]:
+    """``(label, module)`` for each model in reach of ``frame`` and the frames that called it,
+    innermost first, each module once; the label is its class name."""
+    roots: list[tuple[str, nn.Module]] = []
+    seen: set[int] = set()
+
+    def add(value: Any) -> None:
+        if isinstance(value, nn.Module) and id(value) not in seen:
+            seen.add(id(value))
+            roots.append((type(value).__name__, value))
+
+    while frame is not None:
+        if frames.verdict(frame.f_code.co_filename) == USER:
+            for value in frame_locals(frame).values():
+                if isinstance(value, nn.Module):
+                    add(value)
+                elif hasattr(value, "__dict__") and not isinstance(value, type):
+                    try:
+                        attributes = list(vars(value).values())
+                    except TypeError:
+                        continue
+                    for attribute in attributes:
+                        add(attribute)
+        frame = frame.f_back
+    return roots
+
+
+def parameter_names(roots: list[tuple[str, nn.Module]]) -> dict[int, str]:
+    """id(parameter) -> its path in the first model in reach that holds it (``Net.head.weight``)."""
+    names: dict[int, str] = {}
+    for label, module in roots:
+        for name, param in module.named_parameters():
+            names.setdefault(id(param), f"{label}.{name}")
+    return names
