@@ -61,13 +61,19 @@ class WorkerRandomStateProbe(Probe):
                 self, code=None, at=self.ctx.site(), runtime_code="TL750",
                 message=(
                     f"the DataLoader's {loader.num_workers} worker{'s' * (loader.num_workers != 1)} each get a copy of "
-                    f"{where}, with `{attribute}` (a {type(generator).__module__}.{type(generator).__name__}) in the same "
+                    f"{where}, with `{attribute}` (a {_public_name(type(generator))}) in the same "
                     "state: every worker draws the same random numbers, and each epoch starts over from that copy; "
                     "reseed it in a `worker_init_fn` from `torch.utils.data.get_worker_info().seed`"
                 ),
                 data={"dataset": type(dataset).__name__, "attribute": attribute, "workers": loader.num_workers},
             )
             return
+
+
+def _public_name(kind: type) -> str:
+    """`numpy.random.Generator`, not the private module it is defined in."""
+    module = ".".join(part for part in kind.__module__.split(".") if not part.startswith("_"))
+    return f"{module}.{kind.__qualname__}" if module and module != "builtins" else kind.__qualname__
 
 
 def _generator_types() -> tuple[type, ...]:
