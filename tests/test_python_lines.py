@@ -156,3 +156,23 @@ def test_the_server_puts_diagnostics_on_python_lines(tmp_path):
     published = asyncio.run(scenario())
     got = sorted((d.code, d.range.start.line) for d in published.diagnostics)
     assert got == [("TL301", line_of(text, "c = ") - 1), ("TL401", line_of(text, "a = ") - 1)]
+
+
+@pytest.mark.parametrize("script", [
+    'import torch\n\ndef main(x):\n    return x.cuda()\n\nif __name__ == "__main__":\n    main(torch.ones(1))\n',
+    'import argparse\nimport torch\n\ndef main(x):\n    return x.cuda()\n',
+])
+@pytest.mark.parametrize("ending", ["\r\n", "\r"])
+def test_a_script_is_a_script_whatever_its_line_endings(script, ending):
+    """TL203 leaves scripts alone; with lone-CR endings re's `^` saw no `__main__` guard."""
+    def found(text):
+        return [(f.code, f.location.line) for f in check_sources({"train.py": text}, select=["TL203"]).findings]
+
+    assert found(script.replace("\n", ending)) == found(script) == []
+
+
+def test_definitions_are_found_after_a_lone_carriage_return():
+    from torchlint.semantic import model
+
+    text = "import torch\rdef helper(x):\r    return x\rclass Net:\r    pass\r"
+    assert model._DEFINITION.findall(text) == ["helper", "Net"]
