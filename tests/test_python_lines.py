@@ -176,3 +176,11 @@ def test_definitions_are_found_after_a_lone_carriage_return():
 
     text = "import torch\rdef helper(x):\r    return x\rclass Net:\r    pass\r"
     assert model._DEFINITION.findall(text) == ["helper", "Net"]
+
+
+def test_an_import_line_is_found_after_a_lone_carriage_return():
+    from torchlint.static.context import _in_import_line
+
+    text = "x = 1\r    import torch\r"
+    assert _in_import_line(text, text.index("torch"))
+    assert not _in_import_line("import os\rx = torch\r", len("import os\rx = "))
