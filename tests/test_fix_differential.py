@@ -54,3 +54,19 @@ def test_the_comparison_sees_a_change_outside_the_fix():
     edit = Edit("g(a)", 1, 5, 1, 9, "f(a)")
     assert ast_changes_outside(before, "y = g(a)\nz = 2\n", [edit])
     assert ast_changes_outside(before, "y = g(a)\nz = 1\n", [edit]) == []
+
+
+@pytest.mark.parametrize("mutation", ["form-feed line", "separators in a comment", "crlf", "lone cr", "tabs"])
+def test_fixes_in_mutated_sources_change_only_their_nodes(engine, mutation):
+    """The same under the line endings and separators of tests/torch_fuzz.py."""
+    from torch_fuzz import MUTATIONS
+
+    files = torch_sources(limit_bytes=20_000)
+    if not files:
+        pytest.skip("torch is not installed")
+    rnd = random.Random(8)
+    figures = DiffFigures()
+    for path in rnd.sample(files, 2):
+        text, _ = MUTATIONS[mutation](seed_findings(path.read_text(encoding="utf-8"), rnd, count=6), rnd)
+        differential(engine, "case.py", text, figures)
+    assert figures.fixes >= 2 and figures.problems == []
