@@ -184,3 +184,12 @@ def test_an_import_line_is_found_after_a_lone_carriage_return():
     text = "x = 1\r    import torch\r"
     assert _in_import_line(text, text.index("torch"))
     assert not _in_import_line("import os\rx = torch\r", len("import os\rx = "))
+
+
+def test_stdin_counts_python_lines(run):
+    text = source(ODD["nel-string"])
+    checked = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "--stdin-filename", "m.py"],
+                                 input=text.encode(), catch_exceptions=False)
+    assert sorted(line.split(":")[1] for line in checked.output.splitlines() if line.startswith("m.py:")) == sorted(
+        [str(line_of(text, "a = ")), str(line_of(text, "c = "))])
+    assert "TL003" not in checked.output
