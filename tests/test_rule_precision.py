@@ -124,7 +124,8 @@ def test_no_fix_turns_numpy_data_into_torch_tensor():
 def test_a_count_fix_allocates_exactly_what_the_legacy_call_did():
     source = "import torch\n\ndef f(x):\n    return torch.LongTensor(x.shape[0])\n"
     (finding,) = findings(source, ["TL607"])
-    assert fixed(source, finding).endswith("return torch.empty(x.shape[0], dtype=torch.int64)\n")
+    assert fixed(source, finding).endswith("return torch.empty(x.shape[0], dtype=torch.int64, device=\"cpu\")\n")
+    assert finding.fix.applicability == "safe"  # the legacy call is a CPU tensor whatever the default device
 
 
 # -- TL202 -----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from torchlint.findings import Severity
+from torchlint.static.lines import python_lines
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -48,7 +49,7 @@ class Case:
     def expected_lines(self) -> set[tuple[str, int]]:
         expected = set()
         for name, text in self.sources().items():
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, line in enumerate(python_lines(text), start=1):
                 if line.rstrip().endswith(EXPECT_MARK):
                     expected.add((name, number))
         return expected

@@ -29,8 +29,9 @@ def is_test_path(path: str) -> bool:
     return _TEST_FILE.search(PurePosixPath(path).as_posix()) is not None
 
 
-_SCRIPT_IMPORTS = re.compile(r"^\s*(?:import|from)\s+(argparse|click|fire|typer|hydra|absl)\b", re.MULTILINE)
-_MAIN_GUARD = re.compile(r"""^if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.MULTILINE)
+# `(?:^|(?<=\r))`: a line starts after "\n" (re's `^`) or after a lone "\r", as Python's do.
+_SCRIPT_IMPORTS = re.compile(r"(?:^|(?<=\r))[ \t\f]*(?:import|from)\s+(argparse|click|fire|typer|hydra|absl)\b", re.MULTILINE)
+_MAIN_GUARD = re.compile(r"""(?:^|(?<=\r))if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.MULTILINE)
 
 
 def is_script(path: str, text: str) -> bool:

@@ -162,7 +162,7 @@ class LossInputRule(Rule):
             inner, is_method = softmax.func.value, True
         else:
             return None
-        if inner is None or "\n" in self.ctx.module.code_for_node(softmax):
+        if inner is None or any(end in self.ctx.module.code_for_node(softmax) for end in "\r\n"):
             return None  # multi-line rewrites are left to the author
         return self.fix_softmax(softmax, inner, is_method)
 

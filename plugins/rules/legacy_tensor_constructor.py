@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from torchlint.fix import SAFE, NodeFix
+from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good
 from torchlint.static.names import dotted_name
 
@@ -86,17 +86,20 @@ class LegacyConstructorCalls(LocalTags):
             return None  # torch.tensor([1, 2]) would infer int64 where torch.Tensor gives float
         factory = "tensor" if kind == DATA else "empty"
         args = [cst.Arg(cst.Integer("0"))] if kind == EMPTY else list(node.args)
-        if dtype is not None:
-            dtype_expr = cst.parse_expression(dtype.replace("torch.", f"{torch_name}.", 1))
-            if args and args[-1].comma == cst.MaybeSentinel.DEFAULT:
-                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(
-                cst.Arg(
-                    keyword=cst.Name("dtype"),
-                    value=dtype_expr,
-                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-                )
-            )
+        if dtype is None:
+            # `torch.Tensor(...)` is made on the default *tensor type*'s device, which no
+            # argument names (`set_default_tensor_type(torch.cuda.FloatTensor)` makes it CUDA),
+            # and `torch.empty` also follows the default device (`with torch.device("meta")`,
+            # `set_default_device`): the plain call is what was meant, but it may move.
+            new = node.with_changes(func=cst.parse_expression(f"{torch_name}.{factory}"), args=args)
+            return NodeFix(f"Use `torch.{factory}`", UNSAFE, ((node, new),))
+        # A typed CPU constructor makes a CPU tensor of its dtype whatever the defaults say;
+        # the factory does too once both are spelled out.
+        args.append(_keyword("dtype", cst.parse_expression(dtype.replace("torch.", f"{torch_name}.", 1))))
+        if not any(arg.keyword is not None and arg.keyword.value == "device" for arg in node.args):
+            args.append(_keyword("device", cst.SimpleString('"cpu"')))
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        args = [arg.with_changes(comma=comma) if arg.comma == cst.MaybeSentinel.DEFAULT else arg for arg in args[:-1]] + args[-1:]
         new = node.with_changes(func=cst.parse_expression(f"{torch_name}.{factory}"), args=args)
         return NodeFix(f"Use `torch.{factory}`", SAFE, ((node, new),))
 
@@ -219,6 +222,11 @@ def cuda_note(qualname: str) -> str:
     return " with `device=` (this one raises where CUDA is missing)" if qualname.startswith("torch.cuda.") else ""
 
 
+def _keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
+    tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    return cst.Arg(keyword=cst.Name(name), value=value, equal=tight)
+
+
 def _positional(call: cst.Call) -> list[cst.Arg]:
     return [arg for arg in call.args if arg.keyword is None]
 
@@ -275,10 +283,13 @@ class LegacyTensorConstructor(LegacyConstructorCalls):
 
     ## Fix safety
     Offered only where the argument is certainly a Python int (a literal, `len(...)`,
-    `x.size(0)`, a local name assigned one), and then safe: the call becomes
-    `torch.empty(n, dtype=...)`, which allocates exactly what the legacy call did. A name that
-    is only spelled like a size gets no fix (it may hold a list), nor does a `torch.cuda.*`
-    constructor (the device would change).
+    `x.size(0)`, a local name assigned one). A typed constructor's fix is safe:
+    `torch.FloatTensor(n)` becomes `torch.empty(n, dtype=torch.float32, device="cpu")`, because
+    the legacy call makes a CPU tensor even under `with torch.device(...)` or after
+    `torch.set_default_device(...)`, which `torch.empty` would follow. `torch.Tensor(n)`'s fix,
+    `torch.empty(n)`, is unsafe: the legacy call follows the default tensor type and not the
+    default device, and no argument says which device that is. A name that is only spelled
+    like a size gets no fix (it may hold a list), nor does a `torch.cuda.*` constructor.
     """
 
     code = "TL607"
@@ -286,7 +297,7 @@ class LegacyTensorConstructor(LegacyConstructorCalls):
     summary = "`torch.Tensor(n)`/`torch.LongTensor(n)` with one whole number allocates `n` garbage values"
     triggers = ("Tensor(",)
     imports = ("torch",)
-    fix_safety = SAFE
+    fix_safety = UNSAFE
     cases = [
         Bad(
             """
@@ -311,7 +322,7 @@ class LegacyTensorConstructor(LegacyConstructorCalls):
                     self.bias = nn.Parameter(torch.Tensor(out_features))  # error
                     self.scale = nn.Parameter(torch.empty(4))  # error
             """,
-            note="a literal is certainly a size and is fixed; a name spelled like one is reported only",
+            note="a literal is certainly a size and is fixed (unsafely: torch.empty follows the default device); a name spelled like one is reported only",
         ),
         Bad(
             """
@@ -333,7 +344,7 @@ class LegacyTensorConstructor(LegacyConstructorCalls):
             def encode(label, tokens, x):
                 n = len(tokens)
                 a = LongTensor(label)
-                b = T.empty(n, dtype=T.float32)  # error
+                b = T.empty(n, dtype=T.float32, device="cpu")  # error
                 c = T.empty(x.size(0))  # error
                 d = T.cuda.LongTensor(self.num_classes)  # error
                 return a, b, c, d

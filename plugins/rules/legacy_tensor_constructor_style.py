@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.fix import SAFE
+from torchlint.fix import UNSAFE
 from torchlint.rule import Bad, Good
 
 from .legacy_tensor_constructor import CONSTRUCTORS, COUNT, DATA, EMPTY, SHAPE, LegacyConstructorCalls, cuda_note
@@ -37,9 +37,14 @@ class LegacyTensorConstructorStyle(LegacyConstructorCalls):
     ```
 
     ## Fix safety
-    Offered only where the meaning is certain, and then safe: several sizes become
-    `torch.empty(..., dtype=...)`, no argument `torch.empty(0, dtype=...)`, and a list or tuple
-    literal given to a typed CPU constructor `torch.tensor(..., dtype=...)`. Nothing else is
+    Offered only where the meaning is certain. For a typed CPU constructor it is safe and
+    spells out what the legacy call did: several sizes become
+    `torch.empty(..., dtype=..., device="cpu")`, no argument `torch.empty(0, dtype=...,
+    device="cpu")`, and a list or tuple literal `torch.tensor(..., dtype=..., device="cpu")`.
+    The device is pinned because the legacy constructors ignore the default device
+    (`with torch.device("meta"):`, `torch.set_default_device(...)`) and the factories follow
+    it. `torch.Tensor(a, b)` and `torch.Tensor()` become `torch.empty(...)` as an unsafe fix:
+    `torch.Tensor` follows the default tensor type, which no argument can name. Nothing else is
     fixed: `torch.Tensor([1, 2])` would become an integer tensor under `torch.tensor`, and
     `torch.Tensor(array)` is float32 whatever the numpy array holds while
     `torch.tensor(array)` keeps float64 (and a name may hold an int, which is a size).
@@ -51,7 +56,7 @@ class LegacyTensorConstructorStyle(LegacyConstructorCalls):
     default_enabled = False
     triggers = ("Tensor(",)
     imports = ("torch",)
-    fix_safety = SAFE
+    fix_safety = UNSAFE
     cases = [
         Bad(
             """
@@ -93,15 +98,15 @@ class LegacyTensorConstructorStyle(LegacyConstructorCalls):
             import torch as T
             from torch import LongTensor
 
-            labels = T.tensor([0, 2, 1], dtype=T.int64)  # error
+            labels = T.tensor([0, 2, 1], dtype=T.int64, device="cpu")  # error
             mask = T.cuda.ByteTensor(3, 4)  # error
             xs = T.Tensor([1, 2])  # error
             ys = T.FloatTensor(values)  # error
-            buf = T.empty(n, 2, dtype=T.float32)  # error
+            buf = T.empty(n, 2, dtype=T.float32, device="cpu")  # error
             none = T.empty(0)  # error
             dims = T.Tensor(*shape)  # error
             """,
-            note="aliases; fixes only where the meaning is certain and the device stays the CPU",
+            note="aliases; fixes only where the meaning is certain; typed constructors pin the CPU they always used",
         ),
         Bad(
             """

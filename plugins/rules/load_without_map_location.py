@@ -105,7 +105,10 @@ class LoadWithoutMapLocation(Rule):
     The fix adds `map_location=device` when a variable named `device` is in scope, else
     `map_location="cpu"`. It is safe when the loaded object goes straight into
     `load_state_dict(...)`, which copies every tensor onto the model's own devices anyway;
-    elsewhere it is unsafe, because code may rely on tensors arriving on the GPU. When the
+    not with `assign=True` (or an `assign` that is not the literal `False`, or `**kwargs`):
+    the module then adopts the loaded tensors themselves, and a CUDA model would end up with
+    CPU parameters. Elsewhere it is unsafe, because code may rely on tensors arriving on the
+    GPU. When the
     finding names `weights_only` too, an unsafe fix also adds `weights_only=True` (not with a
     `pickle_module`); a safe one stays as it is, and TL302 offers `weights_only` once it has
     been applied.
@@ -991,7 +994,9 @@ class LoadWithoutMapLocation(Rule):
         return '"cpu"'
 
     def _feeds_load_state_dict(self) -> bool:
-        """`model.load_state_dict(torch.load(p))` or `...(torch.load(p)["model"])`."""
+        """`model.load_state_dict(torch.load(p))` or `...(torch.load(p)["model"])`, which
+        copies the loaded values into the model's own tensors: not with `assign=True`, where
+        the module adopts the loaded tensors themselves (and their device)."""
         ancestors = self.ctx.ancestors
         index = len(ancestors) - 1
         while index >= 0 and isinstance(ancestors[index], (cst.Subscript, cst.SubscriptElement, cst.Index)):
@@ -1004,7 +1009,21 @@ class LoadWithoutMapLocation(Rule):
             and isinstance(call.func, cst.Attribute)
             and call.func.attr.value == "load_state_dict"
             and call.args[0] is ancestors[index]
+            and _copies_into_the_model(call)
         )
+
+
+def _copies_into_the_model(call: cst.Call) -> bool:
+    """`load_state_dict(sd, strict, assign)` copies into the model's tensors only when
+    `assign` is certainly false: absent, or the literal False. `assign=True`, a name, or
+    `**kwargs`/`*args` that may carry it: the loaded tensors may become the parameters."""
+    if any(arg.star for arg in call.args):
+        return False
+    positional = [arg for arg in call.args if arg.keyword is None]
+    assign = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "assign"), None)
+    if assign is None and len(positional) >= 3:
+        assign = positional[2]
+    return assign is None or (isinstance(assign.value, cst.Name) and assign.value.value == "False")
 
 
 def _with_map_location(call: cst.Call, device: str) -> cst.Call:

@@ -3,14 +3,14 @@ edit still finds the text it was made for."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from torchlint.findings import Edit, Fix
+from torchlint.static.lines import LINE_BREAK
 
-# libcst (like str.splitlines) ends a line at "\r\n", a lone "\r" or "\n". Counting only "\n"
-# put edits in a file with mixed line endings at the wrong place.
-_LINE_END = re.compile(r"\r\n?|\n")
+# libcst ends a line at "\r\n", a lone "\r" or "\n" (not where str.splitlines also does).
+# Counting only "\n" put edits in a file with mixed line endings at the wrong place.
+_LINE_END = LINE_BREAK
 
 
 def line_starts(text: str) -> list[int]:

@@ -13,6 +13,7 @@ from torchlint.fix import SAFE
 from torchlint.fix.apply import apply_fixes
 from torchlint.static.discover import Discovered
 from torchlint.static.engine_rules import FixNotApplied, engine_finding
+from torchlint.static.lines import python_lines
 from torchlint.static.source import read_source
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def fix_text(engine: StaticEngine, path: str, original: str, *, unsafe: bool) ->
         findings = [f for f in _recheck(engine, path, text) if wanted(f, unsafe)]
     if text != original:
         result.diff = "".join(
-            difflib.unified_diff(original.splitlines(True), text.splitlines(True), fromfile=f"a/{path}", tofile=f"b/{path}")
+            difflib.unified_diff(python_lines(original, True), python_lines(text, True), fromfile=f"a/{path}", tofile=f"b/{path}")
         )
     return result, text
 

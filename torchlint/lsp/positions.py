@@ -9,9 +9,8 @@ not by str.splitlines, which also splits at form feeds and U+2028.
 from __future__ import annotations
 
 import bisect
-import re
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+from torchlint.static.lines import LINE_BREAK as _LINE_BREAK
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
 

@@ -36,6 +36,7 @@ from torchlint import __version__
 from torchlint.lsp import convert
 from torchlint.lsp.debounce import Debouncer
 from torchlint.lsp.documents import PYTHON_CELL_LANGUAGES, SyncedCell, is_checked, is_config_file, is_notebook, notebook_json
+from torchlint.lsp.framing import answering_protocol
 from torchlint.lsp.linting import LintWorkspace, ProjectCheck, path_key
 from torchlint.lsp.views import CellView, NotebookFileView, PythonView, View
 
@@ -72,6 +73,7 @@ class TorchlintServer(LanguageServer):
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             notebook_document_sync=NOTEBOOK_SYNC,
+            protocol_cls=answering_protocol(),
         )
         self.lint: LintWorkspace | None = None
         self.docs_template: str | None = None
@@ -369,8 +371,11 @@ def shutdown(ls: TorchlintServer, *args: Any) -> None:
 
 
 def main() -> None:
+    import sys
+
+    from torchlint.lsp.framing import FramedStdin
     from torchlint.static.parallel import quieter_gc
 
     quieter_gc()  # each check builds a syntax tree of short-lived objects, as `check` does
-    server.start_io()
+    server.start_io(FramedStdin(sys.stdin.buffer))  # a broken frame must not leave it deaf
 

@@ -23,11 +23,13 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from torchlint.static.lines import LINE_BREAK
+
 #: Cell magics whose body is Python run in the notebook's own namespace.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
 PLACEHOLDER = "pass  # IPython magic, masked"
 
-_LINE_END = re.compile(r"\r\n|\r|\n")
+_LINE_END = LINE_BREAK
 _HELP = re.compile(r"^(?:\?{1,2}[\w.*\[\]]+|[\w.*\[\]]+\?{1,2})\s*$")
 _ASSIGNED = re.compile(r"^[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")
 # `%time`/`%timeit` and the options timeit takes before the statement (-n 10 -r 3 -q ...).

@@ -24,12 +24,13 @@ class ReportContext:
 
     def source_lines(self, path: str) -> list[str] | None:
         if path not in self._lines:
+            from torchlint.static.lines import python_lines
             from torchlint.static.source import read_bytes
 
             # The same guarded read as the checker's: a FIFO reported as TL000 must not block
             # the fingerprints of SARIF, GitLab and baseline output.
             data, _ = read_bytes(Path(path))
-            self._lines[path] = data.decode("utf-8", errors="replace").splitlines() if data is not None else None
+            self._lines[path] = python_lines(data.decode("utf-8", errors="replace")) if data is not None else None
         return self._lines[path]
 
     def notebook(self, path: str):

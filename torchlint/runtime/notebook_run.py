@@ -25,11 +25,12 @@ def _display(*objects, **_options) -> None:
 
 def run_notebook(path: Path) -> None:
     from torchlint.notebook import Notebook
+    from torchlint.static.lines import python_lines
     from torchlint.runtime.frames import CELL_MAPS
 
     notebook = Notebook.parse(path.read_bytes())
     filename = str(path)
-    linecache.cache[filename] = (len(notebook.source), None, notebook.source.splitlines(True), filename)
+    linecache.cache[filename] = (len(notebook.source), None, python_lines(notebook.source, True), filename)
     CELL_MAPS[os.path.abspath(filename)] = notebook.cell_position
     code = compile(notebook.source, filename, "exec", dont_inherit=True)
     main = types.ModuleType("__main__")

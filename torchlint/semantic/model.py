@@ -85,7 +85,8 @@ _BRANCHING = {"If": "if", "For": "loop", "While": "loop", "Try": "try", "TryStar
 #: (Names, not classes: touching libcst at import time would load it for a warm run.)
 _DEFERRABLE = frozenset({"Call", "Subscript", "Attribute", "Tuple", "List", "IfExp", "BinaryOperation", "BooleanOperation"})
 _END_OF_MODULE = 1 << 62
-_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+#: (after "\n" or a lone "\r": both start a line for Python)
+_DEFINITION = re.compile(r"(?:^|(?<=\r))[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
 #: Beyond this depth resolution gives up (recursive helpers, long alias chains).
 _MAX_DEPTH = 40
 

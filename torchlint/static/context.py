@@ -40,7 +40,8 @@ def _occurrence(name: str) -> re.Pattern[str]:
 def _in_import_line(text: str, position: int) -> bool:
     """Whether `position` is on a line that starts an import. A function-local import of the
     same module binds nothing that `bindings_of` counts, so it never re-binds a name either."""
-    return _IMPORT_LINE.match(text, text.rfind("\n", 0, position) + 1) is not None
+    start = max(text.rfind("\n", 0, position), text.rfind("\r", 0, position)) + 1  # a lone "\r" ends a line too
+    return _IMPORT_LINE.match(text, start) is not None
 
 
 _BINDING_BEFORE = re.compile(r"(?:\b(?:as|def|class|for|global|nonlocal)\s+|[*])\Z")

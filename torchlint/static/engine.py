@@ -19,6 +19,7 @@ from torchlint.selection import codes_for
 from torchlint.static.discover import Discovered, discover
 from torchlint.static.engine_rules import ALWAYS_REPORTED, ENGINE_RULES, FileNotChecked, UnusedSuppression, engine_finding
 from torchlint.static.cache import Cache, entry_key
+from torchlint.static.lines import python_lines
 from torchlint.static.parallel import run_checks
 from torchlint.static.source import decode_file, decode_notebook, decode_source, read_bytes, read_source
 from torchlint.static.suppress import parse_suppressions
@@ -101,12 +102,8 @@ def _rule_wants_file(rule: type[Rule], text: str, seen: dict[str, bool] | None =
 
 
 def _lines(text: str) -> list[str]:
-    """Lines as CPython and libcst count them: `\r\n`, `\r` or `\n` ends one (str.splitlines
-    also splits at form feeds and U+2028, which would shift every line number after them)."""
-    lines = re.split(r"\r\n|\r|\n", text)
-    if len(lines) > 1 and lines[-1] == "":
-        lines.pop()
-    return lines
+    """Python's lines (see torchlint.static.lines); an empty text has one empty line."""
+    return python_lines(text) or [""]
 
 
 def _position(text: str, line: int | None, column: int | None) -> tuple[int, int]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from torchlint.static.lines import python_lines
+
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*))?", re.IGNORECASE)
 _DISABLE = re.compile(r"#\s*torchlint:\s*disable\s*=\s*(?P<codes>[A-Za-z0-9_\-]+(?:\s*,\s*[A-Za-z0-9_\-]+)*)")
 _DISABLE_FILE = re.compile(r"^\s*#\s*torchlint:\s*disable-file(?:\s*=\s*(?P<codes>[A-Za-z0-9_\-]+(?:\s*,\s*[A-Za-z0-9_\-]+)*))?\s*$")
@@ -74,7 +76,7 @@ def parse_suppressions(text: str) -> Suppressions:
     result = Suppressions()
     if "torchlint:" not in text and "noqa" not in text.lower():
         return result
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(python_lines(text), start=1):
         if "#" not in line:
             continue
         file_match = _DISABLE_FILE.match(line)
