@@ -328,7 +328,7 @@ class TrainingStalled(RuntimeRule):
     ```
 
     ## Known limitations
-    Steps are read at a sample (every step up to the eighth, then every fourth): a stall
+    Steps are read at a sample (every step up to the eighth, then every eighth): a stall
     shorter than three read steps is not reported.
     """
 

@@ -346,10 +346,9 @@ def _stall_start(reads: list[tuple[int, str]], moved_any: set[int]) -> int | Non
 
 
 def _is_optimizer(value: Any) -> bool:
-    try:
-        return isinstance(value, torch.optim.Optimizer)
-    except ReferenceError:  # a weakref.proxy whose object is gone
-        return False
+    # type(), not isinstance(): the heap holds weakref proxies (isinstance raises
+    # ReferenceError on a dead one) and deprecated module aliases whose __class__ warns.
+    return issubclass(type(value), torch.optim.Optimizer)
 
 
 def _held(optimizer: Any) -> list[torch.Tensor]:
