@@ -346,10 +346,11 @@ def _stall_start(reads: list[tuple[int, str]], moved_any: set[int]) -> int | Non
 
 
 def _is_optimizer(value: Any) -> bool:
-    try:
-        return isinstance(value, torch.optim.Optimizer)
-    except ReferenceError:  # a weakref.proxy whose object is gone
-        return False
+    """Whether ``value``, one of every object the collector holds, is an optimizer. Its type
+    is read, not ``value.__class__``, which ``isinstance`` falls back to: a deprecated object
+    (``torch.distributed.reduce_op``) warns when that is read, at the probe's line, in the
+    program's output. A weakref.proxy to an optimizer is not one: its referent is in the list."""
+    return issubclass(type(value), torch.optim.Optimizer)
 
 
 def _held(optimizer: Any) -> list[torch.Tensor]:
