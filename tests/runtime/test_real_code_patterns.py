@@ -185,3 +185,34 @@ def test_a_backward_failure_no_probe_explains_is_still_reported(tmp_path):
     (crash,) = result.findings("runtime only")
     assert (crash["code"], crash["location"]["row"]) == ("TL702", line_of(UNWATCHED_EDIT, "backward()"))
     assert "modified by an inplace operation" in crash["message"] and result.returncode == 1
+
+
+# nanoGPT's train.py on a machine without CUDA: `dtype = 'float16'`, `GradScaler(enabled=True)`
+# and an autocast for "cuda" (here the script's own choice, in nanoGPT a nullcontext): both
+# disable themselves ("CUDA is not available"), and the pinned DataLoader has nothing to pin
+# for. The run has no mixed precision to be outside of, and torch's warnings describe the
+# machine torchlint ran the program on, not the program.
+AMP_WITHOUT_CUDA = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cuda", enabled=True)
+loader = DataLoader(TensorDataset(torch.randn(16, 8), torch.randn(16, 1)), batch_size=4, pin_memory=True)
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = nn.functional.mse_loss(model(x), y)
+    optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+"""
+
+
+def test_mixed_precision_that_disabled_itself_on_a_cpu_is_no_finding(tmp_path):
+    result = run_script(tmp_path, AMP_WITHOUT_CUDA)
+    assert result.report["outcome"]["status"] == "completed", result.stdout[-3000:]
+    assert result.findings("runtime only") == [], result.stdout[-3000:]

@@ -148,7 +148,10 @@ class TorchWarning(RuntimeRule):
     that changes, a call that does not do what its arguments suggest), at the user line that
     triggered it, once per line and warning, with torch's text. The warnings with a rule of
     their own (TL713-TL716) are reported under it instead. Seen even when the program
-    filters warnings out.
+    filters warnings out. Warnings about the machine rather than the program (autocast or
+    `GradScaler` for CUDA disabling themselves because CUDA is not available, `pin_memory`
+    without an accelerator) are left out: a GPU program run under `--device cpu` says them
+    on every run, and on its GPU it does not.
 
     ## Why is this bad?
     torch says each of these once, in the middle of a training log, and often attributes it

@@ -33,6 +33,10 @@ COPY_CONSTRUCT = re.compile(r"To copy construct from a tensor, it is recommended
 NON_LEAF_GRAD = re.compile(r"The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed")
 SIZE_MISMATCH = re.compile(r"Using a target size \(torch\.Size\((?P<target>\[[^\]]*\])\)\) that is different to the input size "
                            r"\(torch\.Size\((?P<input>\[[^\]]*\])\)\)")
+#: Warnings about the machine, not the program: the device the program asked for is not there
+#: (autocast and GradScaler for "cuda" disable themselves, `pin_memory` has nothing to pin
+#: for). A GPU program run under `--device cpu` says these on every run; on its GPU it does not.
+NO_DEVICE = re.compile(r"\b(?:CUDA|XPU|HPU|MPS)\b[^.]{0,40}\bis not available|no accelerator is found")
 #: The losses that warn about sizes (torch/nn/functional.py), for naming the one that did.
 SIZE_CHECKED_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "soft_margin_loss",
                        "poisson_nll_loss", "gaussian_nll_loss", "kl_div")
@@ -91,7 +95,7 @@ class WarningsProbe(Probe):
                               message=f"{what} at {where} got input of size {found['input']} and target of size "
                                       f"{found['target']}{into}; reshape one to the other (e.g. `output.squeeze(-1)`)")
             return
-        if _raised_in_torch(warning.frame):
+        if _raised_in_torch(warning.frame) and not NO_DEVICE.search(text):
             first = text.strip().splitlines()[0] if text.strip() else type(warning.category).__name__
             self._torch_warning(warning, f"torch warned at {where}: {warning.category.__name__}: {first}")
 
