@@ -216,3 +216,49 @@ def test_mixed_precision_that_disabled_itself_on_a_cpu_is_no_finding(tmp_path):
     result = run_script(tmp_path, AMP_WITHOUT_CUDA)
     assert result.report["outcome"]["status"] == "completed", result.stdout[-3000:]
     assert result.findings("runtime only") == [], result.stdout[-3000:]
+
+
+# PyTorch-GAN's wgan_gp.py: the gradient penalty differentiates the critic at interpolated
+# samples with `autograd.grad(..., create_graph=True, retain_graph=True)`; `d_loss.backward()`
+# does not run through that retained forward graph, which dies when the penalty function
+# returns. After the watched steps the non-finite probe kept the step's last model call (the
+# critic at the interpolates) with its output, and so the graph: the critic's `step()` then
+# looked like an edit of weights a graph still to be run backward saved (TL705).
+GRADIENT_PENALTY = """
+import torch
+from torch import autograd, nn
+
+torch.manual_seed(0)
+critic = nn.Sequential(nn.Linear(8, 16), nn.LeakyReLU(0.2, inplace=True), nn.Linear(16, 1))
+generator = nn.Sequential(nn.Linear(4, 8), nn.Tanh())
+optimizer_D = torch.optim.Adam(critic.parameters(), lr=1e-3)
+optimizer_G = torch.optim.Adam(generator.parameters(), lr=1e-3)
+
+
+def gradient_penalty(real, fake):
+    alpha = torch.rand(real.size(0), 1)
+    mixed = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+    scores = critic(mixed)
+    grads = autograd.grad(scores, mixed, torch.ones_like(scores), create_graph=True, retain_graph=True)[0]
+    return ((grads.norm(2, dim=1) - 1) ** 2).mean()
+
+
+for i in range(8):
+    real, z = torch.randn(16, 8), torch.randn(16, 4)
+    optimizer_D.zero_grad()
+    fake = generator(z)
+    d_loss = -critic(real).mean() + critic(fake).mean() + 10 * gradient_penalty(real, fake.detach())
+    d_loss.backward()
+    optimizer_D.step()
+    optimizer_G.zero_grad()
+    if i % 2 == 0:
+        g_loss = -critic(generator(z)).mean()
+        g_loss.backward()
+        optimizer_G.step()
+"""
+
+
+def test_a_gradient_penalty_graph_the_program_let_go_of_is_not_kept_past_the_watch(tmp_path):
+    result = run_script(tmp_path, GRADIENT_PENALTY, "--watch-steps", "2")
+    assert result.report["outcome"]["status"] == "completed", result.stdout[-3000:]
+    assert result.findings("runtime only") == [], result.stdout[-3000:]
