@@ -262,3 +262,52 @@ def test_a_gradient_penalty_graph_the_program_let_go_of_is_not_kept_past_the_wat
     result = run_script(tmp_path, GRADIENT_PENALTY, "--watch-steps", "2")
     assert result.report["outcome"]["status"] == "completed", result.stdout[-3000:]
     assert result.findings("runtime only") == [], result.stdout[-3000:]
+
+
+# PyTorch-GAN's sgan.py: the generator's step unpacks `validity, _ = discriminator(fake)`,
+# backpropagates through `validity` only, and keeps `_` (the auxiliary head's output, with
+# its graph) until the next iteration; the discriminator's step then updates weights that
+# graph saved. Nobody runs backward through it: no edit to report. A second backward through
+# a graph whose weights a step changed still fails, and is still named.
+UNUSED_SECOND_OUTPUT = """
+import torch
+from torch import nn
+
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(8, 16)
+        self.adv = nn.Sequential(nn.Linear(16, 1), nn.Sigmoid())
+        self.aux = nn.Sequential(nn.Linear(16, 3), nn.Softmax(dim=1))
+
+    def forward(self, x):
+        h = self.body(x)
+        return self.adv(h), self.aux(h)
+
+
+torch.manual_seed(0)
+critic, generator = Critic(), nn.Linear(4, 8)
+optimizer_D = torch.optim.Adam(critic.parameters(), lr=1e-3)
+optimizer_G = torch.optim.Adam(generator.parameters(), lr=1e-3)
+bce, nll = nn.BCELoss(), nn.NLLLoss()
+for i in range(4):
+    real, labels = torch.randn(16, 8), torch.randint(0, 3, (16,))
+    optimizer_G.zero_grad()
+    fake = generator(torch.randn(16, 4))
+    validity, _ = critic(fake)
+    g_loss = bce(validity, torch.ones(16, 1))
+    g_loss.backward()
+    optimizer_G.step()
+    optimizer_D.zero_grad()
+    real_pred, real_aux = critic(real)
+    d_loss = bce(real_pred, torch.ones(16, 1)) + nll(torch.log(real_aux), labels)
+    d_loss.backward()
+    optimizer_D.step()
+"""
+
+
+def test_an_optimizer_step_under_a_graph_nobody_runs_backward_is_no_in_place_edit(tmp_path):
+    result = run_script(tmp_path, UNUSED_SECOND_OUTPUT)
+    assert result.report["outcome"]["status"] == "completed", result.stdout[-3000:]
+    assert result.findings("runtime only") == [], result.stdout[-3000:]
