@@ -311,3 +311,35 @@ def test_an_optimizer_step_under_a_graph_nobody_runs_backward_is_no_in_place_edi
     result = run_script(tmp_path, UNUSED_SECOND_OUTPUT)
     assert result.report["outcome"]["status"] == "completed", result.stdout[-3000:]
     assert result.findings("runtime only") == [], result.stdout[-3000:]
+
+
+# pytorch/examples' word_language_model builds `nn.TransformerEncoder(layers, nlayers)` with
+# torch's default `enable_nested_tensor=True` and `batch_first=False` layers: torch warns that
+# inference cannot take the nested-tensor fast path, a note on its own default. minGPT's
+# trainer asks for 4 DataLoader workers: on a machine with fewer cores torch warns about the
+# machine. Neither is about the program.
+TORCH_NOTES = """
+import os
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0), 1)
+head = nn.Linear(16, 1)
+optimizer = torch.optim.SGD([*encoder.parameters(), *head.parameters()], lr=0.01)
+workers = (os.cpu_count() or 1) + 1
+loader = DataLoader(TensorDataset(torch.randn(8, 5, 16), torch.randn(8, 1)), batch_size=4, num_workers=workers)
+for x, y in loader:
+    loss = nn.functional.mse_loss(head(encoder(x.transpose(0, 1)).mean(0)), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_torch_notes_on_its_own_defaults_and_on_the_machine_are_no_findings(tmp_path):
+    result = run_script(tmp_path, TORCH_NOTES)
+    assert result.report["outcome"]["status"] == "completed", result.stdout[-3000:]
+    assert result.findings("runtime only") == [], result.stdout[-3000:]
