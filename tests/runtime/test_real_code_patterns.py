@@ -343,3 +343,30 @@ def test_torch_notes_on_its_own_defaults_and_on_the_machine_are_no_findings(tmp_
     result = run_script(tmp_path, TORCH_NOTES)
     assert result.report["outcome"]["status"] == "completed", result.stdout[-3000:]
     assert result.findings("runtime only") == [], result.stdout[-3000:]
+
+
+# pytorch/examples' DDP tutorial (`distributed/ddp-tutorial-series`): `F.cross_entropy` on
+# `torch.rand` targets of the input's shape, batch after batch. The targets are no class
+# probabilities at every step, with other sums each time: one finding at the line, not one per
+# batch checked.
+FLOAT_TARGETS = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Linear(8, 3)
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+for step in range(5):
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(torch.randn(16, 8)), torch.rand(16, 3))
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_targets_that_are_no_probabilities_are_one_finding_per_line(tmp_path):
+    result = run_script(tmp_path, FLOAT_TARGETS)
+    found = [f for f in result.findings("runtime only") if f["code"] == "TL740"]
+    assert [f["location"]["row"] for f in found] == [line_of(FLOAT_TARGETS, "loss = F.cross_entropy")], result.stdout[-3000:]
+    assert "rows do not sum to 1" in found[0]["message"]
