@@ -61,13 +61,26 @@ class WorkerRandomStateProbe(Probe):
                 self, code=None, at=self.ctx.site(), runtime_code="TL750",
                 message=(
                     f"the DataLoader's {loader.num_workers} worker{'s' * (loader.num_workers != 1)} each get a copy of "
-                    f"{where}, with `{attribute}` (a {type(generator).__module__}.{type(generator).__name__}) in the same "
+                    f"{where}, with `{attribute}` (a {_public_name(type(generator))}) in the same "
                     "state: every worker draws the same random numbers, and each epoch starts over from that copy; "
                     "reseed it in a `worker_init_fn` from `torch.utils.data.get_worker_info().seed`"
                 ),
                 data={"dataset": type(dataset).__name__, "attribute": attribute, "workers": loader.num_workers},
             )
             return
+
+
+def _public_name(cls: type) -> str:
+    """`numpy.random.Generator`, not the module that defines it (`numpy.random._generator`,
+    `torch._C`): the shortest public module on its dotted path that exports the class."""
+    parts = cls.__module__.split(".")
+    for end in range(1, len(parts) + 1):
+        if any(part.startswith("_") for part in parts[:end]):
+            break
+        module = sys.modules.get(".".join(parts[:end]))
+        if module is not None and getattr(module, cls.__name__, None) is cls:
+            return f"{module.__name__}.{cls.__name__}"
+    return f"{cls.__module__}.{cls.__name__}"
 
 
 def _generator_types() -> tuple[type, ...]:
