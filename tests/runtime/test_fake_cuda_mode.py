@@ -223,6 +223,19 @@ def test_data_parallel_runs_the_batch_on_its_first_device():
         assert out.device == torch.device("cuda", 0) and model.module.weight.grad.is_cuda
 
 
+def test_a_module_moved_to_a_device_index_lands_on_that_gpu():
+    # pytorch/examples' DDP tutorial: `model.to(int(os.environ["LOCAL_RANK"]))`. nn.Module.to
+    # parses a bare index in C++ as the current accelerator's device, which a CPU build has not
+    # got: the run failed where a GPU run does not. And `model.to(device=...)` stayed on the CPU.
+    with simulating(SimulatedCuda(device_count=2)):
+        model = nn.Linear(4, 2).to(1)
+        assert model.weight.device == torch.device("cuda", 1)
+        assert nn.Linear(4, 2).to(device=0, dtype=torch.float64).weight.device == torch.device("cuda", 0)
+        assert model(torch.randn(3, 4).to(1)).device == torch.device("cuda", 1)
+        assert nn.Linear(4, 2).to(device="cuda:1").weight.device == torch.device("cuda", 1)
+        assert nn.Linear(4, 2).to(device=torch.device("cpu")).weight.device == torch.device("cpu")
+
+
 def test_parameters_built_on_cuda_stay_there(sim):
     layer = nn.Linear(3, 2, device="cuda")
     assert layer.weight.is_cuda and isinstance(layer.weight, nn.Parameter)

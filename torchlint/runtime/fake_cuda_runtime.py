@@ -260,9 +260,25 @@ def _runtime_replacements(sim: SimulatedCuda) -> list[tuple[Any, str, Any]]:
         stand_in.__name__ = name
         return stand_in
 
+    parse_to = torch._C._nn._parse_to
+
+    def parse_to_device(*args: Any, **kwargs: Any) -> Any:
+        # How `nn.Module.to` reads its arguments. A bare index (`model.to(local_rank)`) names
+        # the current accelerator's device in C++, which a CPU build has not got ("Cannot
+        # access accelerator device"); a `device=` keyword is one the simulation's function
+        # mode turns into the CPU, as it does for factories (`model.to(device=device)` stayed
+        # on the CPU). Both are passed on as a positional CUDA device.
+        if not args and "device" in kwargs:
+            kwargs = dict(kwargs)
+            args = (kwargs.pop("device"),)
+        if args and _is_index(args[0]):
+            args = (torch.device("cuda", args[0]), *args[1:])
+        return parse_to(*args, **kwargs)
+
     cuda = torch.cuda
     accelerator = torch.accelerator
     replacements: list[tuple[Any, str, Any]] = [
+        (torch._C._nn, "_parse_to", parse_to_device),
         (cuda, "is_available", is_available),
         (cuda, "is_initialized", lambda: True),
         (cuda, "device_count", device_count),
@@ -314,6 +330,10 @@ def _runtime_replacements(sim: SimulatedCuda) -> list[tuple[Any, str, Any]]:
         replacements.append((cuda, name, noop(name)))
     replacements.append((accelerator, "empty_cache", noop("empty_cache")))
     return [(owner, name, value) for owner, name, value in replacements if hasattr(owner, name)]
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,8 @@ class RuntimeInplaceOnSavedTensor(RuntimeRule):
     """
     ## What it does
     Reports an in-place operation, at the line that performs it, on a tensor that autograd
-    saved for the backward pass, or on a leaf tensor that requires grad, where no static
+    saved for the backward pass (once a backward pass needs that tensor: a graph nobody runs
+    backward through is left alone), or on a leaf tensor that requires grad, where no static
     finding explains it.
 
     ## Why is this bad?

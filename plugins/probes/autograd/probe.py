@@ -6,9 +6,12 @@ a weak registry maps the tensor (and its base, for views) to live holders. After
 operation (``*_`` methods, ``+=`` and friends, item assignment, ``out=``, ``inplace=True``,
 and the ``torch._foreach_*_``/``torch._fused_*_`` updates optimizers make on a GPU; around
 an optimizer's ``step()``, which the dispatch leaves unwatched, the versions of the
-parameters a live graph saved) the probe compares versions and reports the mutation line; ``detect_anomaly`` would point
-at the op that saved the tensor instead. A holder dies with its graph (after backward), so
-edits after ``backward()`` (the optimizer's) are not reported.
+parameters a live graph saved) the probe compares versions and notes the mutation line;
+when a backward pass then needs the edited tensor, the edit is reported at that line
+(``detect_anomaly`` would point at the op that saved the tensor instead). A graph nobody
+runs backward through (the second output of a model call, kept in a variable until the
+next step) is not reported however its saved tensors change. A holder dies with its graph
+(after backward), so edits after ``backward()`` (the optimizer's) are not even noted.
 
 Installing pack hooks turns off autograd's own version check for the tensors they handle,
 so the unpack hook repeats it and raises the same error, naming the mutation line: a
@@ -53,13 +56,16 @@ def _mutating_list(func: Any) -> bool:
 
 
 class _Saved:
-    __slots__ = ("tensor", "version", "saved_at", "mutated_at", "type_name", "__weakref__")
+    __slots__ = ("tensor", "version", "saved_at", "mutated_at", "mutated_by", "reported", "type_name", "__weakref__")
 
     def __init__(self, tensor: Tensor, saved_at: Site | None) -> None:
         self.tensor = tensor
         self.version = tensor._version
         self.saved_at = saved_at
         self.mutated_at: Site | None = None
+        #: The edit, as the message names it (`` `add_` ``, ``update by `Adam.step()` ``).
+        self.mutated_by = ""
+        self.reported = False
         #: `torch.cuda.FloatTensor`, as the program saw the edited tensor (read at the edit: a
         #: simulated GPU's placement is the edited tensor's, not this alias's).
         self.type_name: str | None = None
@@ -171,6 +177,7 @@ class AutogradProbe(Probe):
                 f"{holder.version} instead. (torchlint: it was modified in place{where})"
             )
             if holder.mutated_at is not None:  # else no evidence names it: the crash stays a TL702
+                self.guarded(self._report_edit)(holder)
                 self.ctx.explain(error, "TL103")
             raise error
         return tensor
@@ -255,19 +262,29 @@ class AutogradProbe(Probe):
             holder = ref()
             if holder is None or holder.mutated_at is not None or holder.tensor._version == holder.version:
                 continue
-            site = self.ctx.site()
-            holder.mutated_at = site
+            # Noted, not yet reported: the graph that saved the tensor may never be run
+            # backward (a second output nobody differentiates, `validity, _ = D(x)`, kept
+            # until the next step). The backward that needs it reports the edit (`_unpack`).
+            holder.mutated_at = self.ctx.site()
+            holder.mutated_by = op
             holder.type_name = self.ctx.device.type_name(target)
-            where = f" at {site.short()}" if site else ""
-            saved = f" by the operation at {holder.saved_at.short()} `{self.ctx.source(holder.saved_at)}`" if holder.saved_at else ""
-            self.ctx.evidence(
-                self,
-                code="TL103",
-                at=site,
-                sites=[site],
-                message=f"in-place {op}{where} modified a tensor saved for backward{saved}; backward will fail",
-                data={"op": op.strip("`"), "kind": "saved", "saved_at": [holder.saved_at.path, holder.saved_at.line] if holder.saved_at else None},
-            )
+
+    def _report_edit(self, holder: _Saved) -> None:
+        """The evidence for an edit a backward pass found, at the edit's line."""
+        if holder.reported:
+            return
+        holder.reported = True
+        site, op = holder.mutated_at, holder.mutated_by
+        where = f" at {site.short()}" if site else ""
+        saved = f" by the operation at {holder.saved_at.short()} `{self.ctx.source(holder.saved_at)}`" if holder.saved_at else ""
+        self.ctx.evidence(
+            self,
+            code="TL103",
+            at=site,
+            sites=[site],
+            message=f"in-place {op}{where} modified a tensor saved for backward{saved}; backward failed",
+            data={"op": op.strip("`"), "kind": "saved", "saved_at": [holder.saved_at.path, holder.saved_at.line] if holder.saved_at else None},
+        )
 
     def failed(self, func: Any, args: tuple, kwargs: dict, exc: BaseException) -> None:
         target = self._target(func, args, kwargs)

@@ -261,6 +261,9 @@ class BroadcastProbe(Probe):
                        f"multi-label problem needs `binary_cross_entropy_with_logits`, and soft labels must sum to 1")
         else:
             return
+        # Once per line: each batch's targets give other numbers, hence another message, and
+        # the same finding would be listed once per check.
+        self.value_checks[key] = VALUE_CHECKS
         self.ctx.evidence(self, code=None, runtime_code="TL740", at=site, message=message,
                           data={"loss": "cross_entropy", "target": shape, "min": low, "max": high,
                                 "rows_not_summing_to_1": stray_rows, "rows": rows})

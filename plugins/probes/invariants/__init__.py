@@ -374,7 +374,8 @@ class ForwardOutsideAutocast(RuntimeRule):
     Reported by `torchlint run` (the invariants probe) at the line of a matrix product
     (`linear`, `matmul`, a convolution) that ran in float32 with gradients on, outside any
     autocast region, in a training step that enters an enabled `torch.autocast` region or
-    scales its loss with a `GradScaler`.
+    scales its loss with an enabled `GradScaler` (not one built with `enabled=False`, nor a
+    CUDA scaler that disabled itself because CUDA is not available).
 
     ## Why is this bad?
     The run pays for mixed precision and gets none of it: the model's forward runs in

@@ -1,7 +1,7 @@
 """A training forward that runs outside the autocast region its step sets up (TL754).
 
 Mixed precision is on when a step enters an enabled ``torch.autocast`` region or scales its
-loss with a ``GradScaler``. Inside the region, matrix products (``linear``, ``matmul``,
+loss with an enabled ``GradScaler``. Inside the region, matrix products (``linear``, ``matmul``,
 convolutions) run in the autocast dtype; one that runs with gradients on and float32
 inputs outside any autocast region for its device, in such a step, was left in float32: the
 forward was computed before the ``with torch.autocast(...)`` block (which then wraps only the
@@ -68,7 +68,11 @@ class AutocastProbe(Probe):
         original_scale, note_scaled = self.original_scale, self.guarded(self._scaled)
 
         def scale(grad_scaler: Any, outputs: Any) -> Any:
-            note_scaled()
+            # A disabled scaler (``enabled=False``, or a CUDA scaler that found no CUDA and
+            # disabled itself, as nanoGPT's does on a CPU) returns the loss as it is: no mixed
+            # precision there.
+            if grad_scaler.is_enabled():
+                note_scaled()
             return original_scale(grad_scaler, outputs)
 
         scaler.scale = scale

@@ -346,8 +346,10 @@ def _stall_start(reads: list[tuple[int, str]], moved_any: set[int]) -> int | Non
 
 
 def _is_optimizer(value: Any) -> bool:
-    # type(), not isinstance(): the heap holds weakref proxies (isinstance raises
-    # ReferenceError on a dead one) and deprecated module aliases whose __class__ warns.
+    """Whether ``value``, one of every object the collector holds, is an optimizer. Its type
+    is read, not ``value.__class__``, which ``isinstance`` falls back to: a deprecated object
+    (``torch.distributed.reduce_op``) warns when that is read, at the probe's line, in the
+    program's output. A weakref.proxy to an optimizer is not one: its referent is in the list."""
     return issubclass(type(value), torch.optim.Optimizer)
 
 

@@ -70,10 +70,17 @@ class WorkerRandomStateProbe(Probe):
             return
 
 
-def _public_name(kind: type) -> str:
-    """`numpy.random.Generator`, not the private module it is defined in."""
-    module = ".".join(part for part in kind.__module__.split(".") if not part.startswith("_"))
-    return f"{module}.{kind.__qualname__}" if module and module != "builtins" else kind.__qualname__
+def _public_name(cls: type) -> str:
+    """`numpy.random.Generator`, not the module that defines it (`numpy.random._generator`,
+    `torch._C`): the shortest public module on its dotted path that exports the class."""
+    parts = cls.__module__.split(".")
+    for end in range(1, len(parts) + 1):
+        if any(part.startswith("_") for part in parts[:end]):
+            break
+        module = sys.modules.get(".".join(parts[:end]))
+        if module is not None and getattr(module, cls.__name__, None) is cls:
+            return f"{module.__name__}.{cls.__name__}"
+    return f"{cls.__module__}.{cls.__name__}"
 
 
 def _generator_types() -> tuple[type, ...]:

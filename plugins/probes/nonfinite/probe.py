@@ -206,6 +206,10 @@ class NonfiniteProbe(Probe):
         self.depth += 1
         if self.depth != 1 or self.stepping:
             return
+        if not self.watched:
+            # Kept until the next model call, not until a backward the probe no longer sees:
+            # the call's tensors are kept cut from the program's graph (see `_cut`).
+            args = tuple(_cut(t) for t in args)
         cuda_rng = None
         if self.ctx.device.name == "cuda" and torch.cuda.is_initialized():
             cuda_rng = torch.cuda.get_rng_state()
@@ -231,6 +235,8 @@ class NonfiniteProbe(Probe):
         kwargs, output = rest
         if not self.watched:
             self.window.clear()  # no backward() is seen to clear it: only this call is kept
+            with torch._C.DisableTorchFunction():
+                args, kwargs, output = tree_map(_cut, (args, kwargs, output))
         with torch._C.DisableTorchFunction():
             outputs = [t for t in tree_leaves(output) if isinstance(t, Tensor) and is_float(t)]
             inputs, scalars = flatten(args, kwargs)
@@ -494,6 +500,18 @@ def _static_code(culprit: Culprit, source: str) -> str | None:
             return "TL509"
         return "TL107" if culprit.op in LOGS else "TL509" if culprit.op in EXPONENTIALS else None
     return None
+
+
+def _cut(value: Any) -> Any:
+    """A model call's tensor as the probe keeps it after the watched steps: the same values
+    and version counter (a detached alias), requiring grad if it did, without the program's
+    graph behind it. Holding the graph would keep it alive past the program's own last
+    reference (a graph `autograd.grad(..., retain_graph=True)` retained), and the optimizer's
+    next update of the weights it saved would look like an edit of a graph still to be run
+    backward (TL705). A replay cuts its arguments the same way."""
+    if isinstance(value, Tensor) and value.grad_fn is not None:
+        return value.detach().requires_grad_(value.requires_grad and is_float(value))
+    return value
 
 
 def _backward_hint(op: str) -> str:

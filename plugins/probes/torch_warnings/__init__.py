@@ -148,7 +148,13 @@ class TorchWarning(RuntimeRule):
     that changes, a call that does not do what its arguments suggest), at the user line that
     triggered it, once per line and warning, with torch's text. The warnings with a rule of
     their own (TL713-TL716) are reported under it instead. Seen even when the program
-    filters warnings out.
+    filters warnings out. Warnings about the machine rather than the program (autocast or
+    `GradScaler` for CUDA disabling themselves because CUDA is not available, `pin_memory`
+    without an accelerator, more DataLoader workers than the machine has cores) are left
+    out: a GPU program run under `--device cpu` says them on every run, and on its own
+    machine it does not. So is torch's note that an `nn.TransformerEncoder` built with its
+    default `enable_nested_tensor=True` cannot use nested tensors (an inference speed hint
+    about torch's own default).
 
     ## Why is this bad?
     torch says each of these once, in the middle of a training log, and often attributes it

@@ -33,6 +33,19 @@ COPY_CONSTRUCT = re.compile(r"To copy construct from a tensor, it is recommended
 NON_LEAF_GRAD = re.compile(r"The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed")
 SIZE_MISMATCH = re.compile(r"Using a target size \(torch\.Size\((?P<target>\[[^\]]*\])\)\) that is different to the input size "
                            r"\(torch\.Size\((?P<input>\[[^\]]*\])\)\)")
+#: Warnings about the machine, not the program: the device the program asked for is not there
+#: (autocast and GradScaler for "cuda" disable themselves, `pin_memory` has nothing to pin
+#: for), or it has fewer cores than the DataLoader has workers. A GPU program run under
+#: `--device cpu` on a small machine says these on every run; on its own machine it does not.
+#: And torch's note on its own default: `nn.TransformerEncoder` built with the default
+#: `enable_nested_tensor=True` and a layer that cannot use nested tensors (`batch_first=False`,
+#: pytorch/examples' word_language_model) warns that inference will not take that fast path.
+NOT_THE_PROGRAM = re.compile("|".join((
+    r"\b(?:CUDA|XPU|HPU|MPS)\b[^.]{0,40}\bis not available",
+    r"no accelerator is found",
+    r"suggested max number of worker in current system",
+    r"enable_nested_tensor is True, but self\.use_nested_tensor is False",
+)))
 #: The losses that warn about sizes (torch/nn/functional.py), for naming the one that did.
 SIZE_CHECKED_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "soft_margin_loss",
                        "poisson_nll_loss", "gaussian_nll_loss", "kl_div")
@@ -91,7 +104,7 @@ class WarningsProbe(Probe):
                               message=f"{what} at {where} got input of size {found['input']} and target of size "
                                       f"{found['target']}{into}; reshape one to the other (e.g. `output.squeeze(-1)`)")
             return
-        if _raised_in_torch(warning.frame):
+        if _raised_in_torch(warning.frame) and not NOT_THE_PROGRAM.search(text):
             first = text.strip().splitlines()[0] if text.strip() else type(warning.category).__name__
             self._torch_warning(warning, f"torch warned at {where}: {warning.category.__name__}: {first}")
 
