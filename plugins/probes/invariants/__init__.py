@@ -12,8 +12,7 @@ reference run.
 * TL749 a spectral-normalised layer is evaluated before it ever ran in training mode.
 * TL750 DataLoader workers each start from the same copy of a random generator the dataset
   holds: every worker (and every epoch) draws the same augmentations.
-* TL751 an initialisation overwrote weights a ``load_state_dict`` loaded, or another
-  initialisation of the same parameter (the first has no effect).
+* TL751 an initialisation overwrote weights a ``load_state_dict`` loaded.
 * TL752 parameters that learned at first stop getting gradients, or stop changing, later in
   the run (a ReLU layer that died, a schedule that drops the learning rate to 0).
 * TL753 the model's output is the same for every sample while the targets differ: it
@@ -276,15 +275,16 @@ class InitialisationOverwritten(RuntimeRule):
     """
     ## What it does
     Reported by `torchlint run` (the invariants probe) when a `torch.nn.init` function (or a
-    layer's `reset_parameters()`) writes a parameter after `load_state_dict` loaded it, or
-    after another `torch.nn.init` call outside the layer's constructor already set it, before
-    the first optimizer step. The two lines are named.
+    layer's `reset_parameters()`) writes a parameter that `load_state_dict` loaded, before the
+    first optimizer step: once per initialising line, naming the line that loaded.
 
     ## Why is this bad?
     A re-initialisation after loading throws the pretrained weights away: the run trains
-    from scratch and nothing raises. A second initialisation makes the first dead code: a
-    zero-initialised last layer or residual branch (`zeros_`) overwritten by a generic
-    `model.apply(init_weights)` is no longer zero.
+    from scratch, and nothing raises. The loss curve looks like any first run.
+
+    A second initialisation of a parameter that was never loaded is not reported: a generic
+    `model.apply(init_weights)` followed by a special one for some layers (GPT-2's scaled
+    initialisation of its residual projections) is deliberate.
 
     ## Example
     ```python
@@ -301,7 +301,7 @@ class InitialisationOverwritten(RuntimeRule):
 
     code = "TL751"
     name = "initialisation-overwritten"
-    summary = "An initialisation overwrote loaded weights, or another initialisation"
+    summary = "An initialisation overwrote weights that load_state_dict had loaded"
 
 
 class TrainingStalled(RuntimeRule):
