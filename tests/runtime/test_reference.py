@@ -1,0 +1,279 @@
+"""The reference probe: `torchlint run --save-reference` records a known-good run, and
+`--reference` checks a run against it. One healthy training program records the reference;
+runs of it with other seeds report nothing; variants of it, each with one bug a pull request
+could bring, report the relation they break at the right line and step. The runs are shared
+between tests (one per program and arguments, cached for the module)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from conftest import torchlint_run  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+HEALTHY = textwrap.dedent('''
+    import sys
+
+    import torch
+    from torch import nn
+
+    torch.manual_seed(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.frozen = nn.Linear(8, 16)
+            self.body = nn.Linear(16, 16)
+            self.drop = nn.Dropout(0.1)
+            self.head = nn.Linear(16, 2)
+
+        def forward(self, x):
+            return self.head(self.drop(torch.relu(self.body(torch.relu(self.frozen(x))))))
+
+
+    model = Net()
+    for p in model.frozen.parameters():
+        p.requires_grad_(False)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=5, gamma=0.5)
+    x_all = torch.randn(512, 8)
+    y_all = (x_all[:, 0] + x_all[:, 1] > 0).long()
+    x_val, y_val = torch.randn(64, 8), torch.randint(0, 2, (64,))
+
+    for step in range(30):
+        index = torch.randint(0, 512, (32,))
+        x, y = x_all[index], y_all[index]
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        if step == 2:
+            model.eval()
+            with torch.no_grad():
+                val_loss = nn.functional.cross_entropy(model(x_val), y_val)
+            model.train()
+''').lstrip()
+
+#: name -> (line of HEALTHY replaced, its replacement): each variant is one bug.
+VARIANTS = {
+    "no_zero_grad": ("    optimizer.zero_grad()\n", ""),
+    "zero_grad_after_backward": (
+        "    optimizer.zero_grad()\n    loss = nn.functional.cross_entropy(model(x), y)\n    loss.backward()\n",
+        "    loss = nn.functional.cross_entropy(model(x), y)\n    loss.backward()\n    optimizer.zero_grad()\n",
+    ),
+    "optimizer_over_a_subset": ("SGD(model.parameters()", "SGD(model.body.parameters()"),
+    "eval_mode_after_evaluation": ("        model.train()\n", ""),
+    "frozen_layer_trains_again": ("        model.train()\n", "        model.train()\n        model.requires_grad_(True)\n"),
+    "clipping_removed": ("    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", ""),
+    "learning_rate_0_from_step_4": (
+        "    scheduler.step()\n", "    scheduler.step()\n    if step == 2:\n        optimizer.param_groups[0]['lr'] = 0.0\n",
+    ),
+}
+
+OTHER_PROGRAM = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    encoder = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+    optimizer = torch.optim.Adam(encoder.parameters(), lr=1e-2)
+    for _ in range(6):
+        optimizer.zero_grad()
+        encoder(torch.randn(8, 4)).pow(2).mean().backward()
+        optimizer.step()
+''').lstrip()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("reference")
+    (folder / "train.py").write_text(HEALTHY)
+    for name, (old, new) in VARIANTS.items():
+        assert old in HEALTHY, name
+        (folder / f"{name}.py").write_text(HEALTHY.replace(old, new))
+    (folder / "other.py").write_text(OTHER_PROGRAM)
+    return folder
+
+
+_RUNS: dict[tuple, object] = {}
+
+
+def run(folder: Path, script: str, *options: str, seed: str | None = None):
+    """`torchlint run SCRIPT OPTIONS` in ``folder``, once per arguments for the module."""
+    key = (str(folder), script, options, seed)
+    if key not in _RUNS:
+        extra = ("--", seed) if seed else ()
+        _RUNS[key] = torchlint_run(script, "--device", "cpu", "-q", "--output-format", "json", *options, *extra,
+                                   cwd=folder, timeout=180)
+    return _RUNS[key]
+
+
+@pytest.fixture(scope="module")
+def reference(folder) -> Path:
+    result = run(folder, "train.py", "--save-reference", "good.json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return folder / "good.json"
+
+
+def checked(folder: Path, script: str, *options: str, seed: str | None = None):
+    result = run(folder, script, "--reference", "good.json", *options, seed=seed)
+    found = [f for f in result.findings("runtime only") if f["code"].startswith("TL76")]
+    return found, result
+
+
+def line_of(folder: Path, script: str, text: str) -> int:
+    lines = (folder / script).read_text().splitlines()
+    return next(number for number, line in enumerate(lines, 1) if line.strip() == text)
+
+
+def test_a_healthy_run_records_a_reference(folder, reference):
+    document = json.loads(reference.read_text())
+    assert document["format"] == "torchlint-reference" and document["version"] == 1
+    assert document["program"]["script"] == "train.py"
+    # 30 steps: the first 8, then every 10th.
+    assert [step["step"] for step in document["steps"]] == [1, 2, 3, 4, 5, 6, 7, 8, 10, 20, 30]
+    assert document["parameters"] == ["Net.frozen.weight", "Net.frozen.bias", "Net.body.weight", "Net.body.bias",
+                                      "Net.head.weight", "Net.head.bias"]
+    second = document["steps"][1]
+    assert [event[0] for event in second["events"]] == ["scheduler:StepLR", "zero_grad:0", "backward", "clip_grad_norm_", "step:0"]
+    assert second["events"][3][1:] == ["train.py", 36]
+    # frozen: held by the optimizer, no gradient, not moved; trained: a gradient and a change.
+    assert second["params"][0] == ["0/0", False, None, None, "float32"]
+    assert second["params"][4] == ["0/0", True, "nonzero", True, "float32"]
+    summary = run(folder, "train.py", "--save-reference", "good.json").report["reference"]
+    assert summary["saved"] == str(reference) and summary["recorded"] == 11
+
+
+@pytest.mark.parametrize("seed", [None, "1", "7"])
+def test_the_same_program_with_any_seed_breaks_nothing(folder, reference, seed):
+    found, result = checked(folder, "train.py", seed=seed)
+    assert found == [], [f["message"] for f in found]
+    assert result.returncode == 0
+    summary = result.report["reference"]
+    assert summary["compared"] == 11 and summary["relations"] >= 40 and summary["broken"] == []
+
+
+def only(found: list[dict]) -> dict:
+    assert len(found) == 1, [f"{f['code']} {f['message']}" for f in found]
+    return found[0]
+
+
+def test_gradients_never_cleared(folder, reference):
+    finding = only(checked(folder, "no_zero_grad.py")[0])
+    assert finding["code"] == "TL760"
+    assert finding["location"]["row"] == line_of(folder, "no_zero_grad.py", "optimizer.step()")
+    assert finding["message"] == (
+        "in the reference, `zero_grad()` of optimizer 0 (SGD) was called at every step (at train.py:33); here step 2 had "
+        "no call of it before `step()` of optimizer 0 (SGD) at no_zero_grad.py:36")
+
+
+def test_gradients_cleared_after_backward(folder, reference):
+    found, _ = checked(folder, "zero_grad_after_backward.py")
+    order = [f for f in found if f["code"] == "TL760"]
+    assert len(order) == 1 and order[0]["location"]["row"] == line_of(folder, "zero_grad_after_backward.py", "optimizer.zero_grad()")
+    assert "came before `backward()` at every step; here at step 2 `zero_grad()` of optimizer 0 (SGD)" in order[0]["message"]
+    # zero_grad() there also leaves every trainable parameter without a gradient from step 1
+    update = [f for f in found if f["code"] == "TL761"]
+    assert len(update) == 1 and "4 parameters got a gradient at every step; here they got none at step 1" in update[0]["message"]
+
+
+def test_an_optimizer_over_a_subset_of_the_parameters(folder, reference):
+    finding = only(checked(folder, "optimizer_over_a_subset.py")[0])
+    assert finding["code"] == "TL761"
+    assert finding["location"]["row"] == line_of(folder, "optimizer_over_a_subset.py", "optimizer.step()")
+    assert finding["message"] == (
+        "in the reference, param group 0 of optimizer 0 (SGD) held 4 parameters at every step; here no optimizer holds them "
+        "at step 1: `Net.frozen.bias`, `Net.frozen.weight`, `Net.head.bias`, `Net.head.weight`")
+
+
+def test_training_in_eval_mode_after_an_evaluation(folder, reference):
+    finding = only(checked(folder, "eval_mode_after_evaluation.py")[0])
+    assert finding["code"] == "TL762"
+    assert finding["location"]["row"] == line_of(folder, "eval_mode_after_evaluation.py",
+                                                 "loss = nn.functional.cross_entropy(model(x), y)")
+    assert finding["message"].startswith("in the reference, `Net` was in train mode at every training forward (grad enabled); "
+                                         "here it is in eval mode at step 4")
+    assert finding["message"].endswith("the last switch was `Net.eval()` at eval_mode_after_evaluation.py:40")
+
+
+def test_a_frozen_layer_that_trains_again(folder, reference):
+    finding = only(checked(folder, "frozen_layer_trains_again.py")[0])
+    assert finding["code"] == "TL761"
+    assert finding["location"]["row"] == line_of(folder, "frozen_layer_trains_again.py", "optimizer.step()")
+    assert finding["message"] == (
+        "in the reference, 2 parameters had `requires_grad=False` at every step; here they have `requires_grad=True` at "
+        "step 4: `Net.frozen.bias`, `Net.frozen.weight`")
+
+
+def test_gradient_clipping_removed(folder, reference):
+    finding = only(checked(folder, "clipping_removed.py")[0])
+    assert finding["code"] == "TL760"
+    assert finding["location"]["row"] == line_of(folder, "clipping_removed.py", "optimizer.step()")
+    assert finding["message"].startswith("in the reference, `clip_grad_norm_()` was called at every step (at train.py:36); "
+                                         "here step 2 had no call of it")
+
+
+def test_a_learning_rate_of_0_from_step_4_is_one_finding(folder, reference):
+    # Not also "6 parameters did not change": the learning rate says why.
+    finding = only(checked(folder, "learning_rate_0_from_step_4.py")[0])
+    assert finding["code"] == "TL761"
+    assert finding["location"]["row"] == line_of(folder, "learning_rate_0_from_step_4.py", "optimizer.step()")
+    assert finding["message"] == (
+        "in the reference, the learning rate of param group 0 of optimizer 0 (SGD) was above 0 at every step (0.1 at this "
+        "step); here it is 0 at step 4: the step changes none of its parameters")
+    assert finding["evidence"][0]["data"]["step"] == 4
+
+
+def test_a_run_cut_short_compares_the_steps_it_made(folder, reference):
+    found, result = checked(folder, "eval_mode_after_evaluation.py", "--steps", "5")
+    assert [f["code"] for f in found] == ["TL762"]
+    assert result.report["reference"]["compared"] == 5
+
+
+def test_a_missing_reference_is_a_usage_error(folder):
+    result = torchlint_run("train.py", "--reference", "nowhere.json", cwd=folder, timeout=60)
+    assert result.returncode == 2
+    assert "nowhere.json: no such file (record one with `torchlint run TARGET --save-reference nowhere.json`)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_file_that_is_not_json_is_a_usage_error(folder):
+    (folder / "notes.json").write_text("step 1: fine\n")
+    result = torchlint_run("train.py", "--reference", "notes.json", cwd=folder, timeout=60)
+    assert result.returncode == 2
+    assert "notes.json: not a JSON file" in result.stderr and "Traceback" not in result.stderr
+    (folder / "other.json").write_text('{"findings": []}')
+    result = torchlint_run("train.py", "--reference", "other.json", cwd=folder, timeout=60)
+    assert result.returncode == 2 and "JSON, but not a torchlint reference" in result.stderr
+
+
+def test_a_reference_of_another_program_says_so(folder, reference):
+    found, result = checked(folder, "other.py")
+    finding = only(found)
+    assert finding["code"] == "TL766" and finding["severity"] == "error"
+    assert finding["message"].startswith("the reference ")
+    assert "was recorded from train.py and its 6 parameters (`Net.body.bias`" in finding["message"]
+    assert "share no name with this run's (`Sequential.0.bias`" in finding["message"]
+    assert "nothing was compared" in finding["message"]
+    assert result.returncode == 1
+
+
+def test_a_new_layer_is_one_difference_not_a_flood(folder, reference):
+    source = HEALTHY.replace("        self.head = nn.Linear(16, 2)\n",
+                             "        self.head = nn.Linear(16, 2)\n        self.extra = nn.Linear(2, 2)\n")
+    source = source.replace("return self.head(", "return self.extra(self.head(").replace("(x))))))", "(x)))))))")
+    (folder / "new_layer.py").write_text(source)
+    found, _ = checked(folder, "new_layer.py")
+    finding = only(found)
+    assert finding["code"] == "TL765" and finding["severity"] == "warning"
+    assert finding["message"] == ("the model differs from the reference's: parameters 2 new (`Net.extra.bias`, "
+                                  "`Net.extra.weight`); relations of those parameters are not compared")
