@@ -308,7 +308,11 @@ class Relations:
                 now = "eval" if reference == "train" else "train"
                 switch = entry.get("switch")
                 why = f"; the last switch was {self._switch(switch)}" if switch else ""
-                more = "" if len(flipped) == 1 else f" ({len(flipped)} modules: {_listed(flipped)})"
+                inside = [path for path in modules.get(label) or [] if path != label]
+                if top == label and set(inside) <= set(flipped):
+                    more = f" (and all {len(inside)} of its modules)" if inside else ""
+                else:
+                    more = "" if len(flipped) == 1 else f" ({len(flipped)} modules: {_listed(flipped)})"
                 out.append(Break(
                     MODULE_MODE, {("mode", path) for path in flipped}, entry.get("at"),
                     f"in the reference, `{top}` was in {reference} mode at every training forward (grad enabled); here it is "
