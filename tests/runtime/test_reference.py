@@ -52,7 +52,8 @@ HEALTHY = textwrap.dedent('''
         index = torch.randint(0, 512, (32,))
         x, y = x_all[index], y_all[index]
         optimizer.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -64,20 +65,20 @@ HEALTHY = textwrap.dedent('''
             model.train()
 ''').lstrip()
 
-#: name -> (line of HEALTHY replaced, its replacement): each variant is one bug.
+#: name -> (text of HEALTHY, its replacement), ...: each variant is one bug.
+AUTOCAST = '    with torch.autocast("cpu", dtype=torch.bfloat16):\n'
 VARIANTS = {
-    "no_zero_grad": ("    optimizer.zero_grad()\n", ""),
-    "zero_grad_after_backward": (
-        "    optimizer.zero_grad()\n    loss = nn.functional.cross_entropy(model(x), y)\n    loss.backward()\n",
-        "    loss = nn.functional.cross_entropy(model(x), y)\n    loss.backward()\n    optimizer.zero_grad()\n",
-    ),
-    "optimizer_over_a_subset": ("SGD(model.parameters()", "SGD(model.body.parameters()"),
-    "eval_mode_after_evaluation": ("        model.train()\n", ""),
-    "frozen_layer_trains_again": ("        model.train()\n", "        model.train()\n        model.requires_grad_(True)\n"),
-    "clipping_removed": ("    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", ""),
-    "learning_rate_0_from_step_4": (
-        "    scheduler.step()\n", "    scheduler.step()\n    if step == 2:\n        optimizer.param_groups[0]['lr'] = 0.0\n",
-    ),
+    "no_zero_grad": [("    optimizer.zero_grad()\n", "")],
+    "zero_grad_after_backward": [("    optimizer.zero_grad()\n", ""),
+                                 ("    loss.backward()\n", "    loss.backward()\n    optimizer.zero_grad()\n")],
+    "optimizer_over_a_subset": [("SGD(model.parameters()", "SGD(model.body.parameters()")],
+    "eval_mode_after_evaluation": [("        model.train()\n", "")],
+    "frozen_layer_trains_again": [("        model.train()\n", "        model.train()\n        model.requires_grad_(True)\n")],
+    "clipping_removed": [("    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", "")],
+    "learning_rate_0_from_step_4": [
+        ("    scheduler.step()\n", "    scheduler.step()\n    if step == 2:\n        optimizer.param_groups[0]['lr'] = 0.0\n"),
+    ],
+    "autocast_removed": [(AUTOCAST, "    if True:  # no autocast\n")],
 }
 
 OTHER_PROGRAM = textwrap.dedent('''
@@ -97,9 +98,12 @@ OTHER_PROGRAM = textwrap.dedent('''
 def folder(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("reference")
     (folder / "train.py").write_text(HEALTHY)
-    for name, (old, new) in VARIANTS.items():
-        assert old in HEALTHY, name
-        (folder / f"{name}.py").write_text(HEALTHY.replace(old, new))
+    for name, edits in VARIANTS.items():
+        source = HEALTHY
+        for old, new in edits:
+            assert source.count(old) == 1, (name, old)
+            source = source.replace(old, new)
+        (folder / f"{name}.py").write_text(source)
     (folder / "other.py").write_text(OTHER_PROGRAM)
     return folder
 
@@ -130,9 +134,16 @@ def checked(folder: Path, script: str, *options: str, seed: str | None = None):
     return found, result
 
 
-def line_of(folder: Path, script: str, text: str) -> int:
+def line_of(folder: Path | None, script: str, text: str) -> int:
+    """The line of ``script`` (in ``folder``; HEALTHY without one) whose text is ``text``."""
+    if folder is None:
+        return next(number for number, line in enumerate(HEALTHY.splitlines(), 1) if line.strip() == text)
     lines = (folder / script).read_text().splitlines()
     return next(number for number, line in enumerate(lines, 1) if line.strip() == text)
+
+
+ZERO_GRAD = line_of(None, "train.py", "optimizer.zero_grad()")
+CLIP = line_of(None, "train.py", "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)")
 
 
 def test_a_healthy_run_records_a_reference(folder, reference):
@@ -144,8 +155,9 @@ def test_a_healthy_run_records_a_reference(folder, reference):
     assert document["parameters"] == ["Net.frozen.weight", "Net.frozen.bias", "Net.body.weight", "Net.body.bias",
                                       "Net.head.weight", "Net.head.bias"]
     second = document["steps"][1]
-    assert [event[0] for event in second["events"]] == ["scheduler:StepLR", "zero_grad:0", "backward", "clip_grad_norm_", "step:0"]
-    assert second["events"][3][1:] == ["train.py", 36]
+    assert [event[0] for event in second["events"]] == ["scheduler:StepLR", "zero_grad:0", "autocast:cpu/bfloat16", "backward",
+                                                        "clip_grad_norm_", "step:0"]
+    assert second["events"][4][1:] == ["train.py", line_of(folder, "train.py", "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)")]
     # frozen: held by the optimizer, no gradient, not moved; trained: a gradient and a change.
     assert second["params"][0] == ["0/0", False, None, None, "float32"]
     assert second["params"][4] == ["0/0", True, "nonzero", True, "float32"]
@@ -172,15 +184,19 @@ def test_gradients_never_cleared(folder, reference):
     assert finding["code"] == "TL760"
     assert finding["location"]["row"] == line_of(folder, "no_zero_grad.py", "optimizer.step()")
     assert finding["message"] == (
-        "in the reference, `zero_grad()` of optimizer 0 (SGD) was called at every step (at train.py:33); here step 2 had "
-        "no call of it before `step()` of optimizer 0 (SGD) at no_zero_grad.py:36")
+        f"in the reference, `zero_grad()` of optimizer 0 (SGD) was called at every step (at train.py:{ZERO_GRAD}); here step 2 "
+        f"had none before `step()` of optimizer 0 (SGD) at no_zero_grad.py:{finding['location']['row']}")
 
 
 def test_gradients_cleared_after_backward(folder, reference):
     found, _ = checked(folder, "zero_grad_after_backward.py")
     order = [f for f in found if f["code"] == "TL760"]
-    assert len(order) == 1 and order[0]["location"]["row"] == line_of(folder, "zero_grad_after_backward.py", "optimizer.zero_grad()")
-    assert "came before `backward()` at every step; here at step 2 `zero_grad()` of optimizer 0 (SGD)" in order[0]["message"]
+    script = "zero_grad_after_backward.py"
+    moved, backward = line_of(folder, script, "optimizer.zero_grad()"), line_of(folder, script, "loss.backward()")
+    assert len(order) == 1 and order[0]["location"]["row"] == moved
+    assert order[0]["message"] == (
+        "in the reference, `zero_grad()` of optimizer 0 (SGD) came before `autocast` (cpu, bfloat16), `backward()` at every "
+        f"step; here at step 2 it is at {script}:{moved}, after `backward()` at {script}:{backward}")
     # zero_grad() there also leaves every trainable parameter without a gradient from step 1
     update = [f for f in found if f["code"] == "TL761"]
     assert len(update) == 1 and "4 parameters got a gradient at every step; here they got none at step 1" in update[0]["message"]
@@ -202,7 +218,8 @@ def test_training_in_eval_mode_after_an_evaluation(folder, reference):
                                                  "loss = nn.functional.cross_entropy(model(x), y)")
     assert finding["message"].startswith("in the reference, `Net` was in train mode at every training forward (grad enabled); "
                                          "here it is in eval mode at step 4")
-    assert finding["message"].endswith("the last switch was `Net.eval()` at eval_mode_after_evaluation.py:40")
+    eval_line = line_of(folder, "eval_mode_after_evaluation.py", "model.eval()")
+    assert finding["message"].endswith(f"the last switch was `Net.eval()` at eval_mode_after_evaluation.py:{eval_line}")
 
 
 def test_a_frozen_layer_that_trains_again(folder, reference):
@@ -218,8 +235,8 @@ def test_gradient_clipping_removed(folder, reference):
     finding = only(checked(folder, "clipping_removed.py")[0])
     assert finding["code"] == "TL760"
     assert finding["location"]["row"] == line_of(folder, "clipping_removed.py", "optimizer.step()")
-    assert finding["message"].startswith("in the reference, `clip_grad_norm_()` was called at every step (at train.py:36); "
-                                         "here step 2 had no call of it")
+    assert finding["message"].startswith(f"in the reference, `clip_grad_norm_()` was called at every step (at train.py:{CLIP}); "
+                                         "here step 2 had none before `step()`")
 
 
 def test_a_learning_rate_of_0_from_step_4_is_one_finding(folder, reference):
@@ -277,3 +294,14 @@ def test_a_new_layer_is_one_difference_not_a_flood(folder, reference):
     assert finding["code"] == "TL765" and finding["severity"] == "warning"
     assert finding["message"] == ("the model differs from the reference's: parameters 2 new (`Net.extra.bias`, "
                                   "`Net.extra.weight`); relations of those parameters are not compared")
+
+
+def test_autocast_removed(folder, reference):
+    found, _ = checked(folder, "autocast_removed.py")
+    by_code = {f["code"]: f for f in found}
+    assert sorted(by_code) == ["TL760", "TL763"], [f["message"] for f in found]
+    assert by_code["TL763"]["location"]["row"] == line_of(folder, "autocast_removed.py", "loss = nn.functional.cross_entropy(model(x), y)")
+    assert by_code["TL763"]["message"] == ("in the reference, the output of `Net` was bfloat16 at every training forward; here it "
+                                           "is float32 at step 1")
+    assert by_code["TL760"]["message"].startswith("in the reference, `autocast` (cpu, bfloat16) was entered at every step (at "
+                                                  f"train.py:{line_of(None, 'train.py', AUTOCAST.strip())})")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import weakref
 from typing import Any, Callable
 
@@ -68,6 +69,7 @@ class Recorder:
         self.modules: dict[str, list[str]] = {}  # model label -> its module paths
         self.last_switch: dict[str, list] = {}  # model label -> [kind, path, line] of the last train()/eval()
         self._known_names: set[str] = set()
+        self.thread: int | None = None
         self._seen_top: set[int] = set()
         self._depth = 0
         self._inside = 0  # in a patched call: nested ones (eval() calls train(False)) are not events
@@ -78,6 +80,9 @@ class Recorder:
 
     # -- install -----------------------------------------------------------------------------
     def install(self) -> None:
+        # The thread that runs the program: a background thread's forward calls or steps
+        # (an EMA model, a prefetcher) are not the training loop's.
+        self.thread = threading.get_ident()
         guard = self.guard
         self._handles = [
             optimizer_hooks.register_optimizer_step_pre_hook(guard(self._before_step)),
@@ -93,13 +98,18 @@ class Recorder:
                 guard(recorder._note_optimizer)(optimizer)
             return __init__
 
-        def event_of(original, kind_of):
-            """`original` with an event recorded before it, unless nested in another one."""
+        def event_of(original, kind_of, always=False):
+            """`original` with an event recorded before it, unless nested in another one, made
+            by another thread, or in a step that is not recorded (``always``: ``kind_of`` is
+            still asked, for what it tracks between recorded steps)."""
             def patched(*args, **kwargs):
-                if recorder._inside or not sampled(recorder.step + 1):
+                if recorder._inside or threading.get_ident() != recorder.thread:
+                    return original(*args, **kwargs)
+                recording = sampled(recorder.step + 1)
+                if not (recording or always):
                     return original(*args, **kwargs)
                 kind = guard(kind_of)(*args, **kwargs)
-                if kind:
+                if kind and recording:
                     guard(recorder._event)(kind, sys._getframe(1))
                 recorder._inside += 1
                 try:
@@ -112,7 +122,7 @@ class Recorder:
         self._patch(torch.optim.Optimizer, "__init__", optimizer_init)
         self._patch(torch.optim.Optimizer, "zero_grad", lambda f: event_of(f, self._optimizer_zero_grad))
         self._patch(nn.Module, "zero_grad", lambda f: event_of(f, self._module_event("zero_grad")))
-        self._patch(nn.Module, "train", lambda f: event_of(f, self._mode_switch))
+        self._patch(nn.Module, "train", lambda f: event_of(f, self._mode_switch, always=True))
         self._patch(torch.autograd, "backward", lambda f: event_of(f, self._backward))
         for module in (torch.nn.utils, torch.nn.utils.clip_grad):
             self._patch(module, "clip_grad_norm_", lambda f: event_of(f, lambda *a, **k: "clip_grad_norm_"))
@@ -193,6 +203,8 @@ class Recorder:
 
     # -- models ------------------------------------------------------------------------------
     def _enter_forward(self, module: Any, args: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
         self._depth += 1
         if self._depth != 1:
             return
@@ -214,6 +226,8 @@ class Recorder:
         }
 
     def _leave_forward(self, module: Any, args: Any, output: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
         self._depth = max(0, self._depth - 1)
         if self._depth != 0:
             return
@@ -245,6 +259,8 @@ class Recorder:
 
     # -- steps -------------------------------------------------------------------------------
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
         self._before = None
         if not sampled(self.step + 1):
             return
@@ -285,6 +301,8 @@ class Recorder:
         self._record["site"] = site[1:]
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
         self.step += 1
         if not sampled(self.step) or "rows" not in self._record:
             self._record = self._new_record()  # nothing was recorded for this step
