@@ -305,3 +305,62 @@ def test_autocast_removed(folder, reference):
                                            "is float32 at step 1")
     assert by_code["TL760"]["message"].startswith("in the reference, `autocast` (cpu, bfloat16) was entered at every step (at "
                                                   f"train.py:{line_of(None, 'train.py', AUTOCAST.strip())})")
+
+
+# -- the relations alone, on made-up records (no run) ----------------------------------------------
+
+def record(step: int, loss, lr: float = 0.1, grad: str = "nonzero", changed: bool = True) -> dict:
+    return {"step": step, "optimizer": "0", "site": ["train.py", 9], "lr": [lr], "loss": loss, "forward": {},
+            "events": [["zero_grad:0", "train.py", 6], ["backward", "train.py", 8], ["step:0", "train.py", 9]],
+            "rows": {"Net.fc.weight": ["0/0", True, grad, changed, "float32"]}}
+
+
+def relations_of(records: list[dict]):
+    from torchlint.plugins.probes.reference.relations import Relations
+
+    return Relations({"records": records, "optimizers": {"0": "SGD"}, "modules": {}})
+
+
+FALLING = [1.0, 0.95, 0.9, 0.8, 0.7, 0.65, 0.6, 0.55]
+
+
+def test_a_loss_that_stops_falling_where_the_reference_fell_is_reported():
+    from torchlint.plugins.probes.reference.relations import loss_trend
+
+    relations = relations_of([record(i + 1, loss) for i, loss in enumerate(FALLING)])
+    flat = [record(i + 1, loss) for i, loss in enumerate([1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 1.0])]
+    found = loss_trend(relations, flat)
+    assert found is not None and found.code == "TL764" and found.site == ["train.py", 8]
+    assert found.message == ("in the reference, the loss fell by 37% over the 8 steps compared (0.95 to 0.6); here it did not "
+                             "fall at all (1 to 1, up to step 8)")
+    # Falling more slowly, from another start (a new seed, a new torch): no finding.
+    slower = [record(i + 1, loss) for i, loss in enumerate([2.0, 2.1, 1.9, 1.9, 1.85, 1.88, 1.8, 1.87])]
+    assert loss_trend(relations, slower) is None
+    # A reference that barely fell (under 20 %) says nothing about a flat run.
+    barely = relations_of([record(i + 1, 1.0 - 0.01 * i) for i in range(8)])
+    assert loss_trend(barely, flat) is None
+    # Too few steps in common to have two ends of three: no judgement.
+    assert loss_trend(relations, flat[:5]) is None
+
+
+def test_a_non_finite_loss_breaks_the_finite_loss_relation_once():
+    relations = relations_of([record(i + 1, loss) for i, loss in enumerate(FALLING)])
+    reported: set = set()
+    found = relations.check(record(5, "nan"), {}, reported)
+    assert [(f.code, f.site) for f in found] == [("TL764", ["train.py", 8])]
+    assert found[0].message == "in the reference, the loss was finite at every step; here it is nan at step 5"
+    assert relations.check(record(6, "inf"), {}, reported) == []  # reported at the step it first broke
+
+
+def test_fewer_than_three_reference_steps_make_no_relation():
+    relations = relations_of([record(1, 1.0), record(2, 0.9)])
+    assert relations.count() == 0
+    assert relations.check(record(2, "nan", lr=0.0, grad=None, changed=False), {}, set()) == []
+
+
+def test_steps_after_the_reference_ended_are_not_compared():
+    # A schedule that decays to 0 at the end of a longer run is no broken relation.
+    relations = relations_of([record(i + 1, loss) for i, loss in enumerate(FALLING)])
+    assert relations.check(record(9, 0.5, lr=0.0, changed=False), {}, set()) == []
+    found = relations.check(record(8, 0.5, lr=0.0, changed=False), {}, set())
+    assert [f.data["relation"] for f in found] == ["lr > 0"]  # not also "did not change": the rate says why
