@@ -257,6 +257,24 @@ class Recorder:
                     names.setdefault(id(param), f"{label}.{name}")
         return names
 
+    def _held(self, names: dict[int, str]) -> tuple[dict[int, str], dict[int, torch.Tensor]]:
+        """Which optimizer and param group holds each parameter (``"0/1"``: optimizer 0, group
+        1; the first one, in the order they were built), and every parameter of the models and
+        the optimizers. A parameter no model names is named by its place (``optimizer0.group0[3]``)."""
+        holders: dict[int, str] = {}
+        params = {id(p): p for ref, _ in self.roots.values() if ref() is not None for p in ref().parameters()}
+        for ref, number in sorted(self.optimizers.values(), key=lambda item: item[1]):
+            optimizer = ref()
+            if optimizer is None:
+                continue
+            for g, group in enumerate(optimizer.param_groups):
+                for i, param in enumerate(group["params"]):
+                    if isinstance(param, torch.Tensor) and id(param) not in holders:
+                        holders[id(param)] = f"{number}/{g}"
+                        names.setdefault(id(param), f"optimizer{number}.group{g}[{i}]")
+                        params.setdefault(id(param), param)
+        return holders, params
+
     # -- steps -------------------------------------------------------------------------------
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if threading.get_ident() != self.thread:
@@ -267,23 +285,7 @@ class Recorder:
         index = self._optimizer_index(optimizer)
         self._event(f"step:{index}", sys._getframe(1))
         names = self._names()
-        holders: dict[int, str] = {}
-        held: list[tuple[str, torch.Tensor]] = []
-        for ref, number in sorted(self.optimizers.values(), key=lambda item: item[1]):
-            other = ref()
-            if other is None:
-                continue
-            for g, group in enumerate(other.param_groups):
-                for i, param in enumerate(group["params"]):
-                    if isinstance(param, torch.Tensor) and id(param) not in holders:
-                        holders[id(param)] = f"{number}/{g}"
-                        names.setdefault(id(param), f"optimizer{number}.group{g}[{i}]")
-        params = {id(p): p for ref, _ in self.roots.values() if ref() is not None for p in ref().parameters()}
-        for ref, number in self.optimizers.values():
-            other = ref()
-            if other is not None:
-                for group in other.param_groups:
-                    params.update((id(p), p) for p in group["params"] if isinstance(p, torch.Tensor))
+        holders, params = self._held(names)
         rows: dict[str, list] = {}
         stepping = [p for p in params.values() if holders.get(id(p), "").split("/")[0] == index]
         grads = _grad_states(list(params.values()), self.computes_values)
