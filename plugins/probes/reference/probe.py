@@ -127,7 +127,9 @@ class ReferenceProbe(Probe):
                 self._report(trend)
         saved, why_not = None, None
         if self.save_path:
-            if self.raised_by:
+            if os.environ.get("RANK", "0") != "0":
+                why_not = "rank 0 writes the reference"  # --nproc-per-node: one file, not one per rank
+            elif self.raised_by:
                 why_not = f"the program raised {self.raised_by}: a reference is a run that went well"
             elif not self.records:
                 why_not = "the program made no optimizer step"
