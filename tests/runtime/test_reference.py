@@ -278,10 +278,23 @@ def test_a_reference_of_another_program_says_so(folder, reference):
     finding = only(found)
     assert finding["code"] == "TL766" and finding["severity"] == "error"
     assert finding["message"].startswith("the reference ")
-    assert "was recorded from train.py and its 6 parameters (`Net.body.bias`" in finding["message"]
-    assert "share no name with this run's (`Sequential.0.bias`" in finding["message"]
+    assert "was recorded from train.py and none of its 6 parameters (`Net.body.bias`" in finding["message"]
+    assert "exists here with the same shape (this run's: `Sequential.0.bias`" in finding["message"]
     assert "nothing was compared" in finding["message"]
     assert result.returncode == 1
+
+
+def test_a_reference_of_another_program_with_the_same_layer_names_says_so(folder):
+    """Two programs that both train an `nn.Sequential` share `Sequential.0.weight`: the shapes
+    tell them apart (only `Sequential.2.bias`, one of four, matches)."""
+    recorded = run(folder, "other.py", "--save-reference", "other.json")
+    assert recorded.returncode == 0, recorded.stderr
+    (folder / "wider.py").write_text(OTHER_PROGRAM.replace("nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1)",
+                                                           "nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1)"))
+    result = run(folder, "wider.py", "--reference", "other.json")
+    finding = only([f for f in result.findings("runtime only") if f["code"].startswith("TL76")])
+    assert finding["code"] == "TL766"
+    assert "was recorded from other.py and only 1 of its 4 parameters" in finding["message"]
 
 
 def test_a_new_layer_is_one_difference_not_a_flood(folder, reference):

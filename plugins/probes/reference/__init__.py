@@ -198,8 +198,9 @@ class ModelDiffers(RuntimeRule):
     """
     ## What it does
     Reported once by `torchlint run --reference good.json` when the model has parameters the
-    reference's did not (a new layer) or lacks some it had (renamed, removed), with their names.
-    Their relations are not compared; every other parameter's are.
+    reference's did not (a new layer), lacks some it had (renamed, removed) or has some of
+    another shape under the same name (a wider layer), with their names. Their relations are
+    not compared; every other parameter's are.
 
     ## Why is this bad?
     It may be the change the pull request is about: then record a new reference. It is reported
@@ -217,16 +218,17 @@ class ModelDiffers(RuntimeRule):
 
     code = "TL765"
     name = "reference-model-differs"
-    summary = "The model has parameters the reference run's had not, or lacks some (reported once)"
+    summary = "The model has parameters the reference run's had not, lacks some, or has some of another shape (reported once)"
     severity = Severity.WARNING
 
 
 class ReferenceOfAnotherProgram(RuntimeRule):
     """
     ## What it does
-    Reported by `torchlint run --reference good.json` when the reference shares no parameter
-    name with this run (it was recorded from another program, or it recorded no optimizer
-    step): nothing could be compared, and the finding says what the reference was recorded from.
+    Reported by `torchlint run --reference good.json` when fewer than half of the reference's
+    parameters exist in this run under the same name and with the same shape (it was recorded
+    from another program, or every layer was renamed), or when it recorded no optimizer step:
+    nothing is compared, and the finding says what the reference was recorded from.
 
     ## Why is this bad?
     A CI job that checks against the wrong file would otherwise pass without checking anything.
@@ -245,7 +247,7 @@ class ReferenceOfAnotherProgram(RuntimeRule):
 
     code = "TL766"
     name = "reference-of-another-program"
-    summary = "The reference shares no parameter with this run: nothing was compared"
+    summary = "The reference is not of this program (most of its parameters are not here): nothing was compared"
 
 
 RULES = [CallSequenceChanged, ParameterUpdateChanged, ModuleModeChanged, DtypeChanged, LossCurveChanged, ModelDiffers,

@@ -66,6 +66,7 @@ class Recorder:
         self.roots: dict[int, tuple[weakref.ref, str]] = {}  # id(model) -> (model, label)
         self.labels: dict[str, int] = {}
         self.parameters: list[str] = []  # every name seen, in first-seen order (the rows of "params")
+        self.shapes: dict[str, list[int]] = {}  # name -> shape: a same-named layer of another size is another layer
         self.modules: dict[str, list[str]] = {}  # model label -> its module paths
         self.last_switch: dict[str, list] = {}  # model label -> [kind, path, line] of the last train()/eval()
         self._known_names: set[str] = set()
@@ -294,6 +295,8 @@ class Recorder:
             if name is None:
                 continue
             rows[name] = [holders.get(key), bool(param.requires_grad), grads[key], None, _dtype(param.dtype)]
+            if name not in self.shapes:
+                self.shapes[name] = list(param.shape)
         self._record.update(step=self.step + 1, optimizer=index, rows=rows,
                             lr=[_number(group.get("lr")) for group in optimizer.param_groups])
         if self.computes_values:

@@ -89,12 +89,25 @@ class ReferenceProbe(Probe):
         """TL766 when the reference shares no parameter with this run (another program, or a
         reference with no steps); TL765, once, for parameters added or gone (a new layer):
         their relations are simply not compared."""
-        ours, theirs = set(record["rows"]), self.relations.parameters
+        theirs, shapes = self.relations.parameters, self.relations.shapes
+        ours = set(record["rows"])
+        # The same name with another shape is another layer (two programs that both train an
+        # `nn.Sequential` share `Sequential.0.weight`).
+        reshaped = sorted(name for name in ours & theirs
+                          if name in shapes and name in self.recorder.shapes and shapes[name] != self.recorder.shapes[name])
+        same = (ours & theirs) - set(reshaped)
         at = _site(record.get("site"))
         recorded = self.program.get("script") or "another program"
-        if not theirs or not (ours & theirs):
-            why = ("it recorded no optimizer step" if not theirs else
-                   f"its {len(theirs)} parameters ({_listed(theirs)}) share no name with this run's ({_listed(ours)})")
+        # Fewer than half of the reference's parameters here, by name and shape: not this
+        # program (or all of it renamed), and what little matches would compare noise.
+        if not theirs or 2 * len(same) < len(theirs):
+            if not theirs:
+                why = "it recorded no optimizer step"
+            elif same:
+                why = (f"only {len(same)} of its {len(theirs)} parameters ({_listed(theirs)}) exist here with the same shape "
+                       f"(this run's: {_listed(ours)})")
+            else:
+                why = f"none of its {len(theirs)} parameters ({_listed(theirs)}) exists here with the same shape (this run's: {_listed(ours)})"
             self.ctx.evidence(
                 self, code=None, at=at, runtime_code="TL766",
                 message=(f"the reference {self.reference_path} was recorded from {recorded} and {why}: nothing was compared; "
@@ -102,14 +115,16 @@ class ReferenceProbe(Probe):
                 data={"reference": self.reference_path, "recorded_from": self.program},
             )
             return False
+        self.relations.excluded = set(reshaped)
         added, gone = sorted(ours - theirs), sorted(theirs - ours)
-        if added or gone:
-            parts = [f"{len(added)} new ({_listed(added)})" if added else "", f"{len(gone)} gone ({_listed(gone)})" if gone else ""]
+        if added or gone or reshaped:
+            parts = [f"{len(added)} new ({_listed(added)})" if added else "", f"{len(gone)} gone ({_listed(gone)})" if gone else "",
+                     f"{len(reshaped)} of another shape ({_shapes(reshaped, shapes, self.recorder.shapes)})" if reshaped else ""]
             self.ctx.evidence(
                 self, code=None, at=at, runtime_code="TL765",
                 message=(f"the model differs from the reference's: parameters {' and '.join(p for p in parts if p)}; "
                          "relations of those parameters are not compared"),
-                data={"added": added, "gone": gone},
+                data={"added": added, "gone": gone, "reshaped": reshaped},
             )
         return True
 
@@ -137,7 +152,7 @@ class ReferenceProbe(Probe):
                 program = {"script": self.script, "torch": torch.__version__, "device": self.ctx.device.name}
                 document = store.document(program, [_portable(r) for r in self.records], self.recorder.parameters,
                                           self.recorder.modules, self.recorder.optimizer_types,
-                                          {"first": facts.FIRST, "every": facts.EVERY})
+                                          {"first": facts.FIRST, "every": facts.EVERY}, self.recorder.shapes)
                 try:
                     store.save(self.save_path, document)
                     saved = self.save_path
@@ -166,6 +181,11 @@ def _site(site: Any) -> Site | None:
 def _listed(names: Any) -> str:
     names = sorted(names)
     shown = ", ".join(f"`{name}`" for name in names[:SHOWN])
+    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+def _shapes(names: list[str], before: dict[str, list[int]], now: dict[str, list[int]]) -> str:
+    shown = ", ".join(f"`{name}` {tuple(before[name])} -> {tuple(now[name])}" for name in names[:SHOWN])
     return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
 
 

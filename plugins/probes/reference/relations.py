@@ -61,6 +61,9 @@ class Relations:
         records = reference["records"]
         self.last_step = max((r["step"] for r in records), default=0)
         self.parameters = {name for r in records for name in r["rows"]}
+        self.shapes: dict[str, list[int]] = reference.get("shapes") or {}
+        #: Parameters of this run not compared (another shape under the same name).
+        self.excluded: set[str] = set()
         by_optimizer: dict[str, list] = {}
         for record in records:
             by_optimizer.setdefault(record["optimizer"], []).append(record)
@@ -253,7 +256,7 @@ class Relations:
         values: dict[str, dict[str, Any]] = {}
         for name, facts in inferred["params"].items():
             row = record["rows"].get(name)
-            if row is None:
+            if row is None or name in self.excluded:
                 continue
             holder, requires_grad, grad, changed, dtype = row
             broken = None

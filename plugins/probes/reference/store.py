@@ -10,6 +10,7 @@ Layout (``FORMAT``, ``VERSION``)::
      "program": {"script": "train.py", "torch": "2.13.0", "device": "cpu"},
      "sampling": {"first": 8, "every": 10},
      "parameters": ["Net.fc1.weight", ...],          # the order of each step's "params" rows
+     "shapes": {"Net.fc1.weight": [16, 8], ...},
      "steps": [{"step": 1, "optimizer": "SGD#0", "site": ["train.py", 31],
                 "events": [["zero_grad:SGD#0", "train.py", 27], ...],
                 "params": [[holder, requires_grad, grad, changed, dtype] or null, ...],
@@ -73,7 +74,7 @@ def save(path: str, document: dict[str, Any]) -> None:
 
 
 def document(program: dict[str, Any], records: list[dict[str, Any]], parameters: list[str], modules: dict[str, list[str]],
-             optimizers: dict[str, str], sampling: dict[str, int]) -> dict[str, Any]:
+             optimizers: dict[str, str], sampling: dict[str, int], shapes: dict[str, list[int]]) -> dict[str, Any]:
     """The file's content: each step's parameter rows as a list in the order of
     ``parameters`` (a name is written once, not once per step)."""
     index = {name: i for i, name in enumerate(parameters)}
@@ -84,7 +85,7 @@ def document(program: dict[str, Any], records: list[dict[str, Any]], parameters:
             rows[index[name]] = row
         steps.append({**{k: v for k, v in record.items() if k != "rows"}, "params": rows})
     return {"format": FORMAT, "version": VERSION, "program": program, "sampling": sampling, "optimizers": optimizers,
-            "modules": modules, "parameters": parameters, "steps": steps}
+            "modules": modules, "parameters": parameters, "shapes": shapes, "steps": steps}
 
 
 def records_of(document: dict[str, Any]) -> dict[str, Any]:
@@ -95,4 +96,4 @@ def records_of(document: dict[str, Any]) -> dict[str, Any]:
         rows = {name: row for name, row in zip(parameters, step.get("params") or ()) if row is not None}
         records.append({**{k: v for k, v in step.items() if k != "params"}, "rows": rows})
     return {"records": records, "optimizers": document.get("optimizers") or {}, "modules": document.get("modules") or {},
-            "program": document.get("program") or {}}
+            "program": document.get("program") or {}, "shapes": document.get("shapes") or {}}
