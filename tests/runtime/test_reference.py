@@ -377,3 +377,17 @@ def test_steps_after_the_reference_ended_are_not_compared():
     assert relations.check(record(9, 0.5, lr=0.0, changed=False), {}, set()) == []
     found = relations.check(record(8, 0.5, lr=0.0, changed=False), {}, set())
     assert [f.data["relation"] for f in found] == ["lr > 0"]  # not also "did not change": the rate says why
+
+
+def test_a_compiled_or_data_parallel_model_keeps_its_parameter_names():
+    """A pull request that adds `torch.compile` (or DataParallel) is still compared with the
+    reference: parameters are named through the model inside the wrapper."""
+    import torch
+    from torch import nn
+
+    from torchlint.plugins.probes.reference.facts import _unwrapped
+
+    model = nn.Linear(2, 2)
+    assert _unwrapped(torch.compile(model, backend="eager")) is model
+    assert _unwrapped(nn.DataParallel(model)) is model
+    assert _unwrapped(model) is model

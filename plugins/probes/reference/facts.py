@@ -220,7 +220,10 @@ class Recorder:
         if label in self._record["forward"]:
             return
         site = self.frames.user_site(sys._getframe(1))
-        modes = "".join("t" if m.training else "e" for _, m in module.named_modules())
+        inner = root[0]()
+        if inner is None:
+            return
+        modes = "".join("t" if m.training else "e" for _, m in inner.named_modules())
         self._record["forward"][label] = {
             "modes": modes, "at": [site.path if site else None, site.line if site else None],
             "switch": self.last_switch.get(label),
@@ -241,13 +244,14 @@ class Recorder:
             entry["dtype"] = _dtype(tensor.dtype) if tensor is not None else None
 
     def _add_root(self, module: Any) -> None:
-        label = type(module).__name__
+        inner = _unwrapped(module)
+        label = type(inner).__name__
         count = self.labels.get(label, 0) + 1
         self.labels[label] = count
         if count > 1:
             label = f"{label}#{count}"
-        self.roots[id(module)] = (weakref.ref(module), label)
-        self.modules[label] = [f"{label}.{path}" if path else label for path, _ in module.named_modules()]
+        self.roots[id(module)] = (weakref.ref(inner), label)
+        self.modules[label] = [f"{label}.{path}" if path else label for path, _ in inner.named_modules()]
 
     def _names(self) -> dict[int, str]:
         names: dict[int, str] = {}
@@ -324,6 +328,20 @@ class Recorder:
                 self._known_names.add(name)
                 self.parameters.append(name)
         self.on_record(record)
+
+
+def _unwrapped(module: Any) -> Any:
+    """The model inside `torch.compile`'s and DDP's wrappers: its names are the same with or
+    without them (`Net.fc.weight`, not `OptimizedModule._orig_mod.fc.weight`), so a pull
+    request that adds `torch.compile` is still compared with the reference."""
+    for _ in range(4):
+        inner = getattr(module, "_orig_mod", None)
+        if inner is None and type(module).__name__ in ("DistributedDataParallel", "DataParallel", "FullyShardedDataParallel"):
+            inner = getattr(module, "module", None)
+        if not isinstance(inner, nn.Module):
+            return module
+        module = inner
+    return module
 
 
 def _first_tensor(value: Any) -> torch.Tensor | None:
