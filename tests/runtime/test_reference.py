@@ -79,6 +79,7 @@ VARIANTS = {
         ("    scheduler.step()\n", "    scheduler.step()\n    if step == 2:\n        optimizer.param_groups[0]['lr'] = 0.0\n"),
     ],
     "autocast_removed": [(AUTOCAST, "    if True:  # no autocast\n")],
+    "dropout_typo": [("nn.Dropout(0.1)", "nn.Dropout(1.0)")],
 }
 
 OTHER_PROGRAM = textwrap.dedent('''
@@ -248,6 +249,18 @@ def test_a_learning_rate_of_0_from_step_4_is_one_finding(folder, reference):
         "in the reference, the learning rate of param group 0 of optimizer 0 (SGD) was above 0 at every step (0.1 at this "
         "step); here it is 0 at step 4: the step changes none of its parameters")
     assert finding["evidence"][0]["data"]["step"] == 4
+
+
+def test_an_activation_that_became_all_zero(folder, reference):
+    found, _ = checked(folder, "dropout_typo.py")
+    by_code = {f["code"]: f for f in found}
+    # Net.drop zeroes everything: named there (not Net.head after it, whose output is its bias),
+    # and the layers before it get all-zero gradients.
+    assert sorted(by_code) == ["TL761", "TL767"], [f["message"] for f in found]
+    assert by_code["TL767"]["location"]["row"] == line_of(folder, "dropout_typo.py", "loss = nn.functional.cross_entropy(model(x), y)")
+    assert by_code["TL767"]["message"] == ("in the reference, the output of `Net.drop` was finite and not all zero at every "
+                                           "training forward; here it is all zero at step 1")
+    assert "got a non-zero gradient at every step; here they got an all-zero one at step 1" in by_code["TL761"]["message"]
 
 
 def test_a_run_cut_short_compares_the_steps_it_made(folder, reference):

@@ -26,7 +26,8 @@ _HOW = """
     steps, then every 10th), for the steps of one optimizer, and over at least 3 of them. Only
     facts that a new seed, data order or torch version does not move are related: which calls
     happen and in which order, zero or non-zero, finite or not, changed or not, dtypes,
-    train/eval modes, the sign of the learning rate; never a value. A relation is reported once,
+    train/eval modes, all-zero or non-finite module outputs, the sign of the learning rate; never
+    a value. A relation is reported once,
     at the first step that breaks it, and only for steps the reference recorded.
 """
 
@@ -194,6 +195,36 @@ class LossCurveChanged(RuntimeRule):
     summary = "The loss is not finite, or does not fall where the reference run's fell"
 
 
+class ActivationChanged(RuntimeRule):
+    __doc__ = """
+    ## What it does
+    Reported by `torchlint run --reference good.json` when a module whose output was finite and
+    not all zero at every training forward of the reference outputs all zeros, or NaN or inf,
+    here: at the model's forward line, named by the first such module in the model's order
+    (the modules after it only pass it on).
+""" + _HOW + """
+    ## Why is this bad?
+    An all-zero activation passes no signal and no gradient: everything before it stops
+    learning, and the loss still moves through the biases after it. A dropout probability typed
+    as `1.0`, a mask built with the wrong comparison, a ReLU after a shift that pushes every
+    value below zero all do this without an error.
+
+    ## Example
+    ```python
+    self.drop = nn.Dropout(1.0)
+    ```
+
+    ## Use instead
+    ```python
+    self.drop = nn.Dropout(0.1)
+    ```
+"""
+
+    code = "TL767"
+    name = "reference-activation-changed"
+    summary = "A module's output is all zero, or not finite, where the reference run's never was"
+
+
 class ModelDiffers(RuntimeRule):
     """
     ## What it does
@@ -251,7 +282,7 @@ class ReferenceOfAnotherProgram(RuntimeRule):
 
 
 RULES = [CallSequenceChanged, ParameterUpdateChanged, ModuleModeChanged, DtypeChanged, LossCurveChanged, ModelDiffers,
-         ReferenceOfAnotherProgram]
+         ReferenceOfAnotherProgram, ActivationChanged]
 
 
 @hookimpl

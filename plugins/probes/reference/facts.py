@@ -71,6 +71,8 @@ class Recorder:
         self.last_switch: dict[str, list] = {}  # model label -> [kind, path, line] of the last train()/eval()
         self._known_names: set[str] = set()
         self.thread: int | None = None
+        #: During a recorded forward: module -> its index, and the flags of each module's output.
+        self._outputs: tuple[dict[int, int], dict[int, torch.Tensor]] | None = None
         self._seen_top: set[int] = set()
         self._depth = 0
         self._inside = 0  # in a patched call: nested ones (eval() calls train(False)) are not events
@@ -223,16 +225,22 @@ class Recorder:
         inner = root[0]()
         if inner is None:
             return
-        modes = "".join("t" if m.training else "e" for _, m in inner.named_modules())
+        modules = [m for _, m in inner.named_modules()]
+        modes = "".join("t" if m.training else "e" for m in modules)
         self._record["forward"][label] = {
             "modes": modes, "at": [site.path if site else None, site.line if site else None],
             "switch": self.last_switch.get(label),
         }
+        if self.computes_values:
+            # Each module's output in this forward: read together when the model returns
+            self._outputs = ({id(m): i for i, m in enumerate(modules)}, {})
 
     def _leave_forward(self, module: Any, args: Any, output: Any) -> None:
         if threading.get_ident() != self.thread:
             return
         self._depth = max(0, self._depth - 1)
+        if self._outputs is not None:
+            self._note_output(module, output)
         if self._depth != 0:
             return
         root = self.roots.get(id(module))
@@ -242,6 +250,19 @@ class Recorder:
         if entry is not None and "dtype" not in entry:
             tensor = _first_tensor(output)
             entry["dtype"] = _dtype(tensor.dtype) if tensor is not None else None
+            if self._outputs is not None:
+                entry["outputs"] = _output_codes(len(entry["modes"]), self._outputs[1])
+        self._outputs = None
+
+    def _note_output(self, module: Any, output: Any) -> None:
+        """Whether a module's output is finite, and whether it is all zero (one small tensor
+        per module; no sync until the model returns)."""
+        index = self._outputs[0].get(id(module))
+        tensor = _first_tensor(output)
+        if index is None or index in self._outputs[1] or tensor is None or not tensor.is_floating_point() or tensor.is_meta:
+            return
+        with torch._C.DisableTorchFunction(), torch.no_grad():
+            self._outputs[1][index] = torch.stack([torch.isfinite(tensor).all(), (tensor != 0).any()])
 
     def _add_root(self, module: Any) -> None:
         inner = _unwrapped(module)
@@ -328,6 +349,21 @@ class Recorder:
                 self._known_names.add(name)
                 self.parameters.append(name)
         self.on_record(record)
+
+
+def _output_codes(count: int, flags: dict[int, torch.Tensor]) -> str:
+    """Per module (in `named_modules()` order): "v" finite with a non-zero value, "z" all
+    zero, "n" not finite, "-" no floating output seen. One sync per device."""
+    codes = ["-"] * count
+    by_device: dict[Any, list[int]] = {}
+    for index, flag in flags.items():
+        by_device.setdefault(flag.device, []).append(index)
+    with torch._C.DisableTorchFunction():
+        for indices in by_device.values():
+            for index, (finite, nonzero) in zip(indices, torch.stack([flags[i] for i in indices]).tolist()):
+                if index < count:
+                    codes[index] = "n" if not finite else ("v" if nonzero else "z")
+    return "".join(codes)
 
 
 def _unwrapped(module: Any) -> Any:

@@ -22,7 +22,7 @@ MIN_SUPPORT = 3
 #: Names listed in a message before "and N more".
 SHOWN = 5
 
-CALL_ORDER, PARAMETER_UPDATE, MODULE_MODE, DTYPE, LOSS = "TL760", "TL761", "TL762", "TL763", "TL764"
+CALL_ORDER, PARAMETER_UPDATE, MODULE_MODE, DTYPE, LOSS, ACTIVATION = "TL760", "TL761", "TL762", "TL763", "TL764", "TL767"
 
 HAS_GRAD = {"zero", "nonzero", "nonfinite", "present"}
 
@@ -120,7 +120,10 @@ class Relations:
                 if len(seen) == 1 and None not in seen:
                     modes[path] = seen.pop()
             dtypes = {e.get("dtype") for e in entries}
-            forward[label] = {"modes": modes, "dtype": dtypes.pop() if len(dtypes) == 1 else None}
+            # outputs finite with a non-zero value at every step ("v")
+            healthy = [path for index, path in enumerate(paths)
+                       if all(index < len(e.get("outputs") or "") and e["outputs"][index] == "v" for e in entries)]
+            forward[label] = {"modes": modes, "dtype": dtypes.pop() if len(dtypes) == 1 else None, "healthy": healthy}
         losses = [r["loss"] for r in records if r.get("loss") is not None]
         return {"first_step": records[0]["step"] if calls is not records else None, "always": always, "order": order, "rank": kinds[0], "sites": first_sites, "params": params, "lr": positive,
                 "forward": forward, "finite_loss": len(losses) >= MIN_SUPPORT and all(isinstance(v, float) for v in losses),
@@ -132,7 +135,7 @@ class Relations:
         for inferred in self.inferred.values():
             total += len(inferred["always"]) + len(inferred["order"]) + len(inferred["lr"]) + bool(inferred["finite_loss"])
             total += sum(len(facts) for facts in inferred["params"].values())
-            total += sum(len(f["modes"]) + bool(f["dtype"]) for f in inferred["forward"].values())
+            total += sum(len(f["modes"]) + bool(f["dtype"]) + len(f["healthy"]) for f in inferred["forward"].values())
         return total
 
     # -- checking ------------------------------------------------------------------------------
@@ -358,6 +361,9 @@ class Relations:
                     f"in {now} mode at step {step}{more}{why}",
                     step, {"relation": "mode", "modules": flipped, "reference": reference, "here": now},
                 ))
+            found = self._outputs(label, facts, entry, here_paths(modules, label), step, reported)
+            if found is not None:
+                out.append(found)
             dtype = entry.get("dtype")
             if facts["dtype"] and dtype and dtype != facts["dtype"] and ("output-dtype", label) not in reported:
                 out.append(Break(
@@ -367,6 +373,24 @@ class Relations:
                     step, {"relation": "output dtype", "reference": facts["dtype"], "here": dtype},
                 ))
         return out
+
+    def _outputs(self, label: str, facts: dict, entry: dict, paths: list[str], step: int, reported: set) -> Break | None:
+        """Modules whose output was finite and not all zero at every step of the reference and
+        is all zero or not finite here: one finding, named by the first in the model's order
+        (where it starts; the modules after it only pass it on)."""
+        codes = dict(zip(paths, entry.get("outputs") or ""))
+        bad = [path for path in facts.get("healthy", ()) if codes.get(path) in ("z", "n") and ("output", path) not in reported]
+        if not bad:
+            return None
+        first = bad[0]
+        what = "all zero" if codes[first] == "z" else "NaN or inf"
+        more = f" (and {len(bad) - 1} module{'s' * (len(bad) > 2)} after it)" if len(bad) > 1 else ""
+        return Break(
+            ACTIVATION, {("output", path) for path in bad}, entry.get("at"),
+            f"in the reference, the output of `{first}` was finite and not all zero at every training forward; here it is "
+            f"{what} at step {step}{more}",
+            step, {"relation": "output finite and non-zero", "modules": bad, "here": what},
+        )
 
     def _switch(self, switch: list) -> str:
         kind, path, line = switch
@@ -381,6 +405,10 @@ class Relations:
         return [Break(LOSS, {key}, site,
                       f"in the reference, the loss was finite at every step; here it is {loss} at step {record['step']}",
                       record["step"], {"relation": "finite loss", "here": loss})]
+
+
+def here_paths(modules: dict[str, list[str]], label: str) -> list[str]:
+    return modules.get(label) or []
 
 
 def _cancelled(name: str, rows: dict[str, list]) -> bool:
