@@ -12,8 +12,9 @@ A record holds what happened since the previous optimizer step, up to and includ
 * ``lr``: the learning rate of each param group of the optimizer that stepped;
 * ``loss``: the value of the first tensor ``backward()`` was called on;
 * ``forward``: per model (a module called at the top level that has parameters), at its first
-  forward with grad enabled: the train/eval mode of each of its modules, the output's dtype,
-  the line, and the last ``train()``/``eval()`` call on it before that.
+  forward with grad enabled: the train/eval mode of each of its modules, whether each module's
+  output is finite and whether it is all zero (read in one sync when the model returns), the
+  model's output dtype, the line, and the last ``train()``/``eval()`` call on it before that.
 
 Only sampled steps are recorded (``sampled``): the first few, then every k-th, so a long run
 costs about what a short one does. Between sampled steps every hook returns at its first test.
