@@ -76,42 +76,24 @@ class Relations:
         # step() (scheduler.step(), a zero_grad() at the end) land in the next record, so the
         # first record lacks them. The calls and their order are related from the second on.
         calls = records[1:] if len(records) > MIN_SUPPORT else records
-        kinds = [_first_positions(r["events"]) for r in calls]
-        always = set.intersection(*(set(k) for k in kinds))
-        order = {(a, b) for a in always for b in always if a != b and all(k[a] < k[b] for k in kinds)}
-        first_sites = {}
-        for record in records:
-            for kind, path, line in record["events"]:
-                first_sites.setdefault(kind, [path, line])
-        params: dict[str, dict[str, Any]] = {}
-        common = set.intersection(*(set(r["rows"]) for r in records))
-        for name in common:
-            rows = [r["rows"][name] for r in records]
-            facts: dict[str, Any] = {}
-            for column, key in ((0, "holder"), (1, "requires_grad"), (4, "dtype")):
-                values = {row[column] for row in rows}
-                if len(values) == 1:
-                    facts[key] = values.pop()
-            grads = [row[2] for row in rows]
-            if all(g == "nonzero" for g in grads):
-                facts["grad"] = "nonzero"
-            elif all(g in HAS_GRAD for g in grads):
-                facts["grad"] = "some"
-            elif all(g is None for g in grads):
-                facts["grad"] = "none"
-            if all(g in ("zero", "nonzero") for g in grads):
-                facts["finite"] = True
-            changes = [row[3] for row in rows]
-            if all(c is True for c in changes):
-                facts["changed"] = True
-            elif all(c is False for c in changes):
-                facts["changed"] = False
-            params[name] = facts
         groups = min(len(r.get("lr") or ()) for r in records)
-        positive = [g for g in range(groups) if all((r["lr"][g] or 0) > 0 for r in records)]
+        losses = [r["loss"] for r in records if r.get("loss") is not None]
+        return {
+            "first_step": records[0]["step"] if calls is not records else None,
+            **_infer_calls(records, calls),
+            "params": _infer_parameters(records),
+            "lr": [g for g in range(groups) if all((r["lr"][g] or 0) > 0 for r in records)],
+            "forward": self._infer_forward(records),
+            "finite_loss": len(losses) >= MIN_SUPPORT and all(isinstance(v, float) for v in losses),
+            "steps": len(records),
+        }
+
+    def _infer_forward(self, records: list[dict]) -> dict[str, dict[str, Any]]:
+        """Per model with a training forward at every step: each module's mode where it never
+        changed, the output dtype where it never changed, the modules whose output was finite
+        and not all zero at every step."""
         forward: dict[str, dict[str, Any]] = {}
-        labels = set.intersection(*(set(r["forward"]) for r in records))
-        for label in labels:
+        for label in set.intersection(*(set(r["forward"]) for r in records)):
             entries = [r["forward"][label] for r in records]
             paths = self.modules.get(label) or []
             modes = {}
@@ -120,14 +102,10 @@ class Relations:
                 if len(seen) == 1 and None not in seen:
                     modes[path] = seen.pop()
             dtypes = {e.get("dtype") for e in entries}
-            # outputs finite with a non-zero value at every step ("v")
             healthy = [path for index, path in enumerate(paths)
                        if all(index < len(e.get("outputs") or "") and e["outputs"][index] == "v" for e in entries)]
             forward[label] = {"modes": modes, "dtype": dtypes.pop() if len(dtypes) == 1 else None, "healthy": healthy}
-        losses = [r["loss"] for r in records if r.get("loss") is not None]
-        return {"first_step": records[0]["step"] if calls is not records else None, "always": always, "order": order, "rank": kinds[0], "sites": first_sites, "params": params, "lr": positive,
-                "forward": forward, "finite_loss": len(losses) >= MIN_SUPPORT and all(isinstance(v, float) for v in losses),
-                "steps": len(records)}
+        return forward
 
     def count(self) -> int:
         """How many relations were inferred (for the report)."""
@@ -211,7 +189,9 @@ class Relations:
         for pair in broken:
             for kind in pair:
                 counts[kind] = counts.get(kind, 0) + 1
-        moved = max(counts, key=lambda kind: (counts[kind], -positions[kind]))
+        # backward() and step() are what a training step is built around: between equals, the
+        # other call is the one that moved (zero_grad() after backward(), not the reverse).
+        moved = max(counts, key=lambda kind: (counts[kind], kind != "backward" and not kind.startswith("step:"), -positions[kind]))
         ahead = [b for a, b in broken if a == moved]  # it came before these
         behind = [a for a, b in broken if b == moved]  # and after these
         rank = inferred["rank"]
@@ -405,6 +385,49 @@ class Relations:
         return [Break(LOSS, {key}, site,
                       f"in the reference, the loss was finite at every step; here it is {loss} at step {record['step']}",
                       record["step"], {"relation": "finite loss", "here": loss})]
+
+
+def _infer_calls(records: list[dict], calls: list[dict]) -> dict[str, Any]:
+    """The calls made at every step (``always``), the pairs of them always in one order, the
+    order they came in (``rank``, for messages) and where the reference made each first."""
+    kinds = [_first_positions(r["events"]) for r in calls]
+    always = set.intersection(*(set(k) for k in kinds))
+    order = {(a, b) for a in always for b in always if a != b and all(k[a] < k[b] for k in kinds)}
+    sites: dict[str, list] = {}
+    for record in records:
+        for kind, path, line in record["events"]:
+            sites.setdefault(kind, [path, line])
+    return {"always": always, "order": order, "rank": kinds[0], "sites": sites}
+
+
+def _infer_parameters(records: list[dict]) -> dict[str, dict[str, Any]]:
+    """Per parameter in every step: what never changed of its holder, requires_grad and dtype;
+    its gradient (non-zero at every step, present at every step, never there; finite); whether
+    the step changed it at every step, or at none."""
+    params: dict[str, dict[str, Any]] = {}
+    for name in set.intersection(*(set(r["rows"]) for r in records)):
+        rows = [r["rows"][name] for r in records]
+        facts: dict[str, Any] = {}
+        for column, key in ((0, "holder"), (1, "requires_grad"), (4, "dtype")):
+            values = {row[column] for row in rows}
+            if len(values) == 1:
+                facts[key] = values.pop()
+        grads = [row[2] for row in rows]
+        if all(g == "nonzero" for g in grads):
+            facts["grad"] = "nonzero"
+        elif all(g in HAS_GRAD for g in grads):
+            facts["grad"] = "some"
+        elif all(g is None for g in grads):
+            facts["grad"] = "none"
+        if all(g in ("zero", "nonzero") for g in grads):
+            facts["finite"] = True
+        changes = [row[3] for row in rows]
+        if all(c is True for c in changes):
+            facts["changed"] = True
+        elif all(c is False for c in changes):
+            facts["changed"] = False
+        params[name] = facts
+    return params
 
 
 def here_paths(modules: dict[str, list[str]], label: str) -> list[str]:
