@@ -404,3 +404,33 @@ def test_a_compiled_or_data_parallel_model_keeps_its_parameter_names():
     assert _unwrapped(torch.compile(model, backend="eager")) is model
     assert _unwrapped(nn.DataParallel(model)) is model
     assert _unwrapped(model) is model
+
+
+BREAK_RECORDER = '''
+from torchlint import hookimpl
+
+
+@hookimpl
+def torchlint_probes():
+    from torchlint.plugins.probes.reference.facts import Recorder
+
+    def broken(*args, **kwargs):
+        raise ValueError("a bug in the probe")
+
+    Recorder._before_step = broken
+    return []
+'''
+
+
+def test_a_bug_in_the_recorder_switches_the_probe_off_not_the_program(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nplugins = ["break_probe"]\n')
+    (tmp_path / "break_probe.py").write_text(BREAK_RECORDER)
+    (tmp_path / "train.py").write_text(HEALTHY)
+    result = torchlint_run("train.py", "-q", "--output-format", "json", "--save-reference", "good.json", "--steps", "3",
+                           cwd=tmp_path, timeout=180)
+    assert result.report["outcome"]["status"] == "steps-reached", result.stderr[-3000:]
+    (crash,) = result.findings("runtime only")
+    assert crash["code"] == "TL707"
+    assert "probe 'reference' raised ValueError: a bug in the probe" in crash["message"]
+    assert not (tmp_path / "good.json").exists()
+    assert result.report["reference"]["not_saved"] == "the probe was switched off by its own error (TL707)"

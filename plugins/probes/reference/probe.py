@@ -136,13 +136,19 @@ class ReferenceProbe(Probe):
 
     # -- the end -------------------------------------------------------------------------------
     def after_run(self) -> None:
+        if self.switched_off:
+            # What it recorded stops where its bug was: no reference with a hole in it, no
+            # judgement of a curve it saw part of.
+            self.comparing = False
         if self.comparing and self.relations is not None:
             trend = loss_trend(self.relations, self.records)
             if trend is not None:
                 self._report(trend)
         saved, why_not = None, None
         if self.save_path:
-            if os.environ.get("RANK", "0") != "0":
+            if self.switched_off:
+                why_not = "the probe was switched off by its own error (TL707)"
+            elif os.environ.get("RANK", "0") != "0":
                 why_not = "rank 0 writes the reference"  # --nproc-per-node: one file, not one per rank
             elif self.raised_by:
                 why_not = f"the program raised {self.raised_by}: a reference is a run that went well"
