@@ -1,7 +1,7 @@
 """Overhead of `torchlint run`'s default probes on realistic training steps.
 
     python benchmarks/runtime_overhead.py [--steps 20] [--repeats 5] [--device cpu|cuda|fake-cuda]
-                                          [--workloads tiny-cnn,cnn,transformer] [--each]
+                                          [--workloads tiny-cnn,cnn,transformer] [--each] [--reference]
 
 Every probe a plain `torchlint run` installs (found through the plugins, as the child of
 `torchlint run` finds them: new probes are measured as soon as they are registered) is
@@ -15,6 +15,11 @@ of interleaved repeats (a shared machine is noisy), as a multiple of the plain s
   run       a whole run of --run-steps steps from a new model, the window included, as
             `torchlint run` runs a training script
   anomaly   a step under `torch.autograd.detect_anomaly()`
+
+With --reference, two more whole runs, as multiples of the plain run (and of `run`):
+
+  record    `run` plus the reference probe recording (`--save-reference`)
+  check     `run` plus the reference probe checking against what `record` wrote (`--reference`)
 
 Workloads:
   tiny-cnn        2 conv layers, batch 16x3x16x16: kernels so cheap that the probes' Python
@@ -139,12 +144,20 @@ def default_probes() -> list[type]:
     return _chosen_probes([cls for group in pm.hook.torchlint_probes() for cls in (group or ())], {})
 
 
+def optional_probe(name: str) -> type:
+    """A probe a plain run leaves out (it needs an option), by name."""
+    pm = make_plugin_manager()
+    return next(cls for group in pm.hook.torchlint_probes() for cls in (group or ()) if cls.name == name)
+
+
 @contextlib.contextmanager
-def probes_installed(classes: list[type], events_path: str, mode, watch_steps: int | None = None):
+def probes_installed(classes: list[type], events_path: str, mode, watch_steps: int | None = None,
+                     options: dict | None = None):
     """As the child of `torchlint run` installs them: every probe, the step counter that tells
-    the dispatch when a step ends, the device mode below the probes' dispatch."""
+    the dispatch when a step ends, the device mode below the probes' dispatch. With
+    ``options`` (those of an optional probe), ``after_run`` too, after the timed steps."""
     ctx = ProbeContext(EventWriter(events_path), default_classifier(), mode, progress=lambda message: None)
-    ctx.options = {}
+    ctx.options = dict(options or {})
     ctx.watch_steps = watch_steps
     probes = [cls(ctx) for cls in classes]
     dispatch = ProbeDispatch(probes, ctx)
@@ -159,6 +172,9 @@ def probes_installed(classes: list[type], events_path: str, mode, watch_steps: i
         counter.uninstall()
         for probe in reversed(probes):
             probe.uninstall()
+        if options:
+            for probe in probes:
+                probe.after_run()
 
 
 @contextlib.contextmanager
@@ -168,7 +184,7 @@ def under_anomaly_detection(mode):
 
 
 def measure(name: str, device_mode: str, steps: int, repeats: int, events: str, classes: list[type],
-            run_steps: int) -> dict[str, float]:
+            run_steps: int, reference: bool = False) -> dict[str, float]:
     """Seconds per step of each setup (median over the repeats)."""
     factory, batch = WORKLOADS[name]
     device = "cpu" if device_mode == "cpu" else "cuda"
@@ -184,6 +200,12 @@ def measure(name: str, device_mode: str, steps: int, repeats: int, events: str, 
         "plain run": mode.active,
         "run": lambda: probes_installed(classes, events, mode, WATCH_STEPS),
     }
+    if reference:
+        # Recorded first in each repeat, so the check reads the reference of the same workload.
+        saved = os.path.join(os.path.dirname(events), f"{name}-reference.json")
+        probe = optional_probe("reference")
+        runs["record"] = lambda: probes_installed([*classes, probe], events, mode, WATCH_STEPS, {"save_reference": saved})
+        runs["check"] = lambda: probes_installed([*classes, probe], events, mode, WATCH_STEPS, {"reference": saved})
     times: dict[str, list[float]] = {setup: [] for setup in (*setups, *runs)}
     for _ in range(repeats):
         for setup, (enter, warmup) in setups.items():
@@ -213,6 +235,8 @@ def main() -> None:
     parser.add_argument("--workloads", default="tiny-cnn,cnn,transformer")
     parser.add_argument("--run-steps", type=int, default=100, help="steps of the whole run timed (window included)")
     parser.add_argument("--each", action="store_true", help="also time each probe alone, to see which ones cost")
+    parser.add_argument("--reference", action="store_true",
+                        help="also time whole runs recording a reference (--save-reference) and checking against it (--reference)")
     parser.add_argument("--clock", choices=("wall", "thread"), default="wall",
                         help="thread: the stepping thread's CPU time (CPU, one thread: steady on a loaded machine)")
     options = parser.parse_args()
@@ -229,12 +253,18 @@ def main() -> None:
     print(f"torch {torch.__version__}, --device {options.device}, {torch.get_num_threads()} thread(s), {options.clock} clock; "
           f"median of {options.repeats} x {options.steps} steps; runs of {options.run_steps} steps; "
           f"probes: {', '.join(cls.name for cls in classes)}")
-    print(f"  {'workload':<16} {'plain ms/step':>14} {'watched':>8} {'after':>8} {'run':>8} {'anomaly':>8}")
+    more = f" {'record':>8} {'check':>8}  (record, check / run)" if options.reference else ""
+    print(f"  {'workload':<16} {'plain ms/step':>14} {'watched':>8} {'after':>8} {'run':>8} {'anomaly':>8}{more}")
     for name in options.workloads.split(","):
-        result = measure(name, options.device, options.steps, options.repeats, events, classes, options.run_steps)
+        result = measure(name, options.device, options.steps, options.repeats, events, classes, options.run_steps,
+                         options.reference)
         plain = result["plain"]
-        print(f"  {name:<16} {plain * 1000:>14.2f} {result['watched'] / plain:>7.2f}x {result['after'] / plain:>7.2f}x "
-              f"{result['run'] / result['plain run']:>7.2f}x {result['anomaly'] / plain:>7.2f}x")
+        row = (f"  {name:<16} {plain * 1000:>14.2f} {result['watched'] / plain:>7.2f}x {result['after'] / plain:>7.2f}x "
+               f"{result['run'] / result['plain run']:>7.2f}x {result['anomaly'] / plain:>7.2f}x")
+        if options.reference:
+            row += (f" {result['record'] / result['plain run']:>7.2f}x {result['check'] / result['plain run']:>7.2f}x"
+                    f"  ({result['record'] / result['run']:.2f}x, {result['check'] / result['run']:.2f}x)")
+        print(row)
         if options.each:
             for cls in classes:
                 alone = measure(name, options.device, options.steps, options.repeats, events, [cls], options.run_steps)
