@@ -121,13 +121,28 @@ _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _COMPILER_DIRS = tuple(_TORCH_DIR + name + os.sep for name in ("_dynamo", "_inductor", "_functorch", "fx", "_export"))
 
 
+#: Frames between the warning and the program's line that are looked at.
+_STACK_LOOKED_AT = 80
+
+
 def _raised_in_torch(frame: FrameType | None) -> bool:
-    """Whether the warning was raised by torch's own code (not the program's, not a library's),
-    outside its compiler."""
+    """Whether the warning was raised by torch's own code (not the program's, not a library's)
+    for a call the program made: not while torch's compiler traces or generates code, and not
+    while a module is being imported (a deprecated decorator torch applies to its own code when
+    Inductor imports it is torch's to fix, not the program's)."""
     if frame is None:
         return False
     filename = os.path.abspath(frame.f_code.co_filename)
-    return filename.startswith(_TORCH_DIR) and not filename.startswith(_COMPILER_DIRS)
+    if not filename.startswith(_TORCH_DIR):
+        return False
+    for _ in range(_STACK_LOOKED_AT):
+        if frame is None:
+            break
+        name = frame.f_code.co_filename
+        if name.startswith("<frozen importlib") or os.path.abspath(name).startswith(_COMPILER_DIRS):
+            return False
+        frame = frame.f_back
+    return True
 
 
 def _softmax_input_dims(frame: FrameType | None) -> int | None:
