@@ -133,6 +133,8 @@ def project_folders(start: Path) -> list[Path]:
     directory = start if start.is_dir() else start.parent
     folders = []
     for folder in (directory, *directory.parents):
+        if not os.path.lexists(folder):
+            continue  # an unsaved buffer's folder (`--stdin-filename new/dir/x.py`): look above it
         if _shared(folder):
             break
         folders.append(folder)
