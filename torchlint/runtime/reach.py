@@ -50,3 +50,29 @@ def parameter_names(roots: list[tuple[str, nn.Module]]) -> dict[int, str]:
         for name, param in module.named_parameters():
             names.setdefault(id(param), f"{label}.{name}")
     return names
+
+
+#: Names listed in a message before "and N more".
+SHOWN = 6
+
+
+def parameter_label(key: int, names: dict[int, str], params: dict[int, Any]) -> str:
+    """What a message calls the parameter ``id`` ``key``: its path in a model in reach, else its
+    shape (``params`` holds weak references), else "a parameter"."""
+    name = names.get(key)
+    if name is not None:
+        return name
+    param = params.get(key, lambda: None)()
+    return f"a parameter of shape {tuple(param.shape)}" if param is not None else "a parameter"
+
+
+def listed(labels: Any) -> str:
+    """"`a`, `b` and 3 more": the labels sorted, the first SHOWN of them quoted."""
+    names = sorted(labels)
+    shown = ", ".join(f"`{name}`" for name in names[:SHOWN])
+    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+def counted(keys: Any) -> str:
+    """"1 parameter", "4 parameters"."""
+    return "1 parameter" if len(keys) == 1 else f"{len(keys)} parameters"

@@ -33,15 +33,13 @@ from torch import nn
 from torch.optim import optimizer as optimizer_hooks
 
 from torchlint.runtime.parameter_reads import by_device as _by_device, kept as _kept, norms as _norms, prefixes as _prefixes
-from torchlint.runtime.reach import models_in_reach, parameter_names
+from torchlint.runtime.reach import SHOWN, counted, listed, models_in_reach, parameter_label, parameter_names
 from torchlint.runtime.probing import Probe
 from torchlint.runtime.steps import step_closure
 
 #: Steps read before judging. Three: one step can legitimately skip a parameter (a branch
 #: taken at random, a warm-up), three in a row rarely do.
 STEPS = 3
-#: Names listed in a message before "and N more".
-SHOWN = 6
 #: A layer's |grad| / |weight| at or below this share of the largest layer's, at every step
 #: read, is vanishing. Healthy models measured: a ResNet-style CNN spans 1e-3 (BatchNorm vs
 #: the first conv), a transformer's layers 1e-3; 12 stacked sigmoids give 1e-11.
@@ -277,20 +275,13 @@ class GradientFlowProbe(Probe):
         return set(vanished)
 
     def _count(self, keys: list[int]) -> str:
-        return "1 parameter" if len(keys) == 1 else f"{len(keys)} parameters"
+        return counted(keys)
 
     def _listed(self, keys: list[int]) -> str:
-        names = sorted(self._name(key) for key in keys)
-        shown = ", ".join(f"`{name}`" for name in names[:SHOWN])
-        return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+        return listed(self._name(key) for key in keys)
 
     def _name(self, key: int) -> str:
-        name = self.names.get(key)
-        if name is not None:
-            return name
-        param = self.params.get(key, lambda: None)()
-        shape = tuple(param.shape) if param is not None else ()
-        return f"a parameter of shape {shape}"
+        return parameter_label(key, self.names, self.params)
 
     def _name_parameters(self) -> None:
         """Path names for the parameters of the models in reach of the stepping line."""

@@ -35,7 +35,7 @@ from torchlint.plugins.probes.invariants.schedule import FIRST, is_read
 from torchlint.runtime.frames import Site
 from torchlint.runtime.parameter_reads import kept, norms, prefixes
 from torchlint.runtime.probing import Probe
-from torchlint.runtime.reach import models_in_reach, parameter_names
+from torchlint.runtime.reach import counted as _count, listed, models_in_reach, parameter_label, parameter_names
 from torchlint.runtime.steps import step_closure
 
 #: Read steps in a row, at the end of the run, that make a stall (TL752), after at least
@@ -46,8 +46,6 @@ LEARNED, ZERO, KEPT = "learned", "zero", "kept"
 #: Read steps with a gradient that make a parameter outside every optimizer a finding (TL744):
 #: one could be a gradient left from a step the program took some other way.
 OUTSIDE_READS = 2
-#: Names listed in a message before "and N more".
-SHOWN = 6
 #: Layers whose behaviour depends on the model's mode: training in eval() changes them.
 MODE_LAYERS = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
@@ -318,16 +316,10 @@ class OptimizerInvariantsProbe(Probe):
                 )
 
     def _listed(self, keys: list[int]) -> str:
-        names = sorted(self._name(key) for key in keys)
-        shown = ", ".join(f"`{name}`" for name in names[:SHOWN])
-        return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+        return listed(self._name(key) for key in keys)
 
     def _name(self, key: int) -> str:
-        name = self.names.get(key)
-        if name is not None:
-            return name
-        param = self.params.get(key, lambda: None)()
-        return f"a parameter of shape {tuple(param.shape)}" if param is not None else "a parameter"
+        return parameter_label(key, self.names, self.params)
 
 
 def _stall_start(reads: list[tuple[int, str]], moved_any: set[int]) -> int | None:
@@ -373,5 +365,3 @@ def _disarm(state: OptimizerState) -> None:
     state.clearing = {}
 
 
-def _count(keys: list[int]) -> str:
-    return "1 parameter" if len(keys) == 1 else f"{len(keys)} parameters"
