@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch.optim import optimizer as optimizer_hooks
 
 from torchlint.runtime.frames import Site
+from torchlint.runtime.patches import Patches
 from torchlint.runtime.probing import Probe, op_name, tensors_in
 
 _is_compiling = torch.compiler.is_compiling
@@ -46,26 +47,34 @@ class AutocastProbe(Probe):
         self.scaled_in_step = False
         self.outside: tuple[Site | None, str] | None = None  # the first float32 product of this step
         self.reported = False
+        self.patches = Patches()
         autocast = torch.amp.autocast_mode.autocast
-        self.originals = (autocast.__enter__, autocast.__exit__)
-        enter, leave = self.originals
         note_enter, note_exit = self.guarded(self._entered), self.guarded(self._left)
 
-        def patched_enter(region: Any) -> Any:
-            result = enter(region)
-            if not _is_compiling():  # a region inside compiled code is Dynamo's to trace
-                note_enter(region)
-            return result
+        def entering(enter: Any) -> Any:
+            def patched_enter(region: Any) -> Any:
+                result = enter(region)
+                if not _is_compiling():  # a region inside compiled code is Dynamo's to trace
+                    note_enter(region)
+                return result
 
-        def patched_exit(region: Any, *args: Any) -> Any:
-            if not _is_compiling():
-                note_exit(region)
-            return leave(region, *args)
+            return patched_enter
 
-        autocast.__enter__, autocast.__exit__ = patched_enter, patched_exit
-        scaler = torch.amp.GradScaler
-        self.original_scale = scaler.scale
-        original_scale, note_scaled = self.original_scale, self.guarded(self._scaled)
+        def leaving(leave: Any) -> Any:
+            def patched_exit(region: Any, *args: Any) -> Any:
+                if not _is_compiling():
+                    note_exit(region)
+                return leave(region, *args)
+
+            return patched_exit
+
+        self.patches.replace(autocast, "__enter__", entering)
+        self.patches.replace(autocast, "__exit__", leaving)
+        self.patches.replace(torch.amp.GradScaler, "scale", self._scaling)
+        self.handle = optimizer_hooks.register_optimizer_step_pre_hook(self.guarded(self._step))
+
+    def _scaling(self, original_scale: Any) -> Any:
+        note_scaled = self.guarded(self._scaled)
 
         def scale(grad_scaler: Any, outputs: Any) -> Any:
             # A disabled scaler (``enabled=False``, or a CUDA scaler that found no CUDA and
@@ -75,13 +84,10 @@ class AutocastProbe(Probe):
                 note_scaled()
             return original_scale(grad_scaler, outputs)
 
-        scaler.scale = scale
-        self.handle = optimizer_hooks.register_optimizer_step_pre_hook(self.guarded(self._step))
+        return scale
 
     def uninstall(self) -> None:
-        autocast = torch.amp.autocast_mode.autocast
-        autocast.__enter__, autocast.__exit__ = self.originals
-        torch.amp.GradScaler.scale = self.original_scale
+        self.patches.restore()
         self.handle.remove()
 
     # -- regions -------------------------------------------------------------------------------

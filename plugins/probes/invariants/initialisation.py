@@ -17,6 +17,7 @@ from torch import nn
 from torch.optim import optimizer as optimizer_hooks
 
 from torchlint.runtime.frames import Site
+from torchlint.runtime.patches import Patches
 from torchlint.runtime.probing import Probe
 
 _is_compiling = torch.compiler.is_compiling
@@ -40,27 +41,16 @@ class InitialisationProbe(Probe):
         self.overwritten: dict[tuple, list] = {}
         self.stepped = False
         self.depth = 0  # an initialiser calling another counts once
-        self.restore: list[tuple[Any, str, Any]] = []
+        self.patches = Patches()
         for name in INITIALISERS:
-            original = getattr(nn.init, name, None)
-            if original is not None:
-                self._patch(nn.init, name, self._initialiser(name, original))
-        self._patch(nn.Module, "load_state_dict", self._load(nn.Module.load_state_dict))
+            self.patches.replace(nn.init, name, lambda original, name=name: self._initialiser(name, original))
+        self.patches.replace(nn.Module, "load_state_dict", self._load)
         self.handle = optimizer_hooks.register_optimizer_step_pre_hook(self.guarded(self._first_step))
 
     def uninstall(self) -> None:
         self.handle.remove()
-        self._unpatch()
+        self.patches.restore()
         self._report()
-
-    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
-        self.restore.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, replacement)
-
-    def _unpatch(self) -> None:
-        for owner, name, original in reversed(self.restore):
-            setattr(owner, name, original)
-        self.restore = []
 
     def _first_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self.stepped:

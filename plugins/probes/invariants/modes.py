@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from torchlint.runtime.patches import Patches
 from torchlint.runtime.probing import Probe
 
 _is_compiling = torch.compiler.is_compiling
@@ -32,27 +33,19 @@ class ModeProbe(Probe):
     summary = "dropout that runs in eval() mode, spectral_norm layers evaluated untrained"
 
     def install(self) -> None:
-        self.restore: list[tuple[Any, str, Any]] = []
+        self.patches = Patches()
         for name in DROPOUTS:
-            original = getattr(F, name, None)
-            if original is not None:
-                self._patch(F, name, self._dropout(original))
+            self.patches.replace(F, name, self._dropout)
         spectral_norm_module = importlib.import_module("torch.nn.utils.spectral_norm")
         sn = spectral_norm_module.SpectralNorm
         load_hook = spectral_norm_module.SpectralNormLoadStateDictPreHook
         self.trained: set[int] = set()  # SpectralNorm hooks that ran in a training-mode forward
         self.loaded: set[int] = set()  # ...whose module's state was loaded
-        self._patch(sn, "__call__", self._spectral_norm_call(sn.__call__))
-        self._patch(load_hook, "__call__", self._spectral_norm_load(load_hook.__call__))
+        self.patches.replace(sn, "__call__", self._spectral_norm_call)
+        self.patches.replace(load_hook, "__call__", self._spectral_norm_load)
 
     def uninstall(self) -> None:
-        for owner, name, original in reversed(self.restore):
-            setattr(owner, name, original)
-        self.restore = []
-
-    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
-        self.restore.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, replacement)
+        self.patches.restore()
 
     # -- dropout in eval() -------------------------------------------------------------------
     def _dropout(self, original: Any) -> Any:

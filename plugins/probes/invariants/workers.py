@@ -18,6 +18,7 @@ from typing import Any, Iterable
 import torch
 from torch.utils.data import DataLoader
 
+from torchlint.runtime.patches import Patches
 from torchlint.runtime.probing import Probe
 
 #: Methods that make samples: the names a generator they read shows up in.
@@ -34,19 +35,21 @@ class WorkerRandomStateProbe(Probe):
 
     def install(self) -> None:
         self.checked: set[int] = set()
-        self.original = DataLoader.__iter__
+        self.patches = Patches()
+        self.patches.replace(DataLoader, "__iter__", self._iterating)
+
+    def uninstall(self) -> None:
+        self.patches.restore()
+
+    def _iterating(self, original: Any) -> Any:
         check = self.guarded(self._check)
-        original = self.original
 
         def iterate(loader: DataLoader) -> Any:
             if loader.num_workers > 0 and loader.worker_init_fn is None and id(loader.dataset) not in self.checked:
                 check(loader)
             return original(loader)
 
-        DataLoader.__iter__ = iterate  # type: ignore[method-assign]
-
-    def uninstall(self) -> None:
-        DataLoader.__iter__ = self.original  # type: ignore[method-assign]
+        return iterate
 
     def _check(self, loader: DataLoader) -> None:
         self.checked.add(id(loader.dataset))

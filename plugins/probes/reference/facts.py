@@ -37,6 +37,8 @@ from torch.nn.modules import module as module_hooks
 from torch.optim import lr_scheduler
 from torch.optim import optimizer as optimizer_hooks
 
+from torchlint.runtime.patches import Patches
+
 #: Steps recorded one by one from the start, then every EVERY-th: a relation must hold at each
 #: recorded step, so the first steps (where most bugs show) are all there.
 FIRST = 8
@@ -79,7 +81,7 @@ class Recorder:
         self._inside = 0  # in a patched call: nested ones (eval() calls train(False)) are not events
         self._record = self._new_record()
         self._before: Any = None
-        self._patches: list[tuple[Any, str, Any]] = []
+        self._patches = Patches()
         self._handles: list[Any] = []
 
     # -- install -----------------------------------------------------------------------------
@@ -136,19 +138,13 @@ class Recorder:
         self._patch(torch.amp.autocast_mode.autocast, "__enter__", lambda f: event_of(f, self._autocast))
 
     def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
-        original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name)
-        if original is None:
-            return
-        self._patches.append((owner, name, original))
-        setattr(owner, name, make(original))
+        self._patches.replace(owner, name, make)
 
     def uninstall(self) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        for owner, name, original in reversed(self._patches):
-            setattr(owner, name, original)
-        self._patches = []
+        self._patches.restore()
 
     # -- events ------------------------------------------------------------------------------
     def _new_record(self) -> dict[str, Any]:
