@@ -7,7 +7,8 @@ tensors saved on an accelerator by another process. It is not one when:
 * the same process saved that file just before: a save and a load of the same path (the
   same expression text) where the save runs first, in one function, at module level, or in
   a function the script's main sequence (module level, `if __name__ == "__main__":`, and a
-  `main()` called from there) calls before the function that loads;
+  `main()` called from there) calls before the function that loads, or in a function that
+  saves and then calls the one that loads (`train()` ends with `test()`);
 * the project only ever saves that path with a payload that holds no tensors (a numpy
   array, a list or dict of numbers, comprehensions of them, names bound only to them) —
   recorded as a file fact and joined across files;
@@ -40,6 +41,8 @@ class ScriptOrder:
     calls: dict[str, set[str]] = field(default_factory=dict)
     #: (function name, order) of each call in the main sequence, in order
     main_calls: list[tuple[str, int]] = field(default_factory=list)
+    #: function name -> (callee name, order) of each call it makes to a function by name
+    call_sites: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
     def saved_before(self, function: str, path_text: str, order: int) -> bool:
         """Is `path_text` saved, in this process, before a load at `order` in `function`?"""
@@ -48,9 +51,27 @@ class ScriptOrder:
         # The main sequence calls a saver before the function that loads (or, for a load at
         # module level, before the load itself).
         first_load_call = order if not function else min((at for name, at in self.main_calls if name == function), default=None)
-        if first_load_call is None:
-            return False
-        return any(at < first_load_call and path_text in self._saved_by(name, set()) for name, at in self.main_calls)
+        if first_load_call is not None and any(
+            at < first_load_call and path_text in self._saved_by(name, set()) for name, at in self.main_calls
+        ):
+            return True
+        return bool(function) and self._caller_saved_first(function, path_text)
+
+    def _caller_saved_first(self, function: str, path_text: str) -> bool:
+        """A function that saves `path_text` (itself, or through a function it called
+        earlier) and then calls `function`: `train()` saves the best model and ends with
+        `test()`, which loads it."""
+        for caller, sites in self.call_sites.items():
+            if caller == function:
+                continue
+            for callee, at in sites:
+                if callee != function:
+                    continue
+                if any(text == path_text and saved < at for text, saved in self.saves.get(caller, ())):
+                    return True
+                if any(earlier < at and path_text in self._saved_by(name, {caller}) for name, earlier in sites):
+                    return True
+        return False
 
     def _saved_by(self, function: str, seen: set[str]) -> set[str]:
         if function in seen:

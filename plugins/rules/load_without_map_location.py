@@ -7,7 +7,7 @@ from torchlint.rule import Bad, Good, Rule
 
 from torchlint.static.names import dotted_name
 
-from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
+from ._accelerators import ACCELERATOR_TOKENS, cuda_only_script, project_uses_accelerator
 from ._calls import argument, has_star_args, with_keyword
 from ._checkpoints import (
     SAVE_FUNCTIONS,
@@ -54,8 +54,15 @@ class LoadWithoutMapLocation(Rule):
     - a load inside a `Dataset` subclass, which reads caches it wrote itself on the CPU;
     - a round trip in one process: the same path (the same expression) saved before, in the
       same function, at module level, or in a function the script's main sequence calls
-      before the one that loads (`train()` saves, then `test()` loads);
+      before the one that loads (`train()` saves, then `test()` loads), or in a function that
+      saves it and then calls the one that loads (`train()` saves and ends with `test()`);
     - the accelerator arm of `if torch.cuda.is_available():` that has a CPU `else`;
+    - a file the project writes only from scripts that are CUDA-only by construction, read by
+      one too (a `__main__` block, or GPU placement at module level; `.cuda()` or a `"cuda"` /
+      `"cuda:0"` device named unconditionally; no CPU fallback such as `is_available` or
+      `"cpu"`, no other accelerator, nothing of several GPUs such as `local_rank`,
+      `set_device`, `DistributedDataParallel`): it is read on a GPU, as it was written. A
+      pretrained file the project does not write is still reported;
     - a file in a folder that an earlier statement of the same block handed to a call as the
       folder it writes into (`convert(src, output_dir=out_dir)` then
       `torch.load(out_dir / "model.pth")`): this process wrote it (not a download or a copy);
@@ -127,12 +134,14 @@ class LoadWithoutMapLocation(Rule):
             """
             import torch
             state = torch.load("ckpt.pt")  # error
-            model.cuda()
+            if torch.cuda.is_available():
+                model.cuda()
             """,
             fixed="""
             import torch
             state = torch.load("ckpt.pt", map_location="cpu")  # error
-            model.cuda()
+            if torch.cuda.is_available():
+                model.cuda()
             """,
         ),
         Bad(
@@ -165,7 +174,7 @@ class LoadWithoutMapLocation(Rule):
             from torch import load as tl
             a = T.load(path, weights_only=True)  # error
             b = tl(path)  # error
-            T.set_default_device("cuda")
+            T.set_default_device("cuda" if T.cuda.is_available() else "cpu")
             """,
             note="aliases resolve like the real name",
         ),
@@ -198,7 +207,7 @@ class LoadWithoutMapLocation(Rule):
             """
             from torch import *
 
-            net = build().cuda()
+            net = build().to("cuda" if cuda.is_available() else "cpu")
             weights = load("weights.pt")  # error
             """,
             note="`load` reached through `from torch import *`",
@@ -319,6 +328,89 @@ class LoadWithoutMapLocation(Rule):
                 main()
             """,
             note="saved and loaded back in one process: train() saves before test() loads",
+        ),
+        Good(
+            """
+            import torch
+
+            def test(model):
+                model.load_state_dict(torch.load("best.pt"))
+
+            def train(model):
+                model.cuda()
+                for epoch in range(10):
+                    torch.save(model.state_dict(), "best.pt")
+                test(model)
+            """,
+            note="train() saves the file and then calls test(), which loads it: one process",
+        ),
+        Good(
+            files={
+                "train.py": """
+                    import torch
+
+                    model = Net().cuda()
+                    train(model)
+                    torch.save(model.state_dict(), "m.pt")
+                """,
+                "evaluate.py": """
+                    import torch
+
+                    device = torch.device("cuda:0")
+                    model = Net()
+                    model.load_state_dict(torch.load("m.pt"))
+                    model.to(device)
+                """,
+            },
+            note="scripts that run on one GPU or not at all write and read the file: the same device",
+        ),
+        Bad(
+            """
+            import torch
+
+            device = torch.device("cuda:0")
+            model = Net()
+            model.load_state_dict(torch.load("pretrained.pt"))  # error
+            model.to(device)
+            """,
+            note="a CUDA-only script, but nothing in the project writes the file: it comes from elsewhere",
+        ),
+        Bad(
+            """
+            import torch
+
+            if __name__ == "__main__":
+                torch.cuda.set_device(args.local_rank)
+                model = Net().cuda()
+                model.load_state_dict(torch.load("m.pt"))  # error
+            """,
+            note="one process per GPU: every rank's load lands on the GPU the file was saved from",
+        ),
+        Bad(
+            """
+            import torch
+
+            if __name__ == "__main__":
+                model = Net()
+                if args.cuda:
+                    model.cuda()
+                model.load_state_dict(torch.load("m.pt"))  # error
+            """,
+            note="the script chooses its device: it also runs without a GPU",
+        ),
+        Bad(
+            """
+            import torch
+
+            def test(model):
+                model.load_state_dict(torch.load("best.pt"))  # error
+
+            def train(model):
+                model.cuda()
+                test(model)
+                torch.save(model.state_dict(), "best.pt")
+            """,
+            note="test() runs before train() saves: the file it loads comes from an earlier run",
         ),
         Good(
             """
@@ -468,7 +560,7 @@ class LoadWithoutMapLocation(Rule):
             def restore_any(path) -> dict:
                 return torch.load(path, weights_only=True)  # error
 
-            model = Net().cuda()
+            model = Net().to("cuda" if torch.cuda.is_available() else "cpu")
             """,
             note="an annotation naming tensors, or a bare container, says nothing about devices",
         ),
@@ -695,6 +787,7 @@ class LoadWithoutMapLocation(Rule):
         self.order = ScriptOrder()
         self.names = CheckpointNames(ctx)
         self._cpu_offload: bool | None = None
+        self._cuda_only: bool | None = None
         self._calls_seen = 0
         self._loads: list[tuple[object, str, str | None, str | None, str | None, int, cst.Call]] = []
 
@@ -755,6 +848,11 @@ class LoadWithoutMapLocation(Rule):
             return False  # the accelerator arm of an availability check; the else arm loads for the CPU
         return True
 
+    def _in_cuda_only_script(self) -> bool:
+        if self._cuda_only is None:
+            self._cuda_only = cuda_only_script(self.ctx)
+        return self._cuda_only
+
     # -- one finding for a call TL302 (load-without-weights-only) would report too ----------
     def _also_missing_weights_only(self, node: cst.Call) -> bool:
         return self.ctx.is_enabled(WEIGHTS_ONLY_CODE) and missing_weights_only(self.ctx, node)
@@ -788,13 +886,17 @@ class LoadWithoutMapLocation(Rule):
             model, moved_to_cpu = saved_model(self.ctx, payload.value)
             cpu = tensors and (moved_to_cpu or cpu_only_writer(self.ctx, payload.value))
             name = file_name_pattern(self.ctx, node, "f", 1)
-            self.add_fact("save", {"path": written, "tensors": tensors, "cpu": cpu, "name": name, "model": model})
+            self.add_fact(
+                "save",
+                {"path": written, "tensors": tensors, "cpu": cpu, "name": name, "model": model, "cuda_only": self._in_cuda_only_script()},
+            )
 
     def _note_call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Name):
             return
         caller = self._function_name()
         self.order.calls.setdefault(caller, set()).add(node.func.value)
+        self.order.call_sites.setdefault(caller, []).append((node.func.value, self._calls_seen))
         if caller in ("", "main"):
             self.order.main_calls.append((node.func.value, self._calls_seen))
 
@@ -806,7 +908,10 @@ class LoadWithoutMapLocation(Rule):
             # Every load this file reports, for the project phase (and for TL302, which
             # leaves a call to this rule where this rule's finding stands).
             line, column = self.ctx.position(node)[:2]
-            self.add_fact("load", {"line": line, "column": column, "path": loaded, "name": name, "model": model})
+            self.add_fact(
+                "load",
+                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "cuda_only": self._in_cuda_only_script()},
+            )
 
     @classmethod
     def keep_in_project(cls, project, finding) -> bool:
@@ -832,6 +937,8 @@ class LoadWithoutMapLocation(Rule):
             # Weights for the same model class: `style_model = TransformerNet()` loads what
             # the training code saved from `transformer = TransformerNet()`.
             saves = [fact for fact in all_saves if fact.get("model") == load["model"]]
+        if load.get("cuda_only") and saves and all(save.get("cuda_only") for save in saves):
+            return False  # written and read by scripts that run on one GPU or not at all: the same device
         # The project writes this file only with payloads that hold no tensors, or only
         # from code that never speaks of devices (its tensors are on the CPU).
         return not saves or any(save["tensors"] and not save.get("cpu") for save in saves)
