@@ -87,8 +87,10 @@ class TensorWithoutDevice(Rule):
     state returned by `init_hidden()` and given to the LSTM in `forward`). Device tensors are
     the parameters of device code, a module's parameters and buffers, anything moved with
     `.cuda()`/`.to(device)` or made with `device=device`, and the output of a module (as the
-    semantic model resolves it: a layer, an `nn.Sequential`, a model class of this file, a
-    parameter every caller passes a model to) given such a tensor or moved itself.
+    semantic model resolves it: a layer, an `nn.Sequential` (also one built from a list,
+    `nn.Sequential(*layers)`), `nn.Embedding.from_pretrained(...)`, a model class of this file,
+    a class imported from another package and assigned to a module's attribute, a parameter
+    every caller passes a model to) given such a tensor or moved itself.
 
     Not flagged: `*_like` factories and `x.new_*` methods, any `device=` argument, a tensor moved
     with `.to(...)`, `.cuda()` or `.type_as(x)` before it meets others, index tensors used only
@@ -320,6 +322,54 @@ class TensorWithoutDevice(Rule):
             model.cuda()
             """,
             note="positional ids into an embedding",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+            from mylib.layers import GatedBlock
+
+            class Model(nn.Module):
+                def __init__(self, sizes, vectors):
+                    super().__init__()
+                    layers = []
+                    for a, b in zip(sizes, sizes[1:]):
+                        layers.append(nn.Linear(a, b))
+                    self.body = nn.Sequential(*layers)
+                    self.emb = nn.Embedding.from_pretrained(vectors)
+                    self.gate = GatedBlock(sizes[-1])
+
+                def forward(self, x, idx):
+                    h = self.body(torch.randn(x.shape))  # error
+                    e = self.emb(torch.arange(idx.size(1)))  # error
+                    g = self.gate(x)
+                    return g * torch.ones(g.shape[0], 1)  # error
+
+            model.cuda()
+            """,
+            note="modules with weights: `nn.Sequential(*layers)` of a list built in `__init__`, "
+            "`nn.Embedding.from_pretrained`, a layer class imported from another package",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+            from transformers import AutoTokenizer
+
+            class Model(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")
+                    self.blocks = nn.Sequential(*[nn.ReLU(), nn.Dropout()])
+
+                def forward(self, x, text):
+                    ids = self.tokenizer(text)
+                    h = self.blocks(torch.randn(3, 4))
+                    return ids, h
+
+            model.cuda()
+            """,
+            note="a tokenizer is no layer; a Sequential of layers without weights stays where its input is",
         ),
         Bad(
             """
@@ -1144,6 +1194,7 @@ class _SelfAttributes:
         if not params:
             return
         self_name = params[0].name.value
+        self._method = method
         for node in iter_nodes(method.body, skip=_nested_scopes()):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
                 for target in node.targets:
@@ -1167,12 +1218,63 @@ class _SelfAttributes:
         qualname = self.rule.ctx.qualname(call.func)
         if qualname in PARAM_LAYERS:
             return True
+        if qualname is not None and qualname.endswith(".from_pretrained") and qualname.rpartition(".")[0] in PARAM_LAYERS:
+            return True  # `nn.Embedding.from_pretrained(vectors)`: a layer whose weights are given
         if qualname == "torch.nn.Sequential":
-            return any(isinstance(arg.value, cst.Call) and self._holds_parameters(arg.value) for arg in call.args)
+            return any(self._argument_holds_parameters(arg) for arg in call.args)
         if isinstance(call.func, cst.Name):
             name = call.func.value
-            return name in self.local_classes or name in self.rule.ctx.aliases.relative_imports
+            if name in self.local_classes or name in self.rule.ctx.aliases.relative_imports:
+                return True
+            return _imported_layer_class(qualname)
         return False
+
+    def _argument_holds_parameters(self, arg: cst.Arg) -> bool:
+        if isinstance(arg.value, cst.Call):
+            return self._holds_parameters(arg.value)
+        if arg.star == "*" and isinstance(arg.value, cst.Name):
+            return self._list_holds_parameters(arg.value.value)
+        return False
+
+    def _list_holds_parameters(self, name: str) -> bool:
+        """`nn.Sequential(*layers)`: a layer with parameters put in `layers` in the same method
+        (`layers = [nn.Linear(...), ...]`, a comprehension of them, `layers.append(...)`,
+        `layers += [...]`, `layers.extend([...])`)."""
+        for node in iter_nodes(self._method.body, skip=_nested_scopes()):
+            added: list[cst.BaseExpression] = []
+            if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+                added.append(node.value)
+            elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and node.target.value == name:
+                added.append(node.value)
+            elif (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and isinstance(node.func.value, cst.Name)
+                and node.func.value.value == name
+                and node.func.attr.value in ("append", "extend", "insert")
+            ):
+                added.extend(arg.value for arg in node.args)
+            for value in added:
+                elements = [value.elt] if isinstance(value, (cst.ListComp, cst.GeneratorExp)) else (
+                    [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
+                )
+                if any(isinstance(e, cst.Call) and self._holds_parameters(e) for e in elements):
+                    return True
+        return False
+
+
+#: Imported classes named so are data helpers, not layers: what they return stays on the CPU.
+_NOT_LAYER_WORDS = ("Tokenizer", "Processor", "Transform", "Compose", "Dataset", "Loader", "Sampler", "Config", "Logger", "Writer")
+
+
+def _imported_layer_class(qualname: Optional[str]) -> bool:
+    """A class imported from a package outside torch and the checked tree (`from mylib.layers
+    import FancyBlock`), assigned to an attribute of a module: a layer whose parameters move
+    with the module."""
+    if qualname is None or "." not in qualname or qualname.split(".")[0] in ("torch", "builtins", "typing", "collections", "numpy"):
+        return False
+    last = qualname.rpartition(".")[2]
+    return last[:1].isupper() and not last.isupper() and not any(word in last for word in _NOT_LAYER_WORDS)
 
 
 def _self_attribute(node: cst.BaseExpression, self_name: str) -> Optional[str]:
