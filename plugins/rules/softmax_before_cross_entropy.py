@@ -90,6 +90,47 @@ class SoftmaxBeforeCrossEntropy(LossInputRule):
         ),
         Bad(
             """
+            import torch.nn as nn
+
+            class MLP(nn.Module):
+                def __init__(self, sizes):
+                    super().__init__()
+                    layers = []
+                    for a, b in zip(sizes, sizes[1:]):
+                        layers += [nn.Linear(a, b), nn.ReLU()]
+                    layers.append(nn.Softmax(dim=1))
+                    self.net = nn.Sequential(*layers)
+
+                def forward(self, x):
+                    return self.net(x)
+
+            model = MLP([10, 20, 3])
+            loss = nn.CrossEntropyLoss()(model(x), y)  # error
+            """,
+            note="an `nn.Sequential(*layers)` computes what the layer put last in the list does",
+        ),
+        Good(
+            """
+            import torch.nn as nn
+
+            class MLP(nn.Module):
+                def __init__(self, sizes):
+                    super().__init__()
+                    layers = [nn.Softmax(dim=1)]
+                    for a, b in zip(sizes, sizes[1:]):
+                        layers.append(nn.Linear(a, b))
+                    self.net = nn.Sequential(*layers)
+
+                def forward(self, x):
+                    return self.net(x)
+
+            model = MLP([10, 20, 3])
+            loss = nn.CrossEntropyLoss()(model(x), y)
+            """,
+            note="the softmax is the first layer of the list, not the last",
+        ),
+        Bad(
+            """
             import torch.nn.functional as F
 
             def step(model, x, y):

@@ -644,7 +644,7 @@ class SemanticModel(Analysis):
             first = _argument(call, "input", 0)
             return self.value(first.value) if first is not None else None
         if qualname in api.SEQUENTIAL:
-            return Sequence("sequential", tuple(self.value(a.value) for a in call.args if a.keyword is None and not a.star))
+            return Sequence("sequential", tuple(self._sequential_layers(call)))
         if qualname in api.MODULE_LIST:
             first = _argument(call, "modules", 0)
             return Sequence("modulelist", (self._listed(first.value),)) if first is not None else None
@@ -1166,6 +1166,53 @@ class SemanticModel(Analysis):
         if inplace:
             return Layer(IDENTITY if "Dropout" in last else "inplace", self.origin(call, call.func), True)
         return NNModule(qualname, self.origin(call, call.func), qualname in api.PARAMETRIC_LAYERS)
+
+    def _sequential_layers(self, call: cst.Call) -> list:
+        """The layers of `nn.Sequential(a, b, *rest)` in order; of a list spread into it
+        (`nn.Sequential(*layers)`), the layer put in it last in the same function: what the
+        Sequential computes is what its last layer does."""
+        layers = []
+        for arg in call.args:
+            if arg.keyword is not None:
+                continue
+            if not arg.star:
+                layers.append(self.value(arg.value))
+            elif arg.star == "*" and type(arg.value) is cst.Name:
+                last = self._last_listed(arg.value.value)
+                if last is not None:
+                    layers.append(self.value(last))
+        return layers
+
+    def _last_listed(self, name: str) -> cst.BaseExpression | None:
+        """The element put last, in source order, into the list `name` of the enclosing
+        function: `name = [..., x]`, `name += [..., x]`, `name.append(x)`, `name.extend([..., x])`."""
+        from torchlint.static.walker import iter_nodes
+
+        function = self.ctx.enclosing_function()
+        if function is None:
+            return None
+        last = None
+        for node in iter_nodes(function.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            added = None
+            kind = type(node)
+            if kind is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in node.targets):
+                added = node.value
+            elif kind is cst.AugAssign and type(node.target) is cst.Name and node.target.value == name:
+                added = node.value
+            elif (
+                kind is cst.Call
+                and type(node.func) is cst.Attribute
+                and type(node.func.value) is cst.Name
+                and node.func.value.value == name
+                and node.func.attr.value in ("append", "extend")
+                and len(node.args) == 1
+            ):
+                added = node.args[0].value if node.func.attr.value == "extend" else cst.List([cst.Element(node.args[0].value)])
+            if type(added) in (cst.List, cst.Tuple) and added.elements:
+                last = added.elements[-1].value
+            elif type(added) in (cst.ListComp, cst.GeneratorExp):
+                last = added.elt
+        return last
 
     def _listed(self, expr: cst.BaseExpression) -> Value:
         """Any element of `expr`: a list, or the element of a comprehension (`nn.ModuleList(
