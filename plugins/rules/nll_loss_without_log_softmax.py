@@ -175,6 +175,49 @@ class NllLossWithoutLogSoftmax(LossInputRule):
             },
             note="cross-file, class reached through `import models`",
         ),
+        Bad(
+            """
+            import torch.nn as nn
+            import torch.nn.functional as F
+
+            class Net(nn.Module):
+                def forward(self, x, log=False):
+                    out = self.fc(x)
+                    if log:
+                        return F.log_softmax(out, dim=1)
+                    return F.softmax(out, dim=1)
+
+            net = Net()
+            a = F.nll_loss(net(x), y)  # error
+            b = F.nll_loss(net(x, log=False), y)  # error
+            c = F.nll_loss(net(x, log=True), y)
+            """,
+            note="the branch a call selects by keyword: `log=True` gives log-probabilities, the default does not",
+        ),
+        Bad(
+            files={
+                "model.py": """
+                    import torch.nn as nn
+                    import torch.nn.functional as F
+
+                    class Net(nn.Module):
+                        def forward(self, x, log=False):
+                            out = self.fc(x)
+                            if not log:
+                                return F.softmax(out, dim=1)
+                            return F.log_softmax(out, dim=1)
+                """,
+                "train.py": """
+                    import torch.nn.functional as F
+                    from model import Net
+
+                    net = Net()
+                    good = F.nll_loss(net(x, log=True), y)
+                    bad = F.nll_loss(net(x), y)  # error
+                """,
+            },
+            note="across files too: the model's summary keeps which branch each flag selects",
+        ),
         Good(
             """
             import torch.nn as nn

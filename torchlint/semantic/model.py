@@ -108,6 +108,11 @@ class FunctionInfo:
     is_method: bool = False
     #: parameter -> the symbolic value of its default (evaluated where the def is)
     defaults: dict[str, Value] = field(default_factory=dict)
+    #: for each of `returns`: the (parameter, value) pairs it is made under, from
+    #: `if flag:` / `if not flag:` around it, or an `if flag: return ...` before it
+    return_conditions: list[tuple] = field(default_factory=list)
+    #: parameter -> its default when that is the literal True or False
+    flag_defaults: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass
@@ -380,6 +385,11 @@ class SemanticModel(Analysis):
             return
         defaults = {p.name.value: self.value(p.default) for p in (*node.params.posonly_params, *node.params.params) if p.default is not None}
         info = FunctionInfo(node, owner, [], params, is_method, defaults)
+        info.flag_defaults = {
+            p.name.value: _literal(p.default)
+            for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+            if p.default is not None and _literal(p.default) is not None
+        }
         self.functions[key] = info
         if owner:
             self.classes[owner].methods[node.name.value] = info
@@ -411,6 +421,7 @@ class SemanticModel(Analysis):
         if info is None or self._dead_in_training(scope_index):
             return
         info.returns.append(self.later(node.value) if node.value is not None else None)
+        info.return_conditions.append(_flag_conditions(self.ctx.ancestors, scope_index, info))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = _called_name(node.func)
@@ -590,13 +601,13 @@ class SemanticModel(Analysis):
             if method in api.PASSTHROUGH_METHODS:
                 return receiver
             if method == "forward":
-                return Applied(receiver)
+                return Applied(receiver, _call_flags(call))
             if method in ("__call__",):
-                return Applied(receiver)
+                return Applied(receiver, _call_flags(call))
         imported = self._imported_class(func)
         if imported is not None:
             return Instance(imported)
-        return Applied(self.value(func))
+        return Applied(self.value(func), _call_flags(call))
 
     def _tensor(self, kind: str, origin: Origin) -> Tensor:
         return Tensor(kind, origin, recorded=not self._grad_disabled() and not self._untracked_input(origin.node))
@@ -780,7 +791,7 @@ class SemanticModel(Analysis):
         if kind is Applied:
             found: set = set()
             for callee in self.resolve(value.callee, depth):
-                found |= self.apply(callee, depth)
+                found |= self.apply(callee, depth, value.flags)
             return _returned(found) if found else found
         if kind is Item:
             return self._resolve_item(value, depth)
@@ -1022,8 +1033,8 @@ class SemanticModel(Analysis):
                 found.add(External(("item", container.ref, item.index)))
         return found
 
-    def apply(self, callee: Value, depth: int = 0) -> set:
-        """What calling a concrete value returns."""
+    def apply(self, callee: Value, depth: int = 0, flags: tuple = ()) -> set:
+        """What calling a concrete value returns (`flags`: see `Applied`)."""
         kind = type(callee)
         if kind is Layer:
             return {Tensor(callee.kind, callee.origin, from_layer=True)} if callee.kind != IDENTITY else set()
@@ -1031,14 +1042,14 @@ class SemanticModel(Analysis):
             return {Instance(callee.ref)}
         if kind is Instance:
             if callee.ref.local:
-                return self.forward_output(callee.ref.name, depth)
-            return {External(("forward", callee.ref))}
+                return self.forward_output(callee.ref.name, depth, flags)
+            return {External(("forward", callee.ref, flags) if flags else ("forward", callee.ref))}
         if kind is FunctionObj:
-            return self._returns(self.functions.get((callee.owner, callee.name)), depth)
+            return self._returns(self.functions.get((callee.owner, callee.name)), depth, flags)
         if kind is BoundMethod:
             for info in self._class_chain(callee.cls):
                 if callee.name in info.methods:
-                    return self._returns(info.methods[callee.name], depth)
+                    return self._returns(info.methods[callee.name], depth, flags)
             return set()
         if kind is Sequence and callee.kind == "sequential":
             # An nn.Sequential computes what its last layer computes; trailing layers that
@@ -1058,21 +1069,25 @@ class SemanticModel(Analysis):
             return {Tensor(GRAD, callee.origin, from_layer=True)} if callee.parametric else set()
         return set()
 
-    def _returns(self, info: FunctionInfo | None, depth: int) -> set:
+    def _returns(self, info: FunctionInfo | None, depth: int, flags: tuple = ()) -> set:
         if info is None:
             return set()
         found: set = set()
-        for value in info.returns:
+        chosen = _chosen_flags(info, flags)
+        for index, value in enumerate(info.returns):
+            conditions = info.return_conditions[index] if index < len(info.return_conditions) else ()
+            if any(chosen.get(param, wanted) != wanted for param, wanted in conditions):
+                continue  # made under `if log:` where this call says `log=False`
             found |= self.resolve(value, depth)
         return found
 
-    def forward_output(self, cls: str, depth: int = 0) -> set:
+    def forward_output(self, cls: str, depth: int = 0, flags: tuple = ()) -> set:
         """What calling an instance of `cls` returns: its `__call__` when overridden, else its
         `forward`, found along its bases in this file."""
         for info in self._class_chain(cls):
             method = info.methods.get("__call__") or info.methods.get("forward")
             if method is not None:
-                return {_through(v, cls) for v in self._returns(method, depth)}
+                return {_through(v, cls) for v in self._returns(method, depth, flags)}
         for info in self._class_chain(cls):
             for base in info.bases:
                 if base not in self.classes and not _is_torch_base(base, self.ctx):
@@ -1505,6 +1520,70 @@ def _always_leaves(block: cst.BaseSuite) -> bool:
     if isinstance(last, cst.SimpleStatementLine):
         return bool(last.body) and isinstance(last.body[-1], (cst.Return, cst.Raise))
     return isinstance(last, (cst.Return, cst.Raise))
+
+
+def _call_flags(call: cst.Call) -> tuple:
+    """The literal `True`/`False` keyword arguments of `call` and its positional count; none
+    when it spreads `*args` or `**kwargs` (any flag may be in them)."""
+    if any(arg.star for arg in call.args):
+        return ()
+    flags = [("#positional", sum(1 for arg in call.args if arg.keyword is None))]
+    for arg in call.args:
+        if arg.keyword is not None and _literal(arg.value) is not None:
+            flags.append((arg.keyword.value, _literal(arg.value)))
+    return tuple(flags)
+
+
+def _chosen_flags(info: FunctionInfo, flags: tuple) -> dict[str, bool]:
+    return chosen_flags(info.params[1:] if info.is_method else info.params, info.flag_defaults, flags)
+
+
+def chosen_flags(params: tuple | list, flag_defaults: dict[str, bool], flags: tuple | list) -> dict[str, bool]:
+    """Parameter -> the literal value a call gives it: its keyword, else its literal default
+    when the call passes nothing in its place (`params`: the callee's, without `self`).
+    Nothing is known without the call's flags."""
+    if not flags:
+        return {}
+    given = dict((key, value) for key, value in flags)
+    positional = given.pop("#positional", 0)
+    params = list(params)
+    chosen = {}
+    for param, default in flag_defaults.items():
+        if param in params and params.index(param) < positional:
+            continue  # passed by position: its value is not read here
+        chosen[param] = default
+    chosen.update(given)
+    return chosen
+
+
+def _flag_conditions(ancestors: list, scope_index: int, info: FunctionInfo) -> tuple:
+    """The (parameter, value) pairs a `return` at the end of `ancestors` is made under:
+    inside `if flag:` (True), its `else` (False), `if not flag:` the other way round, and
+    after an `if flag: return ...` earlier in an enclosing block (False)."""
+    conditions = []
+
+    def flag_of(test: cst.BaseExpression) -> tuple[str, bool] | None:
+        if type(test) is cst.Name and test.value in info.params:
+            return test.value, True
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not and type(test.expression) is cst.Name:
+            return (test.expression.value, False) if test.expression.value in info.params else None
+        return None
+
+    for index in range(scope_index + 1, len(ancestors) - 1):
+        node, child = ancestors[index], ancestors[index + 1]
+        if type(node) is cst.If:
+            flag = flag_of(node.test)
+            if flag is not None and child is not node.test:
+                conditions.append((flag[0], flag[1] if child is node.body else not flag[1]))
+        elif type(node) is cst.IndentedBlock:
+            for statement in node.body:
+                if statement is child:
+                    break
+                if type(statement) is cst.If and statement.orelse is None and _always_leaves(statement.body):
+                    flag = flag_of(statement.test)
+                    if flag is not None:
+                        conditions.append((flag[0], not flag[1]))
+    return tuple(conditions)
 
 
 def _called_name(func: cst.BaseExpression) -> str | None:

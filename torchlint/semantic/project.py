@@ -106,6 +106,8 @@ def _external(ref: Any) -> Any:
     if isinstance(ref, ClassRef):
         return _ref(ref)
     head = ref[0]
+    if head == "forward" and len(ref) > 2:
+        return {head: _ref(ref[1]), "flags": [list(flag) for flag in ref[2]]}
     if head in ("global", "instance", "forward"):
         return {head: _ref(ref[1])}
     if head == "call":
@@ -124,10 +126,14 @@ def export(model: SemanticModel, path: str) -> dict[str, Any]:
     encoder = Encoder(model, path)
     facts: dict[str, Any] = {}
     classes = {}
+    choices = {}
     for name in sorted(model.classes):
         output = encoder.values(model.forward_output(name))
         if output:
             classes[name] = output
+            choice = _forward_choice(model, encoder, name)
+            if choice:
+                choices[name] = choice
     functions = {}
     for (owner, name), info in sorted(model.functions.items()):
         if not owner:
@@ -153,7 +159,7 @@ def export(model: SemanticModel, path: str) -> dict[str, Any]:
                 continue
             for callee in callees:
                 calls.append({"callee": _external(callee.ref), "args": args, "keywords": keywords})
-    for key, value in (("classes", classes), ("functions", functions), ("globals", globals_), ("calls", calls)):
+    for key, value in (("classes", classes), ("choices", choices), ("functions", functions), ("globals", globals_), ("calls", calls)):
         if value:
             facts[key] = value
     if model.star_imports:
@@ -161,11 +167,42 @@ def export(model: SemanticModel, path: str) -> dict[str, Any]:
     return facts
 
 
+def _forward_choice(model: SemanticModel, encoder: Encoder, name: str) -> dict[str, Any] | None:
+    """For a class whose `forward` returns different things under `if flag:` on its
+    parameters (`forward(x, log=False)`): each return with the flags it is made under, so a
+    caller in another file that passes `log=True` gets that branch only."""
+    for info in model._class_chain(name):
+        method = info.methods.get("__call__") or info.methods.get("forward")
+        if method is None:
+            continue
+        if not any(method.return_conditions):
+            return None
+        returns = [
+            {"when": [list(c) for c in conditions], "values": encoder.values(model.resolve(value))}
+            for value, conditions in zip(method.returns, method.return_conditions)
+        ]
+        params = method.params[1:] if method.is_method else method.params
+        return {"params": list(params), "defaults": method.flag_defaults, "returns": returns}
+    return None
+
+
 def _interesting(value: dict[str, Any]) -> bool:
     return any(key in value for key in _INTERESTING)
 
 
 # -- the project phase -------------------------------------------------------------------------
+def _chosen_output(choice: dict[str, Any], flags: list) -> list[dict[str, Any]]:
+    """The returns of a `forward` whose flags a call does not contradict (see `_forward_choice`)."""
+    from torchlint.semantic.model import chosen_flags
+
+    chosen = chosen_flags(choice["params"], choice["defaults"], flags)
+    output: list[dict[str, Any]] = []
+    for branch in choice["returns"]:
+        if all(chosen.get(param, wanted) == wanted for param, wanted in branch["when"]):
+            output.extend(branch["values"])
+    return output
+
+
 class ProjectModel:
     """Resolves the JSON values of one file against every file's summary."""
 
@@ -201,7 +238,8 @@ class ProjectModel:
         if "instance" in ref:
             return [{"instance": c["class"], "path": c["path"]} for c in self._global(ref["instance"], path, depth) if "class" in c]
         if "forward" in ref:
-            return self.call([{"instance": c["class"], "path": c["path"]} for c in self._global(ref["forward"], path, depth) if "class" in c], depth)
+            flags = ref.get("flags", ())
+            return self.call([{"instance": c["class"], "path": c["path"], "flags": flags} for c in self._global(ref["forward"], path, depth) if "class" in c], depth)
         if "call" in ref:
             return self.call(self._external(ref["call"], path, depth + 1), depth)
         if "item" in ref:
@@ -219,7 +257,11 @@ class ProjectModel:
             elif "class" in callee:
                 out.append({"instance": callee["class"], "path": callee["path"]})
             elif "instance" in callee:
-                output = self.summaries.get(callee["path"], {}).get("classes", {}).get(callee["instance"], [])
+                summary = self.summaries.get(callee["path"], {})
+                output = summary.get("classes", {}).get(callee["instance"], [])
+                choice = summary.get("choices", {}).get(callee["instance"])
+                if choice is not None and callee.get("flags"):
+                    output = _chosen_output(choice, callee["flags"])
                 out.extend(_via(v, callee["instance"]) for v in self.resolve(output, depth + 1))
             elif "function" in callee:
                 output = self.summaries.get(callee["path"], {}).get("functions", {}).get(callee["function"], [])

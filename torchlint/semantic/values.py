@@ -194,9 +194,12 @@ class Param:
 
 @dataclass(frozen=True)
 class Applied:
-    """What calling `callee` returns."""
+    """What calling `callee` returns. `flags`: the call's literal `True`/`False` keyword
+    arguments, and how many positional arguments it passes (`("#positional", n)`), which
+    choose among returns made under `if flag:` in the callee."""
 
     callee: "Value"
+    flags: tuple = ()
 
 
 @dataclass(frozen=True)
