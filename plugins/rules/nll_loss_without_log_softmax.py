@@ -46,7 +46,8 @@ class NllLossWithoutLogSoftmax(LossInputRule):
     code = "TL102"
     name = "nll-loss-without-log-softmax"
     summary = "`nll_loss` expects log-probabilities; softmax output gives it -p instead of -log p"
-    triggers = ("softmax", "Softmax", "nll_loss", "NLLLoss", "loss", "criterion")
+    #: `.train(`, `.fit(`: a driver handing its model to a trainer object of another file
+    triggers = ("softmax", "Softmax", "nll_loss", "NLLLoss", "loss", "criterion", ".train(", ".fit(")
     loss_kind = "nll"
     loss_label_functional = "nll_loss"
     loss_label_module = "NLLLoss"

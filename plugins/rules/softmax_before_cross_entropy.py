@@ -53,7 +53,8 @@ class SoftmaxBeforeCrossEntropy(LossInputRule):
     summary = "`cross_entropy` applies log_softmax itself; feeding it softmax output squashes the gradients"
     # "loss" and "criterion": a training function in a file of its own calls a loss it was
     # given, and the project phase needs that call whatever the file names.
-    triggers = ("softmax", "Softmax", "cross_entropy", "CrossEntropyLoss", "loss", "criterion")
+    #: `.train(`, `.fit(`: a driver handing its model to a trainer object of another file
+    triggers = ("softmax", "Softmax", "cross_entropy", "CrossEntropyLoss", "loss", "criterion", ".train(", ".fit(")
     loss_kind = "cross_entropy"
     loss_label_functional = "cross_entropy"
     loss_label_module = "CrossEntropyLoss"
@@ -108,6 +109,62 @@ class SoftmaxBeforeCrossEntropy(LossInputRule):
             loss = nn.CrossEntropyLoss()(model(x), y)  # error
             """,
             note="an `nn.Sequential(*layers)` computes what the layer put last in the list does",
+        ),
+        Bad(
+            files={
+                "models.py": """
+                    import torch
+                    import torch.nn as nn
+
+                    class Net(nn.Module):
+                        def forward(self, x):
+                            return torch.softmax(self.fc(x), dim=1)
+                """,
+                "trainer.py": """
+                    import torch.nn as nn
+
+                    class Trainer:
+                        def __init__(self):
+                            self.criterion = nn.CrossEntropyLoss()
+
+                        def fit(self, model, batches):
+                            for x, y in batches:
+                                loss = self.criterion(model(x), y)  # error
+                """,
+                "main.py": """
+                    import torch
+                    from models import Net
+                    from trainer import Trainer
+
+                    trainer = Trainer()
+                    trainer.fit(Net(), batches)
+                """,
+            },
+            note="a driver hands its model to a method of a trainer defined in another file",
+        ),
+        Good(
+            files={
+                "trainer.py": """
+                    import torch.nn as nn
+
+                    class Trainer:
+                        def __init__(self):
+                            self.criterion = nn.CrossEntropyLoss()
+
+                        def fit(self, model, batches):
+                            for x, y in batches:
+                                loss = self.criterion(model(x), y)
+                """,
+                "main.py": """
+                    import torch
+                    import torch.nn as nn
+                    from trainer import Trainer
+
+                    trainer = Trainer()
+                    trainer.fit(nn.Linear(4, 2), batches)
+                """,
+            },
+            note="the model handed over returns logits",
         ),
         Good(
             """

@@ -150,6 +150,9 @@ class SemanticModel(Analysis):
         self._ambiguous_functions: set[tuple[str, str]] = set()
         #: call sites by the name called (`f(...)`, `x.f(...)`, `Net(...)`): parameter values.
         self._calls_by_name: dict[str, list[CallSite]] = {}
+        #: (method name, receiver, call site) of `obj.method(...)` on a local name: what a
+        #: method of another file's class receives from here (`trainer.train(model)`)
+        self._method_calls: list[tuple[str, Value, CallSite]] = []
         #: `from <module> import *` of this file: (level, module).
         self.star_imports: list[tuple[int, str]] = []
         self._torch_star: list[str] = []
@@ -435,6 +438,7 @@ class SemanticModel(Analysis):
         # methods and classes, and of imported names (facts for other files). Most calls in
         # model code are tensor methods (`x.view(...)`) and need no record.
         if qualname is None and name not in self._defined_names():
+            self._note_method_call(node, name)
             return
         has_star = any(arg.star for arg in node.args)
         site = CallSite(self.value(node.func), [], {}, has_star)
@@ -445,6 +449,30 @@ class SemanticModel(Analysis):
                 else:
                     site.keywords[arg.keyword.value] = self.later(arg.value)
         self._calls_by_name.setdefault(name, []).append(site)
+
+    def _note_method_call(self, node: cst.Call, name: str) -> None:
+        """`trainer.train(model)`, `model.add_loss_op(nn.NLLLoss())` on a local name: kept for
+        the file's summary when the receiver turns out to be an instance of an imported class.
+        Tensor methods (`x.view(...)`), the bulk of calls in model code, are not kept."""
+        func = node.func
+        if type(func) is not cst.Attribute or type(func.value) is not cst.Name or not node.args:
+            return
+        if name in api.TENSOR_METHODS or name in api.COPY_METHODS or func.value.value == "self":
+            return
+        if name in api.PASSTHROUGH_METHODS and name != "train":
+            return  # `.to(device)`, `.eval()`: a module's own; `trainer.train(model)` is a trainer's
+        if any(arg.star for arg in node.args):
+            return
+        site = CallSite(None, [], {}, False)
+        for arg in node.args:
+            if arg.keyword is None:
+                site.positional.append(self.later(arg.value))
+            else:
+                site.keywords[arg.keyword.value] = self.later(arg.value)
+        self._method_calls.append((name, self.value(func.value), site))
+
+    def method_calls(self) -> list[tuple[str, Value, CallSite]]:
+        return self._method_calls
 
     def _defined_names(self) -> frozenset[str]:
         """Names this file defines with `def` or `class` (a text scan: they may come later)."""
@@ -995,8 +1023,9 @@ class SemanticModel(Analysis):
                     found |= self.resolve(site.positional[position], depth)
                 elif param.name in info.defaults:
                     found |= self.resolve(info.defaults[param.name], depth)
-        if sites == 0 and (not param.owner or is_init):
-            # Nobody in this file calls it: callers in other files decide (project phase).
+        if sites == 0:
+            # Nobody in this file calls it: callers in other files decide (project phase),
+            # for a method through `obj.method(...)` on an instance of its class.
             return {External(("param", param.owner, param.function, param.index, param.name))}
         return found
 

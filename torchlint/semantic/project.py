@@ -159,6 +159,17 @@ def export(model: SemanticModel, path: str) -> dict[str, Any]:
                 continue
             for callee in callees:
                 calls.append({"callee": _external(callee.ref), "args": args, "keywords": keywords})
+    for name, receiver, site in model.method_calls():
+        # `trainer.train(model)` where `trainer` is an instance of an imported class.
+        owners = [r for r in model.resolve(receiver) if type(r) is Instance and not r.ref.local]
+        if not owners:
+            continue
+        args = [encoder.values(model.resolve(a)) for a in site.positional]
+        keywords = {k: encoder.values(model.resolve(v)) for k, v in site.keywords.items()}
+        if not any(args) and not any(keywords.values()):
+            continue
+        for owner in owners:
+            calls.append({"callee": {"method": [_ref(owner.ref), name]}, "args": args, "keywords": keywords})
     for key, value in (("classes", classes), ("choices", choices), ("functions", functions), ("globals", globals_), ("calls", calls)):
         if value:
             facts[key] = value
@@ -217,6 +228,9 @@ class ProjectModel:
                 target = call["callee"].get("global") or call["callee"].get("instance")
                 if target is not None:
                     self._calls_by_name.setdefault(_ref_name(target), []).append((caller, call))
+                elif "method" in call["callee"]:
+                    # keyed apart from functions: `.train` is a method of some class
+                    self._calls_by_name.setdefault("." + call["callee"]["method"][1], []).append((caller, call))
         self._defined: dict[tuple, list[tuple[str, str]]] = {}
 
     def resolve(self, values: list[dict[str, Any]], depth: int = 0) -> list[dict[str, Any]]:
@@ -325,9 +339,10 @@ class ProjectModel:
     def _param(self, path: str, owner: str, function: str, index: int, name: str, *, depth: int) -> list[dict[str, Any]]:
         """What other files pass for a parameter of `function` of `path`."""
         out: list[dict[str, Any]] = []
-        for caller, call in self._calls_by_name.get(owner or function, ()):
+        method = bool(owner) and function != "__init__"
+        for caller, call in self._calls_by_name.get("." + function if method else owner or function, ()):
             callee = call["callee"]
-            target = callee.get("global") or callee.get("instance")
+            target = callee["method"][0] if method else callee.get("global") or callee.get("instance")
             if not any(p == path and n == (owner or function) for p, n in self._defining(target, caller)):
                 continue
             position = index - (1 if owner else 0)
