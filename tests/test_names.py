@@ -6,6 +6,7 @@ import libcst as cst
 import pytest
 
 from torchlint.static.context import FileContext
+from torchlint.static.names import AliasTable
 from torchlint.static.walker import Dispatcher
 
 
@@ -143,3 +144,16 @@ def f(a, *args, b=1, **kw):
     assert {"x", "y", "p", "q", "r", "s", "t", "i", "j", "k", "fh", "g", "h", "u", "err", "v", "w", "z",
             "m1", "m2", "m3", "n1", "n2", "inner", "K", "a", "args", "b", "kw"} == full
     assert "hidden" not in full and "attr" not in full and "alias" not in full
+
+
+def test_star_import_binds_conventional_torch_names_the_file_leaves_unbound():
+    table = AliasTable(cst.parse_module("from common import *\nfrom torch import nn as tnn\nF = 3\nx = torch.zeros(1)\n"))
+    assert table.resolve("torch.zeros") == "torch.zeros"
+    assert table.resolve("Variable") == "torch.autograd.Variable"
+    assert table.resolve("F.relu") is None  # bound by the file itself
+    assert table.resolve("tnn.Linear") == "torch.nn.Linear"
+
+
+def test_no_star_import_no_conventional_names():
+    table = AliasTable(cst.parse_module("x = torch.zeros(1)\n"))
+    assert table.resolve("torch.zeros") is None

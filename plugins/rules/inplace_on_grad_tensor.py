@@ -169,6 +169,33 @@ class InplaceOnGradTensor(Rule):
     fix_safety = UNSAFE
     cases = [
         Bad(
+            files={
+                "common.py": """
+                    import torch
+                    from torch.autograd import Variable
+                """,
+                "fit.py": """
+                    from common import *
+
+                    w = Variable(torch.randn(3, 3), requires_grad=True)
+                    b = torch.zeros(3, requires_grad=True)
+                    w.add_(1)  # error
+                    b += 1  # error
+                """,
+            },
+            note="`torch` and `Variable` reached only through a star import mean what they always mean",
+        ),
+        Good(
+            """
+            from common import *
+
+            torch = load_backend()
+            w = torch.zeros(3, requires_grad=True)
+            w.add_(1)
+            """,
+            note="a name the file binds itself is not the one a star import would bring",
+        ),
+        Bad(
             """
             import torch.nn as nn
 

@@ -105,7 +105,11 @@ LEAF_FACTORIES = frozenset(
         "linspace", "logspace", "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
         "randn_like", "randint_like", "normal",
     )
-)
+) | {
+    # `Variable(data, requires_grad=True)` (deprecated, still in old code) makes a leaf too.
+    "torch.autograd.Variable",
+    "torch.autograd.variable.Variable",
+}
 #: Ops returning several views of their input, whose outputs autograd forbids modifying in
 #: place (checked with torch 2.13: "Output 0 of Split is a view and is being modified
 #: inplace..."). `tensor_split`, `hsplit` and `vsplit` are built from single views and do not

@@ -69,6 +69,18 @@ def _import_from_module(node: cst.ImportFrom) -> str | None:
     return dotted_name(node.module)
 
 
+#: What these names mean when a star import is the only thing that can bind them: a
+#: project's `common.py` re-exporting `import torch`, `import torch.nn as nn`,
+#: `from torch.autograd import Variable` to files that do `from common import *`.
+STAR_CONVENTIONS = {
+    "torch": "torch",
+    "nn": "torch.nn",
+    "F": "torch.nn.functional",
+    "optim": "torch.optim",
+    "Variable": "torch.autograd.Variable",
+}
+
+
 class AliasTable:
     """Maps local names to the fully qualified names their imports bind."""
 
@@ -77,6 +89,7 @@ class AliasTable:
         self.relative_imports: dict[str, tuple[int, str]] = {}  # name -> (level, "pkg.mod.Name")
         ambiguous: set[str] = set()
         other_bindings: set[str] = set()
+        star = False
         for statement in _iter_statements(module.body):
             if isinstance(statement, cst.Import):
                 for alias in statement.names:
@@ -91,6 +104,7 @@ class AliasTable:
             elif isinstance(statement, cst.ImportFrom):
                 module_name = _import_from_module(statement)
                 if isinstance(statement.names, cst.ImportStar):
+                    star = True
                     continue
                 for alias in statement.names:
                     if not isinstance(alias.name, cst.Name):
@@ -108,6 +122,12 @@ class AliasTable:
                 other_bindings.add(name)
         for name in ambiguous | (other_bindings & set(self.aliases)):
             self.aliases.pop(name, None)
+        if star:
+            # A name no import or assignment of this file binds can only come from its star
+            # imports; `torch`, `nn`, `Variable` from one mean what they always mean.
+            for name, full in STAR_CONVENTIONS.items():
+                if name not in self.aliases and name not in other_bindings and name not in ambiguous:
+                    self.aliases[name] = full
 
     def _bind(self, local: str, full: str, ambiguous: set[str]) -> None:
         previous = self.aliases.get(local)
