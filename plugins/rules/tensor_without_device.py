@@ -69,6 +69,10 @@ BATCH_BUILDERS = ("get_batch", "make_batch", "build_batch")
 DEFAULT_DEVICE_SETTERS = ("set_default_device", "set_default_tensor_type")
 
 
+#: Names that read as a model when something moves them to a device.
+_MODEL_WORDS = ("model", "net", "encoder", "decoder", "generator", "discriminator", "classifier", "policy", "critic", "actor")
+
+
 class TensorWithoutDevice(Rule):
     """
     ## What it does
@@ -91,6 +95,11 @@ class TensorWithoutDevice(Rule):
     `nn.Sequential(*layers)`), `nn.Embedding.from_pretrained(...)`, a model class of this file,
     a class imported from another package and assigned to a module's attribute, a parameter
     every caller passes a model to) given such a tensor or moved itself.
+
+    A driver function that takes the model but no tensor (`def evaluate(model): batch =
+    torch.randn(...); model(batch)`) is read too when every call in the file passes it a
+    module and the file moves a model to a device (`.to(device)`/`.cuda()` on one it builds,
+    or on a name such as `model`, `net`, `encoder`).
 
     Not flagged: `*_like` factories and `x.new_*` methods, any `device=` argument, a tensor moved
     with `.to(...)`, `.cuda()` or `.type_as(x)` before it meets others, index tensors used only
@@ -370,6 +379,39 @@ class TensorWithoutDevice(Rule):
             model.cuda()
             """,
             note="a tokenizer is no layer; a Sequential of layers without weights stays where its input is",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            def evaluate(model):
+                batch = torch.randn(8, 10)  # error
+                with torch.no_grad():
+                    return model(batch)
+
+            def main():
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+                model = nn.Linear(10, 2).to(device)
+                evaluate(model)
+            """,
+            note="a driver that takes only the model builds a CPU batch; the file moves its model to the device",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            def evaluate(model):
+                batch = torch.randn(8, 10)
+                with torch.no_grad():
+                    return model(batch)
+
+            def main():
+                evaluate(nn.Linear(10, 2))
+                torch.cuda.synchronize()
+            """,
+            note="the model handed to the driver is never moved: its weights stay with the CPU batch",
         ),
         Bad(
             """
@@ -739,6 +781,7 @@ class TensorWithoutDevice(Rule):
         self._calls: dict[str, int] = {}
         self._moved: dict[str, int] = {}
         self._flows: dict[int, Optional[Flow]] = {}
+        self._model_moved: Optional[bool] = None
         #: factory call -> the body (function or module) that made it
         self._homes: dict[int, cst.CSTNode] = {}
         self._reported: set[int] = set()
@@ -899,10 +942,37 @@ class TensorWithoutDevice(Rule):
                 return None
             resolved = model.resolve(value)
             if resolved and all(model.is_module(v) for v in resolved):
-                return Module(dotted_name(expr) or "")
+                # A model handed to a driver (`evaluate(model)`) in a file that moves its
+                # models to the device: it is on the device, and a CPU batch given to it meets
+                # its weights.
+                moved = type(value) is Param and self._moves_a_model()
+                return Module(dotted_name(expr) or "", moved)
             return None
 
         return module_of
+
+    def _moves_a_model(self) -> bool:
+        """Whether this file moves a model to a device: `.cuda()` or `.to(...)` on a module it
+        builds (`Net().to(device)`, `nn.Linear(...).cuda()`) or on a name that reads as one
+        (`model`, `net`, `encoder`, `generator`, ...)."""
+        if self._model_moved is None:
+            self._model_moved = any(
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute
+                and node.func.attr.value in ("cuda", "to")
+                and (node.func.attr.value == "cuda" or bool(node.args))
+                and self._reads_as_model(node.func.value)
+                for node in iter_nodes(self.ctx.module)
+            )
+        return self._model_moved
+
+    def _reads_as_model(self, receiver: cst.BaseExpression) -> bool:
+        if type(receiver) is cst.Call:
+            qualname = self.ctx.qualname(receiver.func) or ""
+            called = dotted_name(receiver.func) or ""
+            return qualname.startswith("torch.nn.") or called[:1].isupper() or called.rpartition(".")[2][:1].isupper()
+        name = (dotted_name(receiver) or "").rpartition(".")[2].lower()
+        return any(word in name for word in _MODEL_WORDS)
 
     def _returns(self, class_name: Optional[str]):
         """What a call of a function (or `self.` method) of this file returns, in the device domain."""

@@ -767,7 +767,7 @@ class SemanticModel(Analysis):
         """Whether a concrete value is an nn.Module: a layer, a container, or an instance of a
         class of this file that derives from one of torch.nn's (or Lightning's) modules."""
         kind = type(value)
-        if kind is Layer:
+        if kind is Layer or kind is NNModule:
             return True
         if kind is Sequence:
             return value.kind in ("sequential", "modulelist", "moduledict")
