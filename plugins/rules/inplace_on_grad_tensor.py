@@ -199,6 +199,40 @@ class InplaceOnGradTensor(Rule):
             """
             import torch.nn as nn
 
+            class Tagger(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lstm = nn.LSTM(8, 16, batch_first=True)
+
+                def forward(self, x, lengths):
+                    seq, (h, c) = self.lstm(x)
+                    for i, n in enumerate(lengths):
+                        seq[i, n:] = 0  # error
+                    h.mul_(2)
+                    return seq, h
+            """,
+            note="an LSTM's output sequence is saved for backward; its hidden state is not",
+        ),
+        Good(
+            """
+            import torch.nn as nn
+
+            class Tagger(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.gru = nn.GRU(8, 16, batch_first=True)
+
+                def forward(self, x):
+                    seq, h = self.gru(x)
+                    seq.mul_(2)
+                    return seq
+            """,
+            note="a GRU's output is not saved for backward (torch 2.13, CPU)",
+        ),
+        Bad(
+            """
+            import torch.nn as nn
+
             mlp = nn.Sequential(
                 nn.Linear(32, 64),
                 nn.ReLU(),

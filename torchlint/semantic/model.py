@@ -1095,6 +1095,10 @@ class SemanticModel(Analysis):
         if kind is External:
             return {External(("call", callee.ref))}
         if kind is NNModule:
+            if callee.qualname in api.SAVED_SEQUENCE_LAYERS and _one_direction(callee.origin.node):
+                # `output, (h, c) = lstm(x)`: the output sequence is saved for backward
+                saved, state = Tensor(SAVED, callee.origin, from_layer=True), Tensor(GRAD, callee.origin, from_layer=True)
+                return {Sequence("tuple", (saved, state))}
             return {Tensor(GRAD, callee.origin, from_layer=True)} if callee.parametric else set()
         return set()
 
@@ -1388,6 +1392,10 @@ class SemanticModel(Analysis):
     def sole_layer(self, cls: str, attr: str) -> Layer | None:
         """The layer `self.<attr>` of `cls` is, when the class (or a base here) assigns it
         once and that resolves to one layer: `nn.ReLU() if relu else nn.Identity()` is not one."""
+        layer = self._sole_value(cls, attr)
+        return layer if type(layer) is Layer else None
+
+    def _sole_value(self, cls: str, attr: str) -> Value:
         for info in self._class_chain(cls):
             if attr in info.attrs:
                 values = info.attrs[attr]
@@ -1396,8 +1404,8 @@ class SemanticModel(Analysis):
                 resolved = self.resolve(values[0])
                 if len(resolved) != 1:
                     return None
-                (layer,) = resolved
-                return layer if type(layer) is Layer else None
+                (value,) = resolved
+                return value
         return None
 
     def sole_layers(self) -> frozenset[int]:
@@ -1407,8 +1415,10 @@ class SemanticModel(Analysis):
             ids = set()
             for name, info in self.classes.items():
                 for attr in info.attrs:
-                    layer = self.sole_layer(name, attr)
-                    if layer is not None and layer.origin.node is not None:
+                    layer = self._sole_value(name, attr)
+                    if type(layer) is NNModule and layer.qualname not in api.SAVED_SEQUENCE_LAYERS:
+                        continue  # only an LSTM's output of the layers known by name is saved
+                    if type(layer) in (Layer, NNModule) and layer.origin.node is not None:
                         ids.add(id(layer.origin.node))
             found = self.memo["sole layers"] = frozenset(ids)
         return found
@@ -1549,6 +1559,15 @@ def _always_leaves(block: cst.BaseSuite) -> bool:
     if isinstance(last, cst.SimpleStatementLine):
         return bool(last.body) and isinstance(last.body[-1], (cst.Return, cst.Raise))
     return isinstance(last, (cst.Return, cst.Raise))
+
+
+def _one_direction(call: Any) -> bool:
+    """An `nn.LSTM(...)` built without `bidirectional=True`: a bidirectional one concatenates
+    its directions' outputs, and on the CPU that copy is what the caller gets (nothing saved)."""
+    if type(call) is not cst.Call:
+        return False
+    flag = _argument(call, "bidirectional", 6)
+    return flag is None or _literal(flag.value) is False
 
 
 def _call_flags(call: cst.Call) -> tuple:

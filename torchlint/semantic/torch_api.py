@@ -169,6 +169,11 @@ SAVED_WHEN_INPLACE_FUNCTIONALS = frozenset({"torch.nn.functional." + n for n in 
 #: that LAYERS does not list.
 SAVED_WHEN_INPLACE_LAYERS = _nn("LeakyReLU", "ELU", "SELU", "CELU", "RReLU", modules=("activation",))
 SAVED_OUTPUT_LAYERS = _nn("Softmin", modules=("activation",))
+#: Recurrent layers whose output sequence (element 0 of what they return) autograd saves
+#: (checked with torch 2.13 on the CPU: `out[:, 0] = 0` after `nn.LSTM` fails backward with
+#: "modified by an inplace operation"; after `nn.GRU`, or a bidirectional LSTM, it does not).
+#: The hidden states are not.
+SAVED_SEQUENCE_LAYERS = _nn("LSTM", modules=("rnn",))
 #: Layers taking `inplace`, and its position.
 INPLACE_POSITION = {
     **{"torch.nn." + n: 0 for n in ("ReLU", "ReLU6", "SiLU", "Mish", "Hardswish", "Hardsigmoid", "SELU")},
