@@ -182,3 +182,25 @@ def test_parenthesised_from_import_can_be_replaced():
     result = check_sources({"a.py": source}, select=["XX202"], extra_plugins=[Pack()])
     fixed = apply_fixes(source, [f.fix for f in result.findings]).text
     assert fixed == "from torch.func import (\n    vmap,\n    grad,\n)\n"
+
+
+def test_one_fix_run_reaches_the_fixed_point_across_rules(tmp_path, monkeypatch):
+    # TL301's safe map_location fix comes first; TL302's weights_only fix only exists once it
+    # is applied. ruff applies fixes until nothing changes: so must one `--fix` run.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text('import torch\n\nmodel = Net().cuda()\nmodel.load_state_dict(torch.load("m.pt"))\n')
+    result = run("--fix", "--unsafe-fixes", "a.py")
+    assert 'torch.load("m.pt", map_location="cpu", weights_only=True)' in (tmp_path / "a.py").read_text()
+    assert result.exit_code == 0, result.output
+
+
+def test_fix_says_when_it_stopped_on_the_pass_bound(tmp_path, monkeypatch):
+    import torchlint.fix.runner as runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "MAX_PASSES", 1)
+    (tmp_path / "a.py").write_text('import torch\n\nmodel = Net().cuda()\nmodel.load_state_dict(torch.load("m.pt"))\n')
+    result = run("--fix", "--unsafe-fixes", "--output-format", "concise", "a.py")
+    assert "stopped there" in result.output and "TL002" in result.output
+    assert 'map_location="cpu"' in (tmp_path / "a.py").read_text()
+    assert result.exit_code == 1

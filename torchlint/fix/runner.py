@@ -122,7 +122,13 @@ def fix_text(engine: StaticEngine, path: str, original: str, *, unsafe: bool) ->
     # findings that came in: those may come from a cache that anyone with write access to it
     # (a CI cache restored from a pull request) could have filled with edits of their own.
     findings = [f for f in _recheck(engine, path, text) if wanted(f, unsafe)]
-    for _ in range(MAX_PASSES):
+    for passes in range(MAX_PASSES + 1):
+        if passes == MAX_PASSES:
+            if findings:  # like ruff: a bound on the passes, and a word when it is reached
+                result.rejected.append(Rejection(
+                    f"fixes still applied after {MAX_PASSES} passes; stopped there (run `--fix` again to go on)",
+                    findings[0].location.line, findings[0].location.column))
+            break
         attempt = apply_fixes(text, [f.fix for f in findings if f.fix is not None])
         for finding in findings:
             if finding.fix in attempt.stale:
@@ -153,6 +159,11 @@ def fix_text(engine: StaticEngine, path: str, original: str, *, unsafe: bool) ->
 def _recheck(engine: StaticEngine, path: str, text: str) -> list[Finding]:
     """Findings in the fixed text, after suppressions and per-file ignores, like a real run."""
     fresh = engine.check_text(path, text)
+    project = getattr(engine, "project", None)
+    if project is not None:
+        # The project phase reads this file's facts as they are now, not as they were before
+        # the last pass: TL302 leaves a call to TL301 only while TL301 still reports it there.
+        project.facts[path] = fresh.facts
     findings = engine.keep_in_project([f for f in fresh.findings if f.code in engine.enabled])
     kept, _ = engine._apply_suppressions([Discovered(Path(path), path)], findings, {path: text})
     return engine.drop_unfixable(kept)
