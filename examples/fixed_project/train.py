@@ -31,9 +31,9 @@ def evaluate(model: Classifier, x, y) -> float:
 
 def resume(path: str) -> Classifier:
     model = Classifier()
-    model.load_state_dict(torch.load(path, map_location="cpu"))
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
     return model
 
 
 if __name__ == "__main__":
-    train()
+    train(device="cuda" if torch.cuda.is_available() else "cpu")

@@ -67,7 +67,7 @@ def main() -> int:
         import torch
     except ImportError as exc:
         events.emit("error", kind="setup", message=(
-            f"torch cannot be imported by {sys.executable} ({exc}); install the runtime extra: pip install 'torchlint[runtime]'"))
+            f"torch cannot be imported by {sys.executable} ({exc}); install torch into this environment (`pip install torch`, or the README's install with the runtime extra)"))
         return EXIT_SETUP
 
     from torchlint.pluginmanager import make_plugin_manager
