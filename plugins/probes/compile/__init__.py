@@ -168,7 +168,15 @@ def torchlint_run_options() -> list:
     return [click.Option(["--compile"], type=Backend(["eager", "aot_eager", "inductor"]), is_flag=False, flag_value="aot_eager",
                          default=None, help="Compile the model the program runs up the backend ladder eager -> aot_eager "
                          "[-> inductor]: graph breaks, recompilations, the failing stage, accuracy and speed-up. --compile "
-                         "alone means --compile=aot_eager.")]
+                         "alone means --compile=aot_eager."),
+            click.Option(["--minify"], is_flag=True, default=False,
+                         help="When Inductor fails to compile the model or its output drifts from eager, shrink the failing "
+                         "graph with torch's minifier in a process of its own and write it as a script that runs alone, "
+                         "with Inductor's debug dump, to the --report folder (else ./torchlint-minify). Implies "
+                         "--compile=inductor unless --compile is given."),
+            click.Option(["--minify-timeout"], type=click.FloatRange(min=1), default=120.0, show_default=True, metavar="SECONDS",
+                         help="Budget of --minify, the minifier and the run of its script together; the minifier is "
+                         "stopped when it runs out, and the report says so.")]
 
 
 @hookimpl
