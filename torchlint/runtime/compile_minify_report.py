@@ -52,6 +52,11 @@ def minified_note(record: dict[str, Any] | None) -> str:
     return ""
 
 
+def failing_graph(record: dict[str, Any]) -> str | None:
+    """The graph that failed (the worker names it), else the first one written for it."""
+    return record.get("graph") or next(iter(record.get("graphs") or ()), None)
+
+
 def minify_lines(record: dict[str, Any], cwd: Path) -> list[str]:
     status = record.get("status")
     if status == "not attempted":
@@ -71,8 +76,8 @@ def minify_lines(record: dict[str, Any], cwd: Path) -> list[str]:
         out.append(f"    {record['reason']}")
         if record.get("other_failures"):
             out.append(f"    instead: {record['other_failures'][0][:200]}")
-    if status != "minified" and record.get("graph"):
-        out.append(f"    failing graph (not minified, runs alone): {display_path(record['graph'], cwd)}")
+    if status != "minified" and failing_graph(record):
+        out.append(f"    failing graph (not minified, runs alone): {display_path(failing_graph(record), cwd)}")
     for name in DEBUG_FILES:
         if name in (record.get("debug_files") or {}):
             out.append(f"    debug dump: {display_path(record['debug_files'][name], cwd)}")
@@ -93,8 +98,8 @@ def minify_html(record: dict[str, Any], cwd: Path) -> str:
                      f'{link(record["script"])}: {e(verdict(record))}')
     elif record.get("reason"):
         lines.append(e(record["reason"]))
-    if record.get("status") != "minified" and record.get("graph"):
-        lines.append(f'failing graph: {link(record["graph"])}')
+    if record.get("status") != "minified" and failing_graph(record):
+        lines.append(f'failing graph: {link(failing_graph(record))}')
     debug = record.get("debug_files") or {}
     if debug:
         lines.append("debug dump (TORCH_COMPILE_DEBUG): " + ", ".join(link(debug[n]) for n in DEBUG_FILES if n in debug))
