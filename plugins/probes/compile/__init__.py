@@ -60,7 +60,10 @@ class CompileFailure(RuntimeRule):
     with Inductor, `torch.compile`'s default), so the first backend that fails names the
     stage: Dynamo, AOTAutograd or Inductor. The finding points at the user line in the error
     when there is one, else at the program's call of its compiled function; a C++ compile
-    error's first `error:` line is in the message.
+    error's first `error:` line is in the message. With `--minify`, an Inductor failure's
+    graph is shrunk by torch's minifier to the ops that still fail with the same compiler
+    error, named at the user's lines, and written as a script that runs alone, beside
+    Inductor's debug dump (`output_code.py`, `fx_graph_runnable.py`).
 
     ## Why is this bad?
     `torch.compile(model)` raises on the first call, or falls back to eager silently when
@@ -91,7 +94,10 @@ class CompiledOutputMismatch(RuntimeRule):
     a tolerance chosen by dtype (float32: rtol 1e-4, atol 1e-5; float16: 1e-2, 1e-3;
     bfloat16: 1.6e-2, 1e-2; float64: 1e-7, 1e-7). The message gives the largest absolute and
     relative errors and the tolerances used; for a program's own compile the finding points
-    at its first call of the compiled function and names the `torch.compile` line.
+    at its first call of the compiled function and names the `torch.compile` line. With
+    `--minify`, a drift that only Inductor shows is shrunk by torch's minifier to the ops
+    that still drift, named at the user's lines, and written as a script that runs alone
+    (torchlint runs it to check it drifts the same way), beside Inductor's debug dump.
 
     ## Why is this bad?
     A compiled model that computes something else trains or predicts differently with no
