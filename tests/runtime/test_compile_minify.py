@@ -179,3 +179,28 @@ def test_the_probe_does_not_load_the_minifier_unless_a_failure_asks_for_it():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "['torchlint.runtime.compile_minify_report']"
+
+
+def test_the_runs_own_timeout_cuts_the_budget_and_the_report_says_so(tmp_path):
+    """--timeout comes first: with too little of it left, nothing is started and the
+    ladder's finding is reported with the reason."""
+    from types import SimpleNamespace
+
+    from torchlint.plugins.probes.compile.probe import CompileProbe
+    from torchlint.runtime.compile_minify_report import minify_lines
+
+    probe = CompileProbe.__new__(CompileProbe)
+    probe.minify_folder = str(tmp_path)
+    probe.ctx = SimpleNamespace(options={"minify": True, "minify_timeout": 120.0}, deadline=time.monotonic() + 10,
+                                progress=lambda message: None)
+    result = {"accuracy": {"ok": False, "backend": "inductor"}}
+    probe._minify(torch.nn.Linear(2, 2), [((torch.randn(1, 2),), {})], result, "Linear")
+    record = result["minify"]
+    assert record["status"] == "not attempted" and "raise --timeout" in record["reason"]
+    assert record["budget_cut"] == "--minify-timeout cut to 0 s by the run's --timeout"
+    assert not any(tmp_path.iterdir())  # nothing was written, no worker started
+    assert minify_lines(record, tmp_path) == ["  minify: not attempted: the run's --timeout leaves no time to minify: raise --timeout"]
+    # A ladder that found no Inductor failure leaves no minify record at all.
+    clean = {"accuracy": {"ok": True, "backend": "inductor"}}
+    probe._minify(torch.nn.Linear(2, 2), [((torch.randn(1, 2),), {})], clean, "Linear")
+    assert "minify" not in clean

@@ -61,7 +61,8 @@ def minify_lines(record: dict[str, Any], cwd: Path) -> list[str]:
     status = record.get("status")
     if status == "not attempted":
         return [f"  minify: not attempted: {record.get('reason', '')}"]
-    head = f"  minify ({record.get('kind')} failure, {record.get('stage')}; budget {record.get('timeout_s', 0):g} s): {status}"
+    cut = " (cut by --timeout)" if record.get("budget_cut") else ""
+    head = f"  minify ({record.get('kind')} failure, {record.get('stage')}; budget {record.get('timeout_s', 0):g} s{cut}): {status}"
     out = [head + (f" in {record['seconds']:g} s" if record.get("seconds") is not None else "")]
     if record.get("error_line"):
         out.append(f"    compiler: {record['error_line']}")

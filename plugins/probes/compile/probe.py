@@ -16,6 +16,7 @@ of the probe itself is TL707.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from torchlint.runtime.compile_capture import ModelCapture, ProgramCompiles, describe_inputs
@@ -26,6 +27,8 @@ from torchlint.runtime.probing import Probe
 
 #: How many of the program's own compiled callables the ladder checks (each costs compiles).
 MAX_TARGETS = 3
+#: Seconds of the run's --timeout kept for the report when --minify's budget is cut to fit.
+REPORT_MARGIN_S = 15.0
 
 
 class CompileProbe(Probe):
@@ -113,16 +116,31 @@ class CompileProbe(Probe):
     def _minify(self, model: Any, calls: list, result: dict[str, Any], name: str) -> None:
         """`--minify`: shrink the graph Inductor failed on, in a bounded process of its own
         (imported only now: a run whose ladder found nothing never loads it)."""
-        from torchlint.runtime.compile_minify import minify
+        from torchlint.runtime.compile_minify import minify, minify_kind
 
+        kind, why_not = minify_kind(result)
+        if kind is None:  # nothing failed in Inductor: nothing to shrink
+            if why_not:
+                result["minify"] = {"status": "not attempted", "reason": why_not}
+            return
         folder = os.path.join(self.minify_folder, _safe(name))
+        budget = float(self.ctx.options.get("minify_timeout") or 120.0)
+        deadline = getattr(self.ctx, "deadline", None)
+        cut = None
+        if deadline is not None and deadline - time.monotonic() - REPORT_MARGIN_S < budget:
+            # The run's own --timeout comes first: what the ladder found must still be reported.
+            cut = budget = max(0.0, round(deadline - time.monotonic() - REPORT_MARGIN_S, 1))
         try:
-            record = minify(model, calls, result, folder=folder, timeout=float(self.ctx.options.get("minify_timeout") or 120.0),
-                            is_user=self._is_user, progress=self.ctx.progress)
+            if budget < 5:
+                record = {"status": "not attempted", "reason": "the run's --timeout leaves no time to minify: raise --timeout"}
+            else:
+                record = minify(model, calls, result, folder=folder, timeout=budget, is_user=self._is_user, progress=self.ctx.progress)
         except Exception as exc:  # the ladder's findings stand without it
             record = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:300], "folder": folder}
         if record is not None:
             record["report_dir"] = self.ctx.options.get("report_dir")
+            if cut is not None:
+                record["budget_cut"] = f"--minify-timeout cut to {cut:g} s by the run's --timeout"
             result["minify"] = record
 
     def _check(self, target: Any) -> dict[str, Any]:
