@@ -151,6 +151,7 @@ def test_a_failure_a_fresh_process_does_not_show_is_reported_not_minified(tmp_pa
     """The ladder's drift came from the program's own state (here: none at all, torch is
     healthy): the worker says so instead of minifying something else."""
     from torchlint.runtime.compile_minify import minify
+    from torchlint.runtime.compile_minify_report import minify_lines
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", inductor_cache["TORCHINDUCTOR_CACHE_DIR"])
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
@@ -159,6 +160,8 @@ def test_a_failure_a_fresh_process_does_not_show_is_reported_not_minified(tmp_pa
     assert record["status"] == "not reproduced", record
     assert "fresh process" in record["reason"] and "script" not in record
     assert {"output_code.py", "fx_graph_runnable.py"} <= set(record["debug_files"])
+    lines = minify_lines(record, tmp_path)
+    assert any(line.startswith("    debug dump (of the fresh process's compile, which did not fail): ") for line in lines), lines
 
 
 def test_failures_of_the_tracing_stages_are_not_minified():

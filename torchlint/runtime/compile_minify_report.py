@@ -79,9 +79,11 @@ def minify_lines(record: dict[str, Any], cwd: Path) -> list[str]:
             out.append(f"    instead: {record['other_failures'][0][:200]}")
     if status != "minified" and failing_graph(record):
         out.append(f"    failing graph (not minified, runs alone): {display_path(failing_graph(record), cwd)}")
+    # Not reproduced: the dump is of a compile that did not fail, and says so.
+    label = "debug dump (of the fresh process's compile, which did not fail)" if status == "not reproduced" else "debug dump"
     for name in DEBUG_FILES:
         if name in (record.get("debug_files") or {}):
-            out.append(f"    debug dump: {display_path(record['debug_files'][name], cwd)}")
+            out.append(f"    {label}: {display_path(record['debug_files'][name], cwd)}")
     return out
 
 
@@ -103,5 +105,6 @@ def minify_html(record: dict[str, Any], cwd: Path) -> str:
         lines.append(f'failing graph: {link(failing_graph(record))}')
     debug = record.get("debug_files") or {}
     if debug:
-        lines.append("debug dump (TORCH_COMPILE_DEBUG): " + ", ".join(link(debug[n]) for n in DEBUG_FILES if n in debug))
+        fresh = " of the fresh process's compile, which did not fail" if record.get("status") == "not reproduced" else ""
+        lines.append(f"debug dump (TORCH_COMPILE_DEBUG){fresh}: " + ", ".join(link(debug[n]) for n in DEBUG_FILES if n in debug))
     return '<h3>Minified repro</h3><p>' + "<br>".join(lines) + "</p>"
