@@ -134,6 +134,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     ctx = ProbeContext(events, default_classifier(), mode, progress)
     watchdog.frames = ctx.frames
     ctx.options = dict(spec.get("options") or {})  # --compile, --profile, --report (see RunSpec.options)
+    ctx.deadline = watchdog.deadline  # time.monotonic() of --timeout: a probe's own work after the run fits before it
     ctx.watch_steps = ctx.options.get("watch_steps")  # None: every step
     try:
         probe_classes = _chosen_probes([cls for group in pm.hook.torchlint_probes() for cls in (group or ())], ctx.options)

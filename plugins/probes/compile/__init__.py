@@ -60,7 +60,10 @@ class CompileFailure(RuntimeRule):
     with Inductor, `torch.compile`'s default), so the first backend that fails names the
     stage: Dynamo, AOTAutograd or Inductor. The finding points at the user line in the error
     when there is one, else at the program's call of its compiled function; a C++ compile
-    error's first `error:` line is in the message.
+    error's first `error:` line is in the message. With `--minify`, an Inductor failure's
+    graph is shrunk by torch's minifier to the ops that still fail with the same compiler
+    error, named at the user's lines, and written as a script that runs alone, beside
+    Inductor's debug dump (`output_code.py`, `fx_graph_runnable.py`).
 
     ## Why is this bad?
     `torch.compile(model)` raises on the first call, or falls back to eager silently when
@@ -91,7 +94,10 @@ class CompiledOutputMismatch(RuntimeRule):
     a tolerance chosen by dtype (float32: rtol 1e-4, atol 1e-5; float16: 1e-2, 1e-3;
     bfloat16: 1.6e-2, 1e-2; float64: 1e-7, 1e-7). The message gives the largest absolute and
     relative errors and the tolerances used; for a program's own compile the finding points
-    at its first call of the compiled function and names the `torch.compile` line.
+    at its first call of the compiled function and names the `torch.compile` line. With
+    `--minify`, a drift that only Inductor shows is shrunk by torch's minifier to the ops
+    that still drift, named at the user's lines, and written as a script that runs alone
+    (torchlint runs it to check it drifts the same way), beside Inductor's debug dump.
 
     ## Why is this bad?
     A compiled model that computes something else trains or predicts differently with no
@@ -168,7 +174,15 @@ def torchlint_run_options() -> list:
     return [click.Option(["--compile"], type=Backend(["eager", "aot_eager", "inductor"]), is_flag=False, flag_value="aot_eager",
                          default=None, help="Compile the model the program runs up the backend ladder eager -> aot_eager "
                          "[-> inductor]: graph breaks, recompilations, the failing stage, accuracy and speed-up. --compile "
-                         "alone means --compile=aot_eager.")]
+                         "alone means --compile=aot_eager."),
+            click.Option(["--minify"], is_flag=True, default=False,
+                         help="When Inductor fails to compile the model or its output drifts from eager, shrink the failing "
+                         "graph with torch's minifier in a process of its own and write it as a script that runs alone, "
+                         "with Inductor's debug dump, to the --report folder (else ./torchlint-minify). Implies "
+                         "--compile=inductor unless --compile is given."),
+            click.Option(["--minify-timeout"], type=click.FloatRange(min=1), default=120.0, show_default=True, metavar="SECONDS",
+                         help="Budget of --minify, the minifier and the run of its script together; the minifier is "
+                         "stopped when it runs out, and the report says so.")]
 
 
 @hookimpl

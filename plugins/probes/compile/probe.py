@@ -16,15 +16,19 @@ of the probe itself is TL707.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from torchlint.runtime.compile_capture import ModelCapture, ProgramCompiles, describe_inputs
 from torchlint.runtime.compile_check import LADDER, CompileChecker, TraceCollector, inductor_cache_dir, summarise_trace
+from torchlint.runtime.compile_minify_report import minified_note
 from torchlint.runtime.frames import USER, Site
 from torchlint.runtime.probing import Probe
 
 #: How many of the program's own compiled callables the ladder checks (each costs compiles).
 MAX_TARGETS = 3
+#: Seconds of the run's --timeout kept for the report when --minify's budget is cut to fit.
+REPORT_MARGIN_S = 15.0
 
 
 class CompileProbe(Probe):
@@ -36,10 +40,12 @@ class CompileProbe(Probe):
 
     @classmethod
     def wanted(cls, options: dict) -> bool:
-        return options.get("compile") in LADDER
+        return options.get("compile") in LADDER or bool(options.get("minify"))
 
     def install(self) -> None:
-        self.backend = self.ctx.options["compile"]
+        # `--minify` alone: the ladder up to Inductor, whose failures are what it shrinks.
+        self.backend = self.ctx.options.get("compile") or "inductor"
+        self.minify_folder = _minify_folder(self.ctx.options) if self.ctx.options.get("minify") else None
         if self.backend == "inductor":
             os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir())
         self.capture = ModelCapture(max_signatures=3)
@@ -81,7 +87,7 @@ class CompileProbe(Probe):
             result["model"] = type(model).__name__
             result["inputs"] = describe_inputs(*self.capture.calls[0])
             result["input_shapes"] = len(self.capture.calls)
-            result.update(self._ladder(model, self.capture.calls, self.backend, {}))
+            result.update(self._ladder(model, self.capture.calls, self.backend, {}, result["model"]))
         program = summarise_trace(self.program_records)
         if program["graph_breaks"] or program["recompilations"]:
             result["graph_breaks"] = _merge(result.get("graph_breaks", []), program["graph_breaks"], ("path", "line", "reason"))
@@ -95,7 +101,7 @@ class CompileProbe(Probe):
     def _result(self, top: str) -> dict[str, Any]:
         return {"backend": top, "ladder": list(LADDER[: LADDER.index(top) + 1])}
 
-    def _ladder(self, model: Any, calls: list, top: str, options: dict) -> dict[str, Any]:
+    def _ladder(self, model: Any, calls: list, top: str, options: dict, name: str) -> dict[str, Any]:
         # Under fake-cuda the clock would time the CPU standing in for the GPU: no speed-up.
         timed = getattr(self.ctx.device, "times_are_real", True)
         checker = CompileChecker(model, calls, top=top, is_user=self._is_user, progress=self.ctx.progress,
@@ -103,7 +109,39 @@ class CompileProbe(Probe):
         result = checker.run()
         if not timed:
             result["speed_skipped"] = f"--device {self.ctx.device.name} runs on the CPU, not a GPU: no speed-up measured"
+        if self.minify_folder is not None:
+            self._minify(model, calls, result, name)
         return result
+
+    def _minify(self, model: Any, calls: list, result: dict[str, Any], name: str) -> None:
+        """`--minify`: shrink the graph Inductor failed on, in a bounded process of its own
+        (imported only now: a run whose ladder found nothing never loads it)."""
+        from torchlint.runtime.compile_minify import minify, minify_kind
+
+        kind, why_not = minify_kind(result)
+        if kind is None:  # nothing failed in Inductor: nothing to shrink
+            if why_not:
+                result["minify"] = {"status": "not attempted", "reason": why_not}
+            return
+        folder = os.path.join(self.minify_folder, _safe(name))
+        budget = float(self.ctx.options.get("minify_timeout") or 120.0)
+        deadline = getattr(self.ctx, "deadline", None)
+        cut = None
+        if deadline is not None and deadline - time.monotonic() - REPORT_MARGIN_S < budget:
+            # The run's own --timeout comes first: what the ladder found must still be reported.
+            cut = budget = max(0.0, round(deadline - time.monotonic() - REPORT_MARGIN_S, 1))
+        try:
+            if budget < 5:
+                record = {"status": "not attempted", "reason": "the run's --timeout leaves no time to minify: raise --timeout"}
+            else:
+                record = minify(model, calls, result, folder=folder, timeout=budget, is_user=self._is_user, progress=self.ctx.progress)
+        except Exception as exc:  # the ladder's findings stand without it
+            record = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}"[:300], "folder": folder}
+        if record is not None:
+            record["report_dir"] = self.ctx.options.get("report_dir")
+            if cut is not None:
+                record["budget_cut"] = f"--minify-timeout cut to {cut:g} s by the run's --timeout"
+            result["minify"] = record
 
     def _check(self, target: Any) -> dict[str, Any]:
         """The ladder on one callable the program compiled, up to the backend it used."""
@@ -113,7 +151,7 @@ class CompileProbe(Probe):
         result = self._result(top)
         result.update(model=target.name, inputs=describe_inputs(*target.calls[0]), input_shapes=len(target.calls),
                       program_backend=target.backend, compiled_at=_where(target.defined_at), called_at=_where(target.called_at))
-        result.update(self._ladder(target.target, target.calls, top, target.options))
+        result.update(self._ladder(target.target, target.calls, top, target.options, target.name))
         return result
 
     # -- findings ---------------------------------------------------------------------------
@@ -136,8 +174,8 @@ class CompileProbe(Probe):
             after = f" ({', '.join(passed)} worked)" if passed else ""
             self.ctx.evidence(self, code=None, runtime_code="TL709", at=site,
                               message=f"torch.compile failed in {failure['stage']} (backend {failure['backend']}){after}: "
-                                      f"{failure['error']}: {failure['message']}",
-                              data={k: v for k, v in failure.items() if k != "_records"})
+                                      f"{failure['error']}: {failure['message']}{minified_note(result.get('minify'))}",
+                              data={k: v for k, v in failure.items() if k != "_records"} | _minify_data(result))
         accuracy = result.get("accuracy")
         if accuracy and not accuracy.get("ok"):
             detail = accuracy.get("detail") or (
@@ -147,7 +185,8 @@ class CompileProbe(Probe):
             compiled_at = f" (torch.compile at line {result['compiled_at'][1]})" if result.get("compiled_at") else ""
             self.ctx.evidence(self, code=None, runtime_code="TL710", at=self._target_site(result),
                               message=f"output {what}compiled with backend {accuracy.get('backend')} differs from eager on the "
-                                      f"captured inputs {result.get('inputs', '')}{compiled_at}: {detail}", data=dict(accuracy))
+                                      f"captured inputs {result.get('inputs', '')}{compiled_at}: {detail}"
+                                      f"{minified_note(result.get('minify'))}", data=dict(accuracy) | _minify_data(result))
 
     def _target_site(self, result: dict[str, Any]) -> Site | None:
         """A program's own compile: its first call; the captured model: its forward."""
@@ -167,6 +206,21 @@ class CompileProbe(Probe):
             return Site(os.path.abspath(path), line, "forward")
         except (TypeError, OSError, AttributeError):
             return None
+
+
+def _minify_folder(options: dict) -> str:
+    """Where `--minify` writes: the `--report` folder when there is one, else ./torchlint-minify."""
+    if options.get("report_dir"):
+        return os.path.join(options["report_dir"], "minify")
+    return os.path.join(os.getcwd(), "torchlint-minify")
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "model"
+
+
+def _minify_data(result: dict[str, Any]) -> dict[str, Any]:
+    return {"minify": result["minify"]} if result.get("minify") else {}
 
 
 def _where(site: Site | None) -> list | None:

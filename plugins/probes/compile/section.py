@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from torchlint.runtime.compile_minify_report import minify_html, minify_lines
 from torchlint.runtime.html_kit import clip, e, stacked_bars
 from torchlint.runtime.matching import display_path
 from torchlint.runtime.sections import RunSection, where
@@ -53,6 +54,8 @@ def compile_lines(result: dict[str, Any], cwd: Path) -> list[str]:
                   else accuracy.get("detail", ""))
         out.append(f"  accuracy (backend {accuracy.get('backend')} vs eager, eval mode): {verdict}: {errors}"
                    + (f" ({accuracy.get('dtype')}, {tol})" if tol else ""))
+    if result.get("minify"):  # --minify: the failing graph, shrunk, and the debug dump
+        out.extend(minify_lines(result["minify"], cwd))
     speed = result.get("speed")
     if speed:
         breakeven = f"; pays off after {speed['breakeven_calls']} calls" if speed.get("breakeven_calls") else ""
@@ -103,6 +106,8 @@ def compile_html(result: dict[str, Any], cwd: Path) -> str:
                     f'<p>{verdict}: {numbers}</p></div>')
     if cols:
         parts.append(f'<div class="grid2">{"".join(cols)}</div>')
+    if result.get("minify"):
+        parts.append(minify_html(result["minify"], cwd))
     breaks = result.get("graph_breaks", ())
     parts.append(f'<h3>Graph breaks: {len(breaks)}</h3>')
     if breaks:
