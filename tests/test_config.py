@@ -99,6 +99,8 @@ def test_explicit_config_file(tmp_path, monkeypatch):
         ("[tool.torchlint\n", "invalid TOML"),
         ('[tool.torchlint]\nrespect-gitignore = "yes"\n', "respect-gitignore must be true or false"),
         ('[tool.torchlint]\nplugins = ["no_such_plugin_module"]\n', "no_such_plugin_module"),
+        ('[tool.torchlint]\nextend = "../pyproject.toml"\n', "pass `--config ../pyproject.toml`"),
+        ('[tool.torchlint]\nselect = ["TL3"]\n[tool.torchlint.lint]\nselect = ["TL1"]\n', "'select' is set both in"),
     ],
 )
 def test_config_errors_exit_2_naming_file_and_key(tmp_path, monkeypatch, pyproject, expected):
@@ -249,3 +251,10 @@ def test_a_config_planted_above_the_project_root_is_never_read(tmp_path, monkeyp
     assert not (tmp_path / "ran").exists()
     result = CliRunner().invoke(main, ["check", "--show-settings", "src"], catch_exceptions=False)
     assert "torchlint.toml" not in result.stdout
+
+
+def test_a_lint_section_as_ruff_writes_it_is_read_like_the_table_itself(tmp_path, monkeypatch):
+    project(tmp_path, '[tool.torchlint.lint]\nignore = ["TL301"]\n', {"a.py": BUGGY})
+    assert findings(tmp_path, monkeypatch, ".") == []
+    project(tmp_path, '[tool.torchlint]\n', {"a.py": BUGGY})
+    assert findings(tmp_path, monkeypatch, ".") == [("a.py", "TL301")]

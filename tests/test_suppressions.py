@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from torchlint.static.suppress import parse_suppressions
 from torchlint.testing import check_sources
 
 
@@ -119,3 +120,19 @@ def test_suppressions_that_silence_nothing_are_reported():
 def test_unused_suppressions_are_not_reported_when_the_rule_is_not_selected():
     result = check_sources({"a.py": UNUSED}, select=["TL301"])
     assert [f.code for f in result.findings] == []
+
+
+@pytest.mark.parametrize(
+    "directive,silenced",
+    [("# torchlint: noqa", {"TL301", "TL101"}), ("# torchlint: noqa: TL301", {"TL301"}), ("# TORCHLINT: NOQA: TL3", {"TL301"})],
+)
+def test_ruffs_file_level_noqa_spelling_silences_the_file(directive, silenced):
+    found = parse_suppressions(f"import torch\n{directive}\nx = 1\n")
+    assert {code for code in ("TL301", "TL101") if found.silences(code, "", (3,))} == silenced
+    assert found.by_line == {}
+
+
+def test_torchlint_noqa_after_code_is_a_line_noqa():
+    found = parse_suppressions("x = torch.load(p)  # torchlint: noqa: TL301\ny = 2\n")
+    assert found.whole_file == set()
+    assert found.silences("TL301", "", (1,)) and not found.silences("TL301", "", (2,))

@@ -246,10 +246,35 @@ def _read_table(config_file: Path) -> dict[str, Any]:
     return table
 
 
+#: Keys of ruff's that have no meaning here, with what to write instead.
+_RUFF_ONLY_KEYS = {
+    "extend": "torchlint reads one configuration, the nearest [tool.torchlint] (or --config PATH); "
+    "copy the settings you share into it, or pass `--config ../pyproject.toml`",
+}
+
+
+def _lint_section(table: dict[str, Any], where: str) -> dict[str, Any]:
+    """ruff's `[tool.ruff.lint]` habit: `[tool.torchlint.lint]` holds the same keys as
+    `[tool.torchlint]` itself (torchlint only lints), merged into it. A key set in both is a
+    mistake to fix, not a precedence to guess."""
+    lint = table.get("lint")
+    if not isinstance(lint, dict):
+        return table
+    merged = {key: value for key, value in table.items() if key != "lint"}
+    for key, value in lint.items():
+        if key in merged:
+            raise ConfigError(f"{where} {key!r} is set both in [tool.torchlint] and in [tool.torchlint.lint]; keep one")
+        merged[key] = value
+    return merged
+
+
 def _config_from_table(table: dict[str, Any], *, where: str, root: Path, config_file: Path | None = None) -> Config:
     values: dict[str, Any] = {}
     plugin_tables = {}
+    table = _lint_section(table, where)
     for key, value in table.items():
+        if key in _RUFF_ONLY_KEYS:
+            raise ConfigError(f"{where} {key!r} is ruff's, not torchlint's: {_RUFF_ONLY_KEYS[key]}")
         if isinstance(value, dict) and key != "per-file-ignores":
             plugin_tables[key] = value  # [tool.torchlint.<plugin>]
             continue

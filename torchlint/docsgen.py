@@ -106,6 +106,10 @@ def render_configuration() -> str:
         "An unknown key, a value of the wrong type, a `target-torch` that is no version, an unknown",
         "rule selector or invalid TOML is exit code 2, naming the file and the key.",
         "",
+        "Written as ruff's users write it, `[tool.torchlint.lint]` holds the same keys as",
+        "`[tool.torchlint]` and is read as part of it (a key set in both is an error). ruff's `extend`",
+        "is not supported: torchlint reads one file, and says so (pass `--config FILE` to use another).",
+        "",
         "```toml",
         "[tool.torchlint]",
     ]

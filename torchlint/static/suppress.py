@@ -2,7 +2,8 @@
 
 - ``# noqa`` silences everything on its line; ``# noqa: TL301, TL101`` only those codes.
 - ``# torchlint: disable=TL301`` or ``=load-without-map-location`` on the line.
-- ``# torchlint: disable-file=TL301,TL2`` (or ``disable-file`` alone) anywhere on its own line.
+- ``# torchlint: disable-file=TL301,TL2`` (or ``disable-file`` alone) anywhere on its own line;
+  ruff's spelling, ``# torchlint: noqa`` or ``# torchlint: noqa: TL301``, means the same.
 
 A finding is silenced by a comment on its first or its last line, so a call spanning lines
 can carry the comment after its closing parenthesis.
@@ -15,9 +16,13 @@ from dataclasses import dataclass, field
 
 from torchlint.static.lines import python_lines
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*))?", re.IGNORECASE)
+_NOQA = re.compile(r"#\s*(?:torchlint:\s*)?noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*))?", re.IGNORECASE)
 _DISABLE = re.compile(r"#\s*torchlint:\s*disable\s*=\s*(?P<codes>[A-Za-z0-9_\-]+(?:\s*,\s*[A-Za-z0-9_\-]+)*)")
-_DISABLE_FILE = re.compile(r"^\s*#\s*torchlint:\s*disable-file(?:\s*=\s*(?P<codes>[A-Za-z0-9_\-]+(?:\s*,\s*[A-Za-z0-9_\-]+)*))?\s*$")
+_DISABLE_FILE = re.compile(
+    r"^\s*#\s*torchlint:\s*(?:disable-file(?:\s*=\s*|\s*$)|noqa(?:\s*:\s*|\s*$))"
+    r"(?P<codes>[A-Za-z0-9_\-]+(?:[\s,]+[A-Za-z0-9_\-]+)*)?\s*$",
+    re.IGNORECASE,
+)
 
 ALL = "*"
 
