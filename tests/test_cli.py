@@ -101,7 +101,36 @@ def test_select_and_ignore(run, tmp_path, flags, expected):
 def test_statistics_counts_per_rule(run, tmp_path):
     write(tmp_path / "a.py", BUGGY + "other = torch.load('x.pt', weights_only=True)\n")
     result = run("check", "--statistics", "a.py")
-    assert result.output.split() == ["2", "TL301", "load-without-map-location"]
+    header, row, total = result.output.splitlines()
+    assert header.split() == ["count", "code", "fixable", "rule"]
+    assert row.split() == ["2", "TL301", "2", "load-without-map-location"]
+    assert total.split() == ["2", "total", "2"]
+
+
+def test_e_is_exit_zero(run, tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    assert run("check", "-q", "a.py").exit_code == 1
+    assert run("check", "-q", "-e", "a.py").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "flags,env,colored",
+    [((), {}, False), (("--color", "always"), {}, True), (("--color", "always"), {"NO_COLOR": "1"}, True),
+     (("--color", "never"), {}, False), (("--color", "auto"), {"NO_COLOR": "1"}, False)],
+)
+def test_color_follows_the_flag_and_no_color(run, tmp_path, monkeypatch, flags, env, colored):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    write(tmp_path / "a.py", BUGGY)
+    result = run("check", *flags, "a.py")
+    assert ("\x1b[" in result.output) is colored
+    assert "TL301" in result.output
+
+
+def test_full_output_shows_the_fix_as_help(run, tmp_path):
+    write(tmp_path / "a.py", BUGGY)
+    result = run("check", "--color", "never", "a.py")
+    assert "  = help: Add `map_location=" in result.output
 
 
 def test_statistics_honours_the_json_output_format(run, tmp_path):

@@ -72,8 +72,15 @@ def test_permissions_and_encoding_are_kept(project):
 
 def test_show_fixes_lists_each_fix(project):
     result = run("--fix", "--unsafe-fixes", "--show-fixes", ".")
-    assert result.output.count("a.py: fixed: Add `map_location=\"cpu\"`") == 2
+    assert "Fixed 2 findings:" in result.output
+    assert "  a.py:5: TL301 Add `map_location=\"cpu\"`" in result.output
+    assert "  a.py:6: TL301 Add `map_location=\"cpu\"`" in result.output
     assert "2 fixed" in result.output
+
+
+def test_show_fixes_says_when_nothing_was_fixed(project):
+    result = run("--fix", "--show-fixes", "clean.py")
+    assert "No fixes applied." in result.output
 
 
 def test_a_fix_that_breaks_the_file_is_dropped(project, tmp_path):

@@ -25,9 +25,14 @@ def print_statistics(result, rules, out: TextIO, as_json: bool = False) -> None:
         ]
         out.write(json.dumps(document, indent=2) + "\n")
         return
+    if not rows:
+        return
+    # ruff's columns, with the fixable count spelled out and a total under them.
+    out.write(f"{'count':>5}  {'code':<6} {'fixable':>7}  rule\n")
     for code, number in rows:
         rule = rules.get(code)
-        out.write(f"{number:>5}  {code:<6} {rule.name if rule else ''}\n")
+        out.write(f"{number:>5}  {code:<6} {fixable[code]:>7}  {rule.name if rule else ''}\n")
+    out.write(f"{sum(counts.values()):>5}  {'total':<6} {sum(fixable.values()):>7}\n")
 
 
 def print_summary(result, out: TextIO) -> None:

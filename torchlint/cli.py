@@ -53,8 +53,12 @@ CACHE_DIR_HELP = "Where the cache goes (default: .torchlint_cache/ in the projec
 @click.option("--target-torch", metavar="VERSION", help="The torch version the code must run on (e.g. 2.4), for rules about removed or new APIs.")
 @click.option("--output-format", default="full", show_default=True, help="full, concise, json, json-lines, sarif, github, gitlab, junit, pylint (and plugin formats).")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file instead of stdout.")
-@click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--statistics", is_flag=True, help="Print a count per rule (and how many are fixable) instead of each finding.")
+@click.option("-e", "--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option(
+    "--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+    help="Colour the human formats: on a terminal (auto, not under NO_COLOR), always, or never.",
+)
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths named on the command line too (pre-commit), and to --stdin-filename.")
 @click.option("--config", "config_args", multiple=True, metavar="PATH|KEY=VALUE", help="A pyproject.toml (or TOML file holding the table) to use, or a TOML `key = value` overriding one setting, e.g. --config \"select = ['TL1']\". Repeatable.")
 @click.option("--stdin-filename", metavar="PATH", help="Read the source from stdin (also `-` as the path) and report it as PATH: its configuration, excludes and per-file-ignores apply.")
@@ -72,13 +76,13 @@ CACHE_DIR_HELP = "Where the cache goes (default: .torchlint_cache/ in the projec
 @click.option("--extend-fixable", multiple=True, help="Rules whose fixes may be applied, on top of `fixable`.")
 @click.option("--unfixable", multiple=True, help="Rules whose fixes are never applied or offered.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if there is a diff.")
-@click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file.")
+@click.option("--show-fixes", is_flag=True, help="List each fix applied, with its file, line and rule code.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: TLxxx` to every line with a finding (merged into an existing noqa comment) and exit; exit 1 only if some finding could not be silenced.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
 @click.option("--isolated", is_flag=True, help="Read no configuration file. A config's `plugins = [...]` imports code from the checked tree: use this to lint untrusted code (a pull request).")
 @click.option("--show-settings", is_flag=True, help="Print the configuration file used and the resolved settings, then exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, then exit.")
-def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_file_ignores, target_torch, output_format, output_file, statistics, exit_zero, force_exclude, config_args, stdin_filename, quiet, no_cache, cache_dir, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, fix_only, exit_non_zero_on_fix, unsafe_fixes, fixable, extend_fixable, unfixable, diff, show_fixes, add_noqa, jobs, isolated, show_settings, show_files):
+def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_file_ignores, target_torch, output_format, output_file, statistics, exit_zero, color, force_exclude, config_args, stdin_filename, quiet, no_cache, cache_dir, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, fix_only, exit_non_zero_on_fix, unsafe_fixes, fixable, extend_fixable, unfixable, diff, show_fixes, add_noqa, jobs, isolated, show_settings, show_files):
     """Check PATHS (files or folders; default: the current folder; `-`: stdin) with the static rules."""
     from torchlint.config import parse_per_file_ignores, split_config_arguments
     from torchlint.stdin import STDIN_NAME
@@ -192,9 +196,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
                 click.echo(f"Would fix {count(outcome.fixed, 'finding')} in {count(changed, 'file')}.", err=True)
             sys.exit(EXIT_FINDINGS if changed and not exit_zero else EXIT_CLEAN)
         if show_fixes:
-            for file_fix in outcome.files:
-                for applied in file_fix.applied:
-                    click.echo(f"{file_fix.path}: fixed: {applied.message}", file=report_stream)
+            _show_fixes(outcome, report_stream)
         if fix_only:
             # Fixes and nothing else; a fix that could not be written is still said (TL002).
             for rejected in outcome.rejections():
@@ -238,12 +240,15 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
 
     from torchlint.atomic import atomic_text_stream
 
+    from torchlint.report.style import wants_color
+
     with atomic_text_stream(Path(output_file)) if output_file else contextlib.nullcontext(report_stream) as out:
+        colored = wants_color(color, out)
         if statistics:
             print_statistics(result, session.rules, out, as_json=output_format in ("json", "json-lines"))
         else:
             session.pm.hook.torchlint_report(
-                findings=result.findings, format=output_format, stream=out, config=config, rules=used
+                findings=result.findings, format=output_format, stream=out, config=config, rules=used, color=colored
             )
     if not quiet and output_format in ("full", "concise") and not statistics:
         print_summary(result, report_stream)
@@ -255,6 +260,18 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
     if exit_non_zero_on_fix and result.fixed:
         exit_code = EXIT_FINDINGS
     sys.exit(EXIT_CLEAN if exit_zero else exit_code)
+
+
+def _show_fixes(outcome, stream) -> None:
+    """`--show-fixes`: each fix applied, with the code and line of the finding it fixed (the
+    line in the file as it was before the fixes), as ruff lists them."""
+    applied = [(file_fix.path, *fixed) for file_fix in outcome.files for fixed in file_fix.fixed]
+    if not applied:
+        click.echo("No fixes applied.", file=stream)
+        return
+    click.echo(f"Fixed {count(len(applied), 'finding')}:", file=stream)
+    for path, code, line, message in applied:
+        click.echo(f"  {path}:{line}: {code} {message}", file=stream)
 
 
 def _reads_stdin(paths: list[Path], stdin_filename: str | None, *, add_noqa: bool) -> bool:

@@ -76,13 +76,15 @@ def torchlint_project_check(project: ProjectContext) -> list[Finding]:
 
 @hookspec(firstresult=True)
 def torchlint_report(
-    findings: list[Finding], format: str, stream: TextIO, config: Config, rules: dict[str, type[Rule]]
+    findings: list[Finding], format: str, stream: TextIO, config: Config, rules: dict[str, type[Rule]], color: bool
 ) -> bool | None:
     """Write ``findings`` to ``stream`` in ``format``; return True if this plugin handled it.
 
     ``rules`` maps every registered code to its rule class, for formats that describe rules
     (SARIF). ``torchlint.report.ReportContext`` gives repo-relative paths, source lines and
-    stable fingerprints.
+    stable fingerprints. ``color``: whether a human format may use ANSI colour (`--color`,
+    `NO_COLOR`, a terminal); machine formats ignore it. (A hook implementation may leave out
+    any argument it does not use.)
 
     The first plugin that returns a non-None value wins, so a third-party plugin can add a
     format or replace a built-in one.

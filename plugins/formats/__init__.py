@@ -30,10 +30,10 @@ def torchlint_output_formats() -> list[str]:
 
 
 @hookimpl(trylast=True)
-def torchlint_report(findings: list[Finding], format: str, stream: TextIO, config, rules) -> bool | None:
+def torchlint_report(findings: list[Finding], format: str, stream: TextIO, config, rules, color: bool = False) -> bool | None:
     if format not in WRITERS:
         return None
     module_name, function = WRITERS[format]
     writer = getattr(importlib.import_module(f"{__name__}.{module_name}"), function)
-    writer(findings, stream, ReportContext(config, rules or {}))
+    writer(findings, stream, ReportContext(config, rules or {}, color=bool(color)))
     return True

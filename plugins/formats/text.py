@@ -8,17 +8,19 @@ from torchlint.findings import Finding
 from torchlint.notebook.cells import location_text
 from torchlint.plugins.formats.escape import escape_control
 from torchlint.report import ReportContext
+from torchlint.report.style import PLAIN, Style
 
 
-def headline(finding: Finding) -> str:
-    fixable = " [*]" if finding.fix is not None and finding.fix.applicability == "safe" else ""
+def headline(finding: Finding, style: Style = PLAIN) -> str:
+    fixable = " " + style.fixable("[*]") if finding.fix is not None and finding.fix.applicability == "safe" else ""
     path, message = escape_control(finding.path), escape_control(finding.message)
-    return f"{path}:{location_text(finding)}: {finding.code}{fixable} {message}"
+    return f"{style.path(path)}:{location_text(finding)}: {style.code(finding.code)}{fixable} {message}"
 
 
 def write_concise(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
+    style = Style(ctx.color)
     for finding in findings:
-        stream.write(headline(finding) + "\n")
+        stream.write(headline(finding, style) + "\n")
 
 
 def write_pylint(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
@@ -29,16 +31,31 @@ def write_pylint(findings: list[Finding], stream: TextIO, ctx: ReportContext) ->
 
 
 def write_full(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
+    style = Style(ctx.color)
     for finding in findings:
-        stream.write(headline(finding) + "\n")
+        stream.write(headline(finding, style) + "\n")
         # TL000 means the file could not be read as text: never echo its bytes.
-        if finding.code != "TL000":
-            stream.write(_snippet(finding, ctx))
+        snippet = _snippet(finding, ctx, style) if finding.code != "TL000" else ""
+        stream.write(snippet)
+        help_line = _help(finding, style)
+        if help_line:
+            stream.write(help_line)
+        if snippet or help_line:
+            stream.write("\n")
         for evidence in finding.evidence:
             stream.write(f"  = {evidence.status}: {evidence.detail}\n")
 
 
-def _snippet(finding: Finding, ctx: ReportContext) -> str:
+def _help(finding: Finding, style: Style) -> str:
+    """The fix as ruff shows it, under the snippet: what `--fix` would do."""
+    fix = finding.fix
+    if fix is None or not fix.message:
+        return ""
+    how = "" if fix.applicability == "safe" else " (unsafe: applied with --fix --unsafe-fixes)"
+    return f"  = {style.help('help')}: {escape_control(fix.message)}{how}\n"
+
+
+def _snippet(finding: Finding, ctx: ReportContext, style: Style = PLAIN) -> str:
     lines = ctx.finding_lines(finding)
     loc = finding.location
     if not lines or not (1 <= loc.line <= len(lines)):
@@ -48,4 +65,8 @@ def _snippet(finding: Finding, ctx: ReportContext) -> str:
     end = loc.end_column if loc.end_line == loc.line else len(text) + 1
     carets = "^" * max(1, end - loc.column)
     pad = " " * width
-    return f"{pad} |\n{loc.line} | {text}\n{pad} | {' ' * (loc.column - 1)}{carets} {finding.code}\n{pad} |\n\n"
+    bar = style.gutter("|")
+    return (
+        f"{pad} {bar}\n{style.gutter(str(loc.line))} {bar} {text}\n"
+        f"{pad} {bar} {' ' * (loc.column - 1)}{style.carets(carets + ' ' + finding.code)}\n{pad} {bar}\n"
+    )

@@ -36,6 +36,8 @@ class Rejection:
 class FileFix:
     path: str
     applied: list[Fix] = field(default_factory=list)
+    #: (code, line, fix message) of each finding fixed, its line as the file was in that pass
+    fixed: list[tuple[str, int, str]] = field(default_factory=list)
     diff: str = ""
     rejected: list[Rejection] = field(default_factory=list)
     notebook: Any = None  # a notebook's map from joined lines to cells
@@ -148,6 +150,7 @@ def fix_text(engine: StaticEngine, path: str, original: str, *, unsafe: bool) ->
             break
         text = attempt.text
         result.applied.extend(attempt.fixes)
+        result.fixed.extend((f.code, f.location.line, f.fix.message) for f in findings if f.fix in attempt.fixes)
         findings = [f for f in _recheck(engine, path, text) if wanted(f, unsafe)]
     if text != original:
         result.diff = "".join(

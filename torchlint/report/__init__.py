@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 class ReportContext:
     config: Config
     rules: dict[str, type[Rule]] = field(default_factory=dict)
+    #: ANSI colour for the human formats (`--color`); off for files and pipes
+    color: bool = False
     _lines: dict[str, list[str] | None] = field(default_factory=dict)
     _notebooks: dict[str, object] = field(default_factory=dict)
 
