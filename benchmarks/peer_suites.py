@@ -74,7 +74,20 @@ TORCHFIX_MAP: dict[str, tuple[str, ...]] = {
 }
 
 # (fixture stem, line) -> why torchlint does not flag a line TorchFix expects.
+_IMPORT_FIX_MIGRATES = (
+    "a call of a name imported from the private module: torchlint reports the import (line 4 or 7) "
+    "with a safe fix to the public module, which migrates every use; reporting each call again "
+    "would be one problem reported N times"
+)
+_EXPLICIT_ZERO_WORKERS = (
+    "`num_workers=0` written out (here positionally) says main-process loading is intended; "
+    "TL405 flags only a DataLoader that does not choose (TorchFix and torch-preflight flag both)"
+)
 TORCHFIX_DELIBERATE: dict[tuple[str, int], str] = {
+    ("default_collate_convert", 5): _IMPORT_FIX_MIGRATES,
+    ("default_collate_convert", 8): _IMPORT_FIX_MIGRATES,
+    ("dataloader", 5): _EXPLICIT_ZERO_WORKERS,
+    ("dataloader", 6): _EXPLICIT_ZERO_WORKERS,
     ("scoped_library", 3): (
         "TOR901 is an internal check for pytorch/pytorch's own test files (use "
         "`_scoped_library` so a test's operator registrations are undone); `torch.library."
