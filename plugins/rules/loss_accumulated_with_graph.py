@@ -26,6 +26,10 @@ class LossAccumulatedWithGraph(Rule):
     (`loss = train_step(batch)`, `loss, n = self.step(batch)`): the semantic model resolves
     the call to the function or method it runs.
 
+    Also flagged: `losses.append(loss.mean())` (a reduction, cast or move keeps the graph),
+    `cache[i] = loss` keyed by the loop's own variable, and in a Lightning `training_step`
+    (called every step with grad enabled) `self.outputs.append(loss)` of the loss it returns.
+
     Left alone: `total += loss.item()` / `loss.detach()` / `float(loss)`; summing loss terms
     inside one step (`loss = ce(...)`, then `loss += aux_loss`, then `loss.backward()`); a
     total that is itself back-propagated later (deliberate accumulation for one backward);
@@ -66,7 +70,7 @@ class LossAccumulatedWithGraph(Rule):
     code = "TL601"
     name = "loss-accumulated-with-graph"
     summary = "loss tensor accumulated across steps without `.item()`/`.detach()` keeps every graph alive"
-    triggers = ("backward",)
+    triggers = ("backward", "training_step")
     cases = [
         Bad(
             """
@@ -197,6 +201,58 @@ class LossAccumulatedWithGraph(Rule):
             """,
             note="no backward pass anywhere: this rule cannot tell it carries a graph (TL601 wants proof)",
         ),
+        Bad(
+            """
+            def train(model, loader, criterion, optimizer, accelerator, cache):
+                losses = []
+                for i, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    accelerator.backward(loss)
+                    optimizer.step()
+                    losses.append(loss.mean())  # error
+                    cache[i] = loss.cpu()  # error
+            """,
+            note="`accelerator.backward(loss)`; a reduction or a move keeps the graph; a dict keyed by the loop variable grows",
+        ),
+        Good(
+            """
+            def train(model, loader, criterion, optimizer, last):
+                for i, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    last[0] = loss
+                    optimizer.step()
+            """,
+            note="a fixed key is overwritten each step: one graph at a time, not a growing pile",
+        ),
+        Bad(
+            """
+            import lightning as L
+
+            class Classifier(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    loss = self.criterion(self(x), y)
+                    self.train_losses.append(loss)  # error
+                    return loss
+            """,
+            note="Lightning back-propagates what `training_step` returns and calls it every step",
+        ),
+        Good(
+            """
+            import lightning as L
+
+            class Classifier(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    logits = self(x)
+                    loss = self.criterion(logits, y)
+                    self.train_losses.append(loss.detach())
+                    self.preds.append(logits.argmax(1))
+                    return {"loss": loss}
+            """,
+            note="detached, and a value that is not the returned loss",
+        ),
         Good(
             """
             def train_chunked(model, chunks, ce, optimizer):
@@ -231,11 +287,27 @@ class LossAccumulatedWithGraph(Rule):
             return
         self._check(node, dotted_name(func.value), _leaf_names(node.args[0].value))
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`cache[i] = loss` keyed by the loop's own variable: a new entry every iteration."""
+        if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Subscript:
+            return
+        target = node.targets[0].target
+        loops = enclosing_loops(self.ctx.ancestors)
+        if not loops or type(loops[0]) is not cst.For or len(target.slice) != 1:
+            return
+        key = target.slice[0].slice
+        if type(key) is not cst.Index or type(key.value) is not cst.Name:
+            return
+        if key.value.value not in {n.value for n in iter_nodes(loops[0].target) if type(n) is cst.Name}:
+            return
+        self._check(node, dotted_name(target.value), _leaf_names(node.value))
+
     def _check(self, node: cst.CSTNode, total: str | None, added: set[str]) -> None:
         if total is None or not added:
             return
         loops = enclosing_loops(self.ctx.ancestors)
         if not loops:
+            self._check_training_step(node, total, added)
             return
         loop = loops[0]
         differentiated = differentiated_names(loop)
@@ -255,6 +327,18 @@ class LossAccumulatedWithGraph(Rule):
         for name, call, index in fed:
             if not self._detached_in_loop(loop, name):
                 self.fed_by_calls.append(_FedByCall(node, total, name, self.model.value(call.func), index))
+
+    def _check_training_step(self, node: cst.CSTNode, total: str, added: set[str]) -> None:
+        """Lightning's `training_step` runs once per step with grad enabled, and Lightning
+        back-propagates the loss it returns: `self.outputs.append(loss)` of that very loss
+        keeps every step's graph on the module until the list is cleared."""
+        function = self.ctx.enclosing_function()
+        if function is None or function.name.value != "training_step" or not total.startswith("self."):
+            return
+        returned = _returned_names(function)
+        losses = sorted(added & returned)
+        if losses and not self._detached_in_loop(function, losses[0]):
+            self._report(node, total, losses[0], " (Lightning back-propagates what `training_step` returns, then calls it again next step)")
 
     def finish(self) -> None:
         for fed in self.fed_by_calls:
@@ -334,12 +418,39 @@ def _returns_after_backward(function: cst.FunctionDef, index: int | None) -> boo
     return False
 
 
+#: Tensor methods whose result is still attached to the graph (differentiable reductions,
+#: casts and moves): `losses.append(loss.mean())` retains it as much as `loss` itself.
+_KEEPS_GRAPH = frozenset({
+    "sum", "mean", "float", "double", "half", "bfloat16", "to", "cpu", "cuda", "clone",
+    "squeeze", "unsqueeze", "view", "reshape", "flatten", "contiguous", "abs",
+})
+
+
+def _returned_names(function: cst.FunctionDef) -> set[str]:
+    """Names `function` returns: `return loss`, `return loss, logs`, `return {"loss": loss}`."""
+    names: set[str] = set()
+    for node in loop_nodes(function):
+        if type(node) is not cst.Return or node.value is None:
+            continue
+        value = node.value
+        if type(value) in (cst.Tuple, cst.List):
+            parts = [element.value for element in value.elements]
+        elif type(value) is cst.Dict:
+            parts = [element.value for element in value.elements if type(element) is cst.DictElement]
+        else:
+            parts = [value]
+        names.update(part.value for part in parts if type(part) is cst.Name)
+    return names
+
+
 def _leaf_names(expr: cst.BaseExpression) -> set[str]:
-    """Names added as they are: `loss`, `loss * n`, `w * loss`, `-loss`; not `f(loss)`,
-    `loss.item()` or `loss[0]`."""
+    """Names added as they are: `loss`, `loss * n`, `w * loss`, `-loss`, `loss.mean()`,
+    `loss.float()`; not `f(loss)`, `loss.item()` or `loss[0]`."""
     kind = type(expr).__name__
     if kind == "Name":
         return {expr.value}
+    if kind == "Call" and type(expr.func) is cst.Attribute and expr.func.attr.value in _KEEPS_GRAPH:
+        return _leaf_names(expr.func.value)
     if kind == "BinaryOperation":
         return _leaf_names(expr.left) | _leaf_names(expr.right)
     if kind == "UnaryOperation":
