@@ -101,8 +101,8 @@ PREFLIGHT_MAP: dict[str, tuple[str, ...] | None] = {
     "TG002": ("TL604",),  # evaluation forward without no_grad (off by default)
     "TG003": ("TL602",),  # backward/step in a loop without zero_grad
     "TG004": ("TL405",),  # DataLoader num_workers (pin_memory half: no rule; off by default)
-    "TG005": ("TL101",),  # softmax before CrossEntropyLoss
-    "TG006": ("TL106",),  # sigmoid before BCE (raw logits into BCELoss half: no rule)
+    "TG005": ("TL101", "TL102"),  # softmax before CrossEntropyLoss, or before NLLLoss
+    "TG006": ("TL106", "TL109"),  # sigmoid before BCELoss / BCEWithLogitsLoss (raw logits into BCELoss: no rule)
     "TG007": None,  # device sync per element in a nested loop (TL734 is runtime only)
     "TG008": None,  # unseeded randomness
     "TG010": None,  # projected out-of-memory (a VRAM estimator)
