@@ -154,6 +154,15 @@ class EvalWithoutNoGrad(Rule):
             """,
             note="no model call, a loop under no_grad, and a loop that trains on the validation data",
         ),
+        Good(
+            """
+            def eval_linear(model, head, train_loader, val_loader, optimizer, epochs):
+                for epoch in range(epochs):
+                    train(model, head, optimizer, train_loader)
+                    stats = validate_network(val_loader, model, head)
+            """,
+            note="an evaluation protocol whose loop trains in a helper (DINO's linear evaluation)",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -183,8 +192,8 @@ class EvalWithoutNoGrad(Rule):
         if any(call is not None and function is f for f, call in self._candidates):
             return  # already reported through its model.eval()
         if is_eval_function(function, self._owner(function), self.ctx.path):
-            if _wants_grad(function):
-                return
+            if _wants_grad(function) or _loop_has_backward(node):
+                return  # `eval_linear` trains a linear head in its epoch loop
         elif not _is_validation_iterable(node.iter) or _loop_has_backward(node):
             return  # a training function may evaluate in one loop: only that loop counts
         call = _first_model_call(node)
@@ -237,7 +246,12 @@ def _first_call_of(function: cst.FunctionDef, models: set[str]) -> cst.Call | No
 #: `val_loader`, `valid_dl`, `test_dataloader`, `self.eval_loader`: what evaluation iterates.
 _VALIDATION_ITERABLE = re.compile(r"^(val|valid|validation|test|eval|dev)_?(loader|dataloader|data_loader|dl|iter|batches)$")
 #: Callees that are models: `model(x)`, `self.net(x)`, `encoder(x)`, `self(x)` (Lightning).
-_MODEL_CALLEE = re.compile(r"(^|_)(model|net|network|classifier|encoder|decoder)$|^self$")
+_MODEL_CALLEE = re.compile(
+    r"^(?!(validate|evaluate|eval|test|train|run|build|create|make|get|load|init|setup)_)(\w+_)?"
+    r"(model|net|network|classifier|encoder|decoder)$|^self$"
+)
+#: A loop that calls these trains (in a helper): `train(model, optimizer, ...)`, `fit_epoch(...)`.
+_TRAINING_CALLEE = re.compile(r"^(train|fit)(_|$)|_(train|fit)$|^step$")
 
 
 def _is_validation_iterable(expr: cst.BaseExpression) -> bool:
@@ -248,7 +262,15 @@ def _is_validation_iterable(expr: cst.BaseExpression) -> bool:
 
 
 def _loop_has_backward(loop: cst.For) -> bool:
-    return any(isinstance(node, cst.Call) and is_backward_call(node) for node in iter_nodes(loop.body))
+    """The loop trains: a backward pass, or a call of a training helper or an optimizer step."""
+    for node in iter_nodes(loop.body):
+        if isinstance(node, cst.Call):
+            if is_backward_call(node):
+                return True
+            callee = (dotted_name(node.func) or "").rpartition(".")[2].lower()
+            if _TRAINING_CALLEE.search(callee):
+                return True
+    return False
 
 
 def _first_model_call(loop: cst.For) -> cst.Call | None:
