@@ -106,10 +106,10 @@ PREFLIGHT_MAP: dict[str, tuple[str, ...] | None] = {
     "TG007": None,  # device sync per element in a nested loop (TL734 is runtime only)
     "TG008": None,  # unseeded randomness
     "TG010": None,  # projected out-of-memory (a VRAM estimator)
-    "TG011": None,  # eval() in an epoch loop with no train()
+    "TG011": ("TL611",),  # eval() in an epoch loop with no train()
     "TG012": None,  # DataLoader under DDP without DistributedSampler
-    "TG013": None,  # loop-invariant host-to-device copy in the loop
-    "TG014": None,  # gradient accumulation without dividing the loss
+    "TG013": ("TL406",),  # loop-invariant host-to-device copy in the loop
+    "TG014": ("TL610",),  # gradient accumulation without dividing the loss
 }
 
 # (test name, peer code) -> why torchlint deliberately does not flag that expected line.

@@ -28,7 +28,8 @@ class AccumulatedLossNotDivided(Rule):
     back-propagated: not `(loss / N).backward()`, not `loss = loss / N` or `loss /= N`, not a
     division inside the expression the loss is computed from.
 
-    Left alone: a loop that zeroes gradients on every iteration (nothing accumulates), a
+    Left alone: gradients rescaled before the step instead (`p.grad /= n`,
+    `scale_grads(model.parameters(), 1 / n)`), a loop that zeroes gradients on every iteration (nothing accumulates), a
     loss from a helper that is given `N` (it may divide), and loops managed by a framework
     that divides itself (`accelerator.accumulate(...)`).
 
@@ -158,6 +159,19 @@ class AccumulatedLossNotDivided(Rule):
             """,
             note="a framework that divides itself, and a helper that is told N",
         ),
+        Good(
+            """
+            def train(model, loader, optimizer, loss_fn, accum):
+                for i, (x, y) in enumerate(loader):
+                    loss_fn(model(x), y).backward()
+                    if (i + 1) % accum == 0:
+                        for p in model.parameters():
+                            p.grad /= accum
+                        optimizer.step()
+                        optimizer.zero_grad()
+            """,
+            note="the summed gradients are divided before the step",
+        ),
     ]
 
     def visit_For(self, node: cst.For) -> None:
@@ -174,6 +188,8 @@ class AccumulatedLossNotDivided(Rule):
         if not guarded or _managed(loop) or _zeroes_every_iteration(loop, {id(n) for n, _ in guarded}):
             return
         guard, divisor = guarded[0]
+        if _scales(guard.body):
+            return  # the gradients are rescaled before the step (`p.grad /= n`, `scale_grads(params, 1 / n)`)
         inside = {id(n) for n in iter_nodes(guard)}
         for call in _backward_calls(loop):
             if id(call) not in inside:
@@ -279,10 +295,12 @@ def _backward_subject(call: cst.Call) -> cst.BaseExpression | None:
     return receiver
 
 
-def _scales(expr: cst.BaseExpression) -> bool:
+def _scales(expr: cst.CSTNode) -> bool:
     """A division or multiplication in the expression, or `.div(...)`/`.mul(...)`."""
     for node in iter_nodes(expr):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.Multiply)):
+            return True
+        if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.DivideAssign, cst.MultiplyAssign)):
             return True
         if isinstance(node, cst.Attribute) and node.attr.value in ("div", "div_", "mul", "mul_", "true_divide"):
             return True

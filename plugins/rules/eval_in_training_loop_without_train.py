@@ -17,7 +17,9 @@ class EvalInTrainingLoopWithoutTrain(Rule):
     `model.train()` again. Typically an epoch loop that validates after each epoch and put
     `model.train()` only once, before the loop.
 
-    Left alone: `.eval()` on something the loop does not call (`m.eval()` on batch-norm
+    Left alone: `model.eval()` on every iteration before any training in the loop (the whole
+    run trains in eval mode on purpose, e.g. to keep batch-norm statistics frozen while
+    fine-tuning); `.eval()` on something the loop does not call (`m.eval()` on batch-norm
     layers to freeze them), an evaluation that ends the loop (`break`/`return` after it), or
     one under `if epoch == last:`; loops whose training runs in a helper (it may call
     `train()` itself); and `.train()` anywhere in the loop, in any branch.
@@ -136,6 +138,17 @@ class EvalInTrainingLoopWithoutTrain(Rule):
         ),
         Good(
             """
+            def finetune(model, loader, criterion, optimizer):
+                for epoch in range(10):
+                    model.eval()
+                    for x, y in loader:
+                        criterion(model(x), y).backward()
+                        optimizer.step()
+            """,
+            note="eval mode set before the training of every epoch: frozen normalisation on purpose",
+        ),
+        Good(
+            """
             def fit(model, loader, val_loader, epochs):
                 for epoch in range(epochs):
                     train_one_epoch(model, loader)
@@ -166,6 +179,8 @@ class EvalInTrainingLoopWithoutTrain(Rule):
             if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "train"
         }
         loop_variables = _loop_variables(loop)
+        order = {id(n): index for index, n in enumerate(nodes)}
+        first_backward = min(order[id(n)] for n in nodes if isinstance(n, cst.Call) and is_backward_call(n))
         for statement_path in _eval_calls(loop):
             call = statement_path[-1]
             model = dotted_name(call.func.value)
@@ -173,6 +188,9 @@ class EvalInTrainingLoopWithoutTrain(Rule):
                 continue
             if _ends_or_last_epoch(statement_path, loop_variables):
                 continue
+            conditional = any(isinstance(n, cst.If) for n in statement_path)
+            if not conditional and order.get(id(call), -1) < first_backward:
+                continue  # eval() before all training, every iteration: trained in eval mode on purpose
             self._reported.add(id(call))
             self.report(
                 call,

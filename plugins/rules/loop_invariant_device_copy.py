@@ -21,7 +21,12 @@ class LoopInvariantDeviceCopy(Rule):
     elsewhere. Typically class weights, a mask or a fixed noise tensor made on the CPU
     before the loop and copied to the GPU again on every step.
 
-    Left alone: the per-batch idiom `x = x.to(device)` (the loop assigns `x`); a copy under
+    Also flagged: a constant built on the host and copied every step
+    (`torch.tensor([0, 1]).to(device)`). The loop counts as a training step loop when it runs
+    a backward pass or iterates a DataLoader (`for x, y in loader:`).
+
+    Left alone: a random draw copied every step (`torch.randn(4).to(device)`: not invariant),
+    the per-batch idiom `x = x.to(device)` (the loop assigns `x`); a copy under
     an `if` in the loop (periodic, not per step); dtype casts (`x.to(torch.float16)`); and a
     receiver that the function already moved or created on a device before the loop (then
     `.to(device)` returns it as it is and costs nothing).
@@ -110,11 +115,24 @@ class LoopInvariantDeviceCopy(Rule):
                     model.to(device)
                     model(x, s).mean().backward()
 
-            def evaluate(model, loader, weights, device):
-                for x in loader:
+            def evaluate(model, items, weights, device):
+                for x in items:
                     model(x, weights.to(device))
             """,
-            note="edited or moved in the loop; and a loop that does not train",
+            note="edited or moved in the loop; and a loop that neither trains nor iterates a loader",
+        ),
+        Bad(
+            """
+            import torch
+
+            def evaluate(model, val_loader, device):
+                for x, y in val_loader:
+                    model.to(device)  # error
+                    index = torch.tensor([0, 2]).to(device)  # error
+                    noise = torch.randn(4).to(device)
+                    model(x.to(device), index, noise)
+            """,
+            note="a loop over a loader; a constant factory; a random draw is not invariant",
         ),
     ]
 
@@ -122,21 +140,34 @@ class LoopInvariantDeviceCopy(Rule):
         func = node.func
         if not isinstance(func, cst.Attribute) or not _device_move(node):
             return
-        receiver = dotted_name(func.value)
-        if receiver is None:
-            return
         loops = enclosing_loops(self.ctx.ancestors)
-        if not loops or not has_backward(loops[0]):
+        if not loops or not _steps_through_data(loops[0]):
             return
         loop = loops[0]
-        if self._under_if_in(loop) or not _invariant(loop, receiver) or self._on_device_before(loop, receiver):
+        if self._under_if_in(loop):
             return
         code = self.ctx.module.code_for_node(node)
+        if isinstance(func.value, cst.Call) and self._constant_factory(func.value):
+            self.report(
+                node,
+                f"`{code}` builds the same constant on the host and copies it to the device on every step: "
+                f"create it once, before the loop, with `device=`",
+            )
+            return
+        receiver = dotted_name(func.value)
+        if receiver is None or not _invariant(loop, receiver) or self._on_device_before(loop, receiver):
+            return
         self.report(
             node,
-            f"`{code}` copies the same `{receiver}` to the device on every step (the loop never changes it): "
-            f"move it once, before the loop",
+            f"`{code}` runs on every step for a `{receiver}` the loop never changes: move it to the device once, "
+            f"before the loop",
         )
+
+    def _constant_factory(self, call: cst.Call) -> bool:
+        """`torch.tensor([0, 1])`, `torch.ones(3)`: a factory of literals only (not a random draw)."""
+        if self.ctx.qualname(call.func) not in _CONSTANT_FACTORIES or not call.args:
+            return False
+        return all(_literal(arg.value) for arg in call.args if not arg.star) and not any(arg.star for arg in call.args)
 
     def _under_if_in(self, loop: cst.CSTNode) -> bool:
         ancestors = self.ctx.ancestors
@@ -156,6 +187,39 @@ class LoopInvariantDeviceCopy(Rule):
                 if ".to(" in text or ".cuda(" in text or "device=" in text or "device =" in text:
                     return True
         return False
+
+
+#: Factories whose result depends on their arguments only.
+_CONSTANT_FACTORIES = frozenset(
+    f"torch.{name}" for name in ("tensor", "as_tensor", "ones", "zeros", "full", "arange", "eye", "linspace", "empty")
+)
+#: Iterables of batches: a loop over one is a step loop even when the backward pass is elsewhere.
+_DATA_ITERABLE = ("loader", "batches", "dl")
+
+
+def _steps_through_data(loop: cst.CSTNode) -> bool:
+    """A training step loop (a backward pass in it), or a loop over a DataLoader's batches."""
+    if has_backward(loop):
+        return True
+    if not isinstance(loop, cst.For):
+        return False
+    iterable = loop.iter
+    while isinstance(iterable, cst.Call) and dotted_name(iterable.func) in ("enumerate", "tqdm", "tqdm.tqdm", "zip") and iterable.args:
+        iterable = iterable.args[0].value
+    name = (dotted_name(iterable) or "").rpartition(".")[2].lower()
+    return name.endswith(_DATA_ITERABLE)
+
+
+def _literal(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(expr, cst.Name):
+        return expr.value in ("True", "False", "None")
+    if isinstance(expr, cst.UnaryOperation):
+        return _literal(expr.expression)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return all(_literal(element.value) for element in expr.elements)
+    return False
 
 
 def _device_move(call: cst.Call) -> bool:
