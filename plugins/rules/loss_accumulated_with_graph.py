@@ -28,7 +28,8 @@ class LossAccumulatedWithGraph(Rule):
 
     Also flagged: `losses.append(loss.mean())` (a reduction, cast or move keeps the graph),
     `cache[i] = loss` keyed by the loop's own variable, and in a Lightning `training_step`
-    (called every step with grad enabled) `self.outputs.append(loss)` of the loss it returns.
+    (called every step with grad enabled) `self.outputs.append(loss)` of the loss it returns
+    or computes with a loss function (`self.criterion(...)`).
 
     Left alone: `total += loss.item()` / `loss.detach()` / `float(loss)`; summing loss terms
     inside one step (`loss = ce(...)`, then `loss += aux_loss`, then `loss.backward()`); a
@@ -238,6 +239,15 @@ class LossAccumulatedWithGraph(Rule):
             """,
             note="Lightning back-propagates what `training_step` returns and calls it every step",
         ),
+        Bad(
+            """
+            class Module:
+                def training_step(self, batch, y):
+                    loss = self.criterion(self.model(batch), y)
+                    self.outputs.append(loss)  # error
+            """,
+            note="a loss function's result, computed with grad enabled",
+        ),
         Good(
             """
             import lightning as L
@@ -251,7 +261,7 @@ class LossAccumulatedWithGraph(Rule):
                     self.preds.append(logits.argmax(1))
                     return {"loss": loss}
             """,
-            note="detached, and a value that is not the returned loss",
+            note="detached, and predictions without a graph",
         ),
         Good(
             """
@@ -335,8 +345,7 @@ class LossAccumulatedWithGraph(Rule):
         function = self.ctx.enclosing_function()
         if function is None or function.name.value != "training_step" or not total.startswith("self."):
             return
-        returned = _returned_names(function)
-        losses = sorted(added & returned)
+        losses = sorted(added & (_returned_names(function) | _loss_call_results(function)))
         if losses and not self._detached_in_loop(function, losses[0]):
             self._report(node, total, losses[0], " (Lightning back-propagates what `training_step` returns, then calls it again next step)")
 
@@ -424,6 +433,18 @@ _KEEPS_GRAPH = frozenset({
     "sum", "mean", "float", "double", "half", "bfloat16", "to", "cpu", "cuda", "clone",
     "squeeze", "unsqueeze", "view", "reshape", "flatten", "contiguous", "abs",
 })
+
+
+def _loss_call_results(function: cst.FunctionDef) -> set[str]:
+    """Names assigned from a call of a loss (`loss = self.criterion(out, y)`, `self.loss_fn(...)`):
+    computed with grad enabled in `training_step`, they carry the graph."""
+    names: set[str] = set()
+    for node in loop_nodes(function):
+        if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name and type(node.value) is cst.Call:
+            callee = (dotted_name(node.value.func) or "").rpartition(".")[2].lower()
+            if "loss" in callee or "criterion" in callee:
+                names.add(node.targets[0].target.value)
+    return names
 
 
 def _returned_names(function: cst.FunctionDef) -> set[str]:
