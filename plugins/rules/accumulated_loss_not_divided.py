@@ -220,13 +220,17 @@ class AccumulatedLossNotDivided(Rule):
         if receiver is None or _scales(receiver):
             return
         loss = leftmost_name(receiver)
-        if loss is None or _scaled_in_loop(loop, loss, divisor):
+        if loss is not None and _scaled_in_loop(loop, loss, divisor):
             return
+        if loss is None and not isinstance(receiver, cst.Call):
+            return  # `losses[i].backward()` and the like: not followed
         count = self.ctx.module.code_for_node(divisor).strip()
+        subject = f"`{loss}`" if loss is not None else "the loss"
         self.report(
             call,
-            f"gradients of `{count}` micro-batches are summed before each optimizer step, but `{loss}` is not "
-            f"divided by `{count}`: the step is `{count}` times the average gradient; back-propagate `{loss} / {count}`",
+            f"gradients of `{count}` micro-batches are summed before each optimizer step, but {subject} is not "
+            f"divided by `{count}`: the step is `{count}` times the average gradient; back-propagate "
+            f"{'`' + loss + ' / ' + count + '`' if loss is not None else 'the loss divided by `' + count + '`'}",
         )
 
 

@@ -6,7 +6,7 @@ from torchlint.rule import Bad, Good, Rule
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
-from ._loops import enclosing_loops, has_backward, loop_nodes
+from ._loops import enclosing_loops, is_backward_call, loop_nodes
 
 #: Calls on the receiver that move or change it in the loop (so a copy per step is needed).
 _MOVES = frozenset({"cpu", "to", "cuda", "copy_", "set_"})
@@ -121,6 +121,16 @@ class LoopInvariantDeviceCopy(Rule):
             """,
             note="edited or moved in the loop; and a loop that neither trains nor iterates a loader",
         ),
+        Good(
+            """
+            def train(model, epochs, loader, weights, device):
+                for epoch in range(epochs):
+                    w = weights.to(device)
+                    for x, y in loader:
+                        model(x, y, w).backward()
+            """,
+            note="once per epoch, in the loop around the step loop",
+        ),
         Bad(
             """
             import torch
@@ -198,8 +208,10 @@ _DATA_ITERABLE = ("loader", "batches", "dl")
 
 
 def _steps_through_data(loop: cst.CSTNode) -> bool:
-    """A training step loop (a backward pass in it), or a loop over a DataLoader's batches."""
-    if has_backward(loop):
+    """A training step loop (a backward pass in it, not in a loop nested in it: an epoch loop
+    copies once per epoch), or a loop over a DataLoader's batches."""
+    own_nodes = iter_nodes(loop.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.For, cst.While))
+    if any(isinstance(node, cst.Call) and is_backward_call(node) for node in own_nodes):
         return True
     if not isinstance(loop, cst.For):
         return False
