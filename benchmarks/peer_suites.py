@@ -103,8 +103,8 @@ PREFLIGHT_MAP: dict[str, tuple[str, ...] | None] = {
     "TG004": ("TL405",),  # DataLoader num_workers (pin_memory half: no rule; off by default)
     "TG005": ("TL101", "TL102"),  # softmax before CrossEntropyLoss, or before NLLLoss
     "TG006": ("TL106", "TL109"),  # sigmoid before BCELoss / BCEWithLogitsLoss (raw logits into BCELoss: no rule)
-    "TG007": None,  # device sync per element in a nested loop (TL734 is runtime only)
-    "TG008": None,  # unseeded randomness
+    "TG007": ("TL407",),  # device sync per element in a nested loop (off by default; TL734 at run time)
+    "TG008": ("TL612",),  # partial seeding (off by default; no seeding at all: not flagged)
     "TG010": None,  # projected out-of-memory (a VRAM estimator)
     "TG011": ("TL611",),  # eval() in an epoch loop with no train()
     "TG012": None,  # DataLoader under DDP without DistributedSampler
