@@ -107,7 +107,7 @@ PREFLIGHT_MAP: dict[str, tuple[str, ...] | None] = {
     "TG008": ("TL612",),  # partial seeding (off by default; no seeding at all: not flagged)
     "TG010": None,  # projected out-of-memory (a VRAM estimator)
     "TG011": ("TL611",),  # eval() in an epoch loop with no train()
-    "TG012": None,  # DataLoader under DDP without DistributedSampler
+    "TG012": ("TL808",),  # training DataLoader under DDP without DistributedSampler
     "TG013": ("TL406",),  # loop-invariant host-to-device copy in the loop
     "TG014": ("TL610",),  # gradient accumulation without dividing the loss
 }
@@ -118,6 +118,10 @@ _NO_BACKWARD = (
     "nothing in the loop or a helper of the file back-propagates: TL601 wants proof that the "
     "value carries a graph (a backward pass, Lightning's training_step), so a loop whose "
     "backward runs in code it cannot see is not flagged (precision first)"
+)
+_UNSEEDED = (
+    "a file that seeds nothing made a choice (the launcher often seeds; the peer itself rates "
+    "it a note); TL612 flags a file that seeds some generators and draws from another"
 )
 PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
     ("test_tg001_errors_when_nothing_backwards_the_stored_tensor", "TG001"): _NO_BACKWARD,
@@ -151,6 +155,11 @@ PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
         "the loss is never applied in this snippet; TL109 reports where BCEWithLogitsLoss "
         "receives the sigmoid output (its second Bad case is this class with a training step)"
     ),
+    ("test_tg007_flags_explicit_synchronize_in_the_training_loop", "TG007"): (
+        "`torch.cuda.synchronize()` written in a loop is there on purpose (timing a step, "
+        "profiling); TL734 reports host synchronisations measured at run time instead"
+    ),
+    ("test_tg008_no_seeding_at_all_is_a_note", "TG008"): _UNSEEDED,
     ("test_tg013_does_not_tell_you_to_hoist_a_random_draw", "TG013"): (
         "a fresh random draw each step is not loop-invariant; creating it with `device=` is "
         "other advice than TL406's (hoist what does not change)"
@@ -163,6 +172,7 @@ _EXAMPLE_DISAGREE: dict[tuple[int, str], str] = {
     ),
     (28, "TG004"): "`num_workers=0` written out is a choice; TL405 flags a DataLoader that does not choose (line 27)",
     (45, "TG003"): "the same bug; TL602 reports it at `optimizer.step()` (line 46)",
+    (84, "TG008"): _UNSEEDED,
 }
 
 
