@@ -123,6 +123,10 @@ _UNSEEDED = (
     "a file that seeds nothing made a choice (the launcher often seeds; the peer itself rates "
     "it a note); TL612 flags a file that seeds some generators and draws from another"
 )
+_EVAL_LOADER = (
+    "an evaluation loader without a sampler makes every rank evaluate everything: slower, "
+    "not wrong (the peer rates it a warning too); TL808 flags training loaders"
+)
 PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
     ("test_tg001_errors_when_nothing_backwards_the_stored_tensor", "TG001"): _NO_BACKWARD,
     ("test_tg001_still_fires_when_the_helper_returns_a_live_tensor", "TG001"): _NO_BACKWARD,
@@ -160,6 +164,8 @@ PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
         "profiling); TL734 reports host synchronisations measured at run time instead"
     ),
     ("test_tg008_no_seeding_at_all_is_a_note", "TG008"): _UNSEEDED,
+    ("test_tg012_warns_rather_than_errors_for_an_eval_loader", "TG012"): _EVAL_LOADER,
+    ("test_tg012_separates_training_from_eval_loaders_in_one_file", "TG012"): _EVAL_LOADER,
     ("test_tg013_does_not_tell_you_to_hoist_a_random_draw", "TG013"): (
         "a fresh random draw each step is not loop-invariant; creating it with `device=` is "
         "other advice than TL406's (hoist what does not change)"
