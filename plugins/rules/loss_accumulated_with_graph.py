@@ -10,7 +10,7 @@ from torchlint.semantic.values import Value
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
-from ._loops import assigned_unconditionally, differentiated_names, enclosing_loops, is_backward_call, loop_nodes
+from ._loops import assigned_unconditionally, differentiated_names, enclosing_loops, is_backward_call, loop_nodes, under_grad_off
 
 _DETACHING = ("item", "detach", "tolist", "numpy", "data")
 
@@ -25,6 +25,10 @@ class LossAccumulatedWithGraph(Rule):
     may also run in a helper of this file that returns the loss as it is
     (`loss = train_step(batch)`, `loss, n = self.step(batch)`): the semantic model resolves
     the call to the function or method it runs.
+
+    Also flagged without a visible backward pass: the result of a loss function
+    (`loss = criterion(...)`, `compute_loss(...)`) collected in a loop that steps or zeroes
+    an optimizer (grad is on there, so it carries the step's graph).
 
     Also flagged: `losses.append(loss.mean())` (a reduction, cast or move keeps the graph),
     `cache[i] = loss` keyed by the loop's own variable, and in a Lightning `training_step`
@@ -71,7 +75,7 @@ class LossAccumulatedWithGraph(Rule):
     code = "TL601"
     name = "loss-accumulated-with-graph"
     summary = "loss tensor accumulated across steps without `.item()`/`.detach()` keeps every graph alive"
-    triggers = ("backward", "training_step")
+    triggers = ("backward", "training_step", "zero_grad", ".step(")
     cases = [
         Bad(
             """
@@ -241,6 +245,36 @@ class LossAccumulatedWithGraph(Rule):
         ),
         Bad(
             """
+            def train(model, loader, criterion, optimizer, trainer):
+                losses = []
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    trainer.backward(loss)
+                    optimizer.step()
+                    losses.append(loss)  # error
+            """,
+            note="a loss function's result in a loop that steps an optimizer; its backward runs elsewhere",
+        ),
+        Good(
+            """
+            import torch
+
+            def train(model, loader, criterion, optimizer, metric):
+                scores = []
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    step(model, x, y, optimizer)
+                    with torch.no_grad():
+                        val_loss = criterion(model(x), y)
+                        scores.append(val_loss)
+                    accuracy = metric(model(x).argmax(1), y)
+                    scores.append(accuracy)
+            """,
+            note="under no_grad, and a value that is not a loss function's result",
+        ),
+        Bad(
+            """
             class Module:
                 def training_step(self, batch, y):
                     loss = self.criterion(self.model(batch), y)
@@ -324,6 +358,12 @@ class LossAccumulatedWithGraph(Rule):
         if total in differentiated:
             return
         losses = added & differentiated
+        why = ""
+        if not losses and _steps_optimizer(loop) and not under_grad_off(self.ctx.ancestors):
+            # No backward in sight, but the loop trains (grad is on) and the value is what a
+            # loss function returned: it carries the step's graph.
+            losses = added & _loss_call_results(loop)
+            why = " (a loss function's result in a loop that steps an optimizer)"
         fed = [] if losses else self._fed_by_calls(loop, added)
         if not losses and not fed:
             return
@@ -332,7 +372,7 @@ class LossAccumulatedWithGraph(Rule):
         if losses:
             loss = sorted(losses)[0]
             if not self._detached_in_loop(loop, loss):
-                self._report(node, total, loss, "")
+                self._report(node, total, loss, why)
             return
         for name, call, index in fed:
             if not self._detached_in_loop(loop, name):
@@ -435,7 +475,17 @@ _KEEPS_GRAPH = frozenset({
 })
 
 
-def _loss_call_results(function: cst.FunctionDef) -> set[str]:
+def _steps_optimizer(loop: cst.CSTNode) -> bool:
+    """`optimizer.zero_grad()` or `optimizer.step()` in the loop: a training loop."""
+    for node in loop_nodes(loop):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in ("zero_grad", "step"):
+            receiver = (dotted_name(node.func.value) or "").rpartition(".")[2].lower()
+            if "optim" in receiver or receiver in ("opt", "scaler"):
+                return True
+    return False
+
+
+def _loss_call_results(function: cst.CSTNode) -> set[str]:
     """Names assigned from a call of a loss (`loss = self.criterion(out, y)`, `self.loss_fn(...)`):
     computed with grad enabled in `training_step`, they carry the graph."""
     names: set[str] = set()
