@@ -37,7 +37,7 @@ from pathlib import Path
 
 CORE_RULES = ("TL101", "TL102", "TL103", "TL201", "TL301")
 #: Rules added from the peers' suites (benchmarks/peer_suites.py), scored on their own programs.
-PEER_RULES = ("TL109", "TL406", "TL610", "TL611")
+PEER_RULES = ("TL109", "TL406", "TL407", "TL610", "TL611", "TL612", "TL808")
 SCORED_RULES = CORE_RULES + PEER_RULES
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "programs"
