@@ -56,7 +56,7 @@ def test_config_overrides_show_in_show_settings(run, tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     shown = settings(run("check", "--show-settings", "--config", "select = ['tl4']", "--config", "unsafe-fixes = true", "."))
     assert shown["overrides"] == "select = ['tl4']; unsafe-fixes = true"
-    assert shown["enabled rules"] == "TL401, TL402"
+    assert shown["enabled rules"] == "TL401, TL402, TL406"
     assert shown["unsafe-fixes"] == "true"
 
 

@@ -35,7 +35,7 @@ PROGRAM_DIRS = sorted(p for p in PROGRAMS.iterdir() if p.is_dir())
 
 def test_corpus_has_programs_for_every_core_rule():
     labels = [label for program in PROGRAM_DIRS for label in score.program_labels(program)]
-    for code in score.CORE_RULES:
+    for code in score.SCORED_RULES:
         kinds = {label.kind for label in labels if label.code == code}
         assert kinds == {"expect", "safe"}, f"{code} needs both expect and safe labels, has {kinds}"
 
@@ -51,7 +51,7 @@ def test_program_is_well_formed(program):
     seen = {}
     for label in labels:
         where = f"{program.name}/{label.path}:{label.line}"
-        assert label.code in score.CORE_RULES, f"{where}: {label.code} is not a core rule"
+        assert label.code in score.SCORED_RULES, f"{where}: {label.code} is not a scored rule"
         source_line = (program / label.path).read_text(encoding="utf-8").splitlines()[label.line - 1]
         assert not source_line.lstrip().startswith("#"), f"{where}: a label must trail code, not stand alone"
         previous = seen.setdefault((label.path, label.line, label.code), label.kind)

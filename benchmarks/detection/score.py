@@ -36,6 +36,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 CORE_RULES = ("TL101", "TL102", "TL103", "TL201", "TL301")
+#: Rules added from the peers' suites (benchmarks/peer_suites.py), scored on their own programs.
+PEER_RULES = ("TL109", "TL406", "TL407", "TL610", "TL611", "TL612", "TL808")
+SCORED_RULES = CORE_RULES + PEER_RULES
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "programs"
 
@@ -133,7 +136,7 @@ def _torchlint_command(args_torchlint: str | None) -> list[str]:
 def run_torchlint(target: Path, torchlint: list[str], timeout: float) -> tuple[list[Finding], str | None]:
     """Findings of the core rules on `target` (run from inside it), or an error message."""
     command = torchlint + [
-        "check", "--no-cache", "--exit-zero", "--select", ",".join(CORE_RULES),
+        "check", "--no-cache", "--exit-zero", "--select", ",".join(SCORED_RULES),
         "--output-format", "json", ".",
     ]
     try:
@@ -208,7 +211,7 @@ def score_program(labels: list[Label], findings: list[Finding]) -> Outcome:
 
 
 def tally(outcomes: dict[str, Outcome]) -> dict[str, RuleScore]:
-    scores = {code: RuleScore() for code in CORE_RULES}
+    scores = {code: RuleScore() for code in SCORED_RULES}
     for outcome in outcomes.values():
         for label in outcome.hits:
             scores.setdefault(label.code, RuleScore()).tp += 1

@@ -252,8 +252,13 @@ def differentiated_names(loop: cst.CSTNode) -> set[str]:
             ):
                 receiver = receiver.args[0].value  # scaler.scale(loss).backward()
             subject = leftmost_name(receiver)
-            if subject is None and node.args:
-                subject = leftmost_name(node.args[0].value)
+            if node.args and node.args[0].keyword is None:
+                # `accelerator.backward(loss)` / `fabric.backward(loss)`: the argument is the
+                # loss. (For `loss.backward(grad)` it is the seed gradient; naming it too only
+                # matters if that very tensor is also collected, which it is not in practice.)
+                argument = leftmost_name(node.args[0].value)
+                if argument is not None:
+                    names.add(argument)
         elif node.args:
             subject = leftmost_name(node.args[0].value)
         if subject is not None:

@@ -146,10 +146,15 @@ from torchlint.rule import Rule  # noqa: E402
 class QualifiedApiRule(Rule):
     """Flags uses of qualified names a subclass knows about (`entry`), once per place:
 
-    - `from mod import name` of such a name is reported at the imported name; uses of that
-      local name are then not reported again (one finding, one fix point);
+    - `from mod import name` of such a name is reported at the imported name. Calls of that
+      local name are reported too when the import's fix would not migrate them (`from torch
+      import svd`: every `svd(...)` needs its own change, since `linalg.svd` returns Vh), and
+      not when it would (`from torch import ger` becomes `from torch import outer as ger`:
+      one finding, one fix point);
     - calls through a module attribute (`torch.norm(x)`, `T.cuda.amp.autocast()`) are reported
-      at the call.
+      at the call;
+    - with `report_references`, any reference through a module attribute (`v2.ToTensor`
+      passed uncalled) is reported, called or not.
 
     Nothing is reported inside a compatibility fallback (`except ImportError:` or a version
     check), nor when the configured target torch predates the deprecation (`since`).
@@ -158,6 +163,8 @@ class QualifiedApiRule(Rule):
     # Every API the subclasses know lives under torch, functorch or torchvision: all spelled
     # with "torch", so a file that never says "torch" cannot use one.
     imports = ("torch",)
+    #: Report uncalled references (`transforms=[v2.ToTensor]`) as well as calls.
+    report_references = False
 
     def entry(self, qualified: str):  # -> object with .replacement and .since, or None
         raise NotImplementedError
@@ -191,13 +198,34 @@ class QualifiedApiRule(Rule):
         return found
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Attribute):
-            return  # a bare name comes from a `from` import, which is reported instead
+        if isinstance(node.func, cst.Name):
+            self._imported_name_call(node)
+            return
+        if not isinstance(node.func, cst.Attribute) or self.report_references:
+            return  # with report_references, visit_Attribute reports the callee
         qualified = self.ctx.qualname(node.func)
         found = self._active(qualified)
         if found is None or in_compat_fallback(self.ctx):
             return
         self.report(node, self.call_message(qualified, found), fix=self.call_fix(node, qualified, found))
+
+    def _imported_name_call(self, node: cst.Call) -> None:
+        """`qr(A)` after `from torch import qr`: reported when fixing the import alone would
+        leave this call wrong. No fix here: the call's replacement is a decision per call."""
+        qualified = self.ctx.qualname(node.func)
+        found = self._active(qualified)
+        if found is None or self.import_target(qualified, found) is not None or in_compat_fallback(self.ctx):
+            return
+        self.report(node, self.call_message(qualified, found))
+
+    def report_reference(self, node: cst.Attribute) -> None:
+        """For a subclass's `visit_Attribute` (kept out of this base so that the other rules
+        do not subscribe to every attribute of every file)."""
+        qualified = self.ctx.qualname(node)
+        found = self._active(qualified)
+        if found is None or in_compat_fallback(self.ctx):
+            return
+        self.report(node, self.call_message(qualified, found))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         hits = [(alias, q, self._active(q)) for alias, q in imported_names(node)]

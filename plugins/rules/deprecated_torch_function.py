@@ -28,8 +28,11 @@ class DeprecatedTorchFunction(QualifiedApiRule):
     float32; `torch.svd` returns `V` where `torch.linalg.svd` returns `Vh`), so migrating
     before removal is cheaper than after.
 
+    After `from torch import svd`, the import is reported, and each call of `svd` too when
+    the replacement differs (every call needs its own change); after `from torch import ger`
+    only the import is (its fix, `from torch import outer as ger`, migrates every use).
     Not flagged: code inside `except ImportError:` or a version check (a fallback for old
-    torch), and uses of a name bound by `from torch import norm` (the import is reported once).
+    torch).
 
     ## Example
     ```python
@@ -92,15 +95,29 @@ class DeprecatedTorchFunction(QualifiedApiRule):
             from torch import ger  # error
             from torch import range as r, norm  # error
             y = ger(a, b)
-            z = r(0, 3)
+            z = r(0, 3)  # error
             """,
             fixed="""
             from torch import outer as ger  # error
             from torch import range as r, norm  # error
             y = ger(a, b)
-            z = r(0, 3)
+            z = r(0, 3)  # error
             """,
-            note="an odd alias (`range as r`) is fine; uses of imported names are not reported twice",
+            note="an odd alias (`range as r`) is fine; a call of an imported name is reported unless the import's fix migrates it (`ger`)",
+        ),
+        Bad(
+            """
+            from torch import linalg, qr  # error
+            from torch.backends.cuda import sdp_kernel  # error
+            from torch.utils import _pytree
+            from torch.utils._pytree import _register_pytree_node  # error
+            q, r = qr(A)  # error
+            with sdp_kernel(enable_flash=False):  # error
+                pass
+            _register_pytree_node(Point, flatten, unflatten)  # error
+            _pytree._register_pytree_node(Box, flatten, unflatten)  # error
+            """,
+            note="calls of names imported from deprecated paths",
         ),
         Good(
             """

@@ -10,7 +10,7 @@ from torchlint.semantic.values import Value
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
-from ._loops import assigned_unconditionally, differentiated_names, enclosing_loops, is_backward_call, loop_nodes
+from ._loops import assigned_unconditionally, differentiated_names, enclosing_loops, is_backward_call, loop_nodes, under_grad_off
 
 _DETACHING = ("item", "detach", "tolist", "numpy", "data")
 
@@ -25,6 +25,15 @@ class LossAccumulatedWithGraph(Rule):
     may also run in a helper of this file that returns the loss as it is
     (`loss = train_step(batch)`, `loss, n = self.step(batch)`): the semantic model resolves
     the call to the function or method it runs.
+
+    Also flagged without a visible backward pass: the result of a loss function
+    (`loss = criterion(...)`, `compute_loss(...)`) collected in a loop that steps or zeroes
+    an optimizer (grad is on there, so it carries the step's graph).
+
+    Also flagged: `losses.append(loss.mean())` (a reduction, cast or move keeps the graph),
+    `cache[i] = loss` keyed by the loop's own variable, and in a Lightning `training_step`
+    (called every step with grad enabled) `self.outputs.append(loss)` of the loss it returns
+    or computes with a loss function (`self.criterion(...)`).
 
     Left alone: `total += loss.item()` / `loss.detach()` / `float(loss)`; summing loss terms
     inside one step (`loss = ce(...)`, then `loss += aux_loss`, then `loss.backward()`); a
@@ -66,7 +75,7 @@ class LossAccumulatedWithGraph(Rule):
     code = "TL601"
     name = "loss-accumulated-with-graph"
     summary = "loss tensor accumulated across steps without `.item()`/`.detach()` keeps every graph alive"
-    triggers = ("backward",)
+    triggers = ("backward", "training_step", "zero_grad", ".step(")
     cases = [
         Bad(
             """
@@ -197,6 +206,97 @@ class LossAccumulatedWithGraph(Rule):
             """,
             note="no backward pass anywhere: this rule cannot tell it carries a graph (TL601 wants proof)",
         ),
+        Bad(
+            """
+            def train(model, loader, criterion, optimizer, accelerator, cache):
+                losses = []
+                for i, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    accelerator.backward(loss)
+                    optimizer.step()
+                    losses.append(loss.mean())  # error
+                    cache[i] = loss.cpu()  # error
+            """,
+            note="`accelerator.backward(loss)`; a reduction or a move keeps the graph; a dict keyed by the loop variable grows",
+        ),
+        Good(
+            """
+            def train(model, loader, criterion, optimizer, last):
+                for i, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    last[0] = loss
+                    optimizer.step()
+            """,
+            note="a fixed key is overwritten each step: one graph at a time, not a growing pile",
+        ),
+        Bad(
+            """
+            import lightning as L
+
+            class Classifier(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    loss = self.criterion(self(x), y)
+                    self.train_losses.append(loss)  # error
+                    return loss
+            """,
+            note="Lightning back-propagates what `training_step` returns and calls it every step",
+        ),
+        Bad(
+            """
+            def train(model, loader, criterion, optimizer, trainer):
+                losses = []
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = criterion(model(x), y)
+                    trainer.backward(loss)
+                    optimizer.step()
+                    losses.append(loss)  # error
+            """,
+            note="a loss function's result in a loop that steps an optimizer; its backward runs elsewhere",
+        ),
+        Good(
+            """
+            import torch
+
+            def train(model, loader, criterion, optimizer, metric):
+                scores = []
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    step(model, x, y, optimizer)
+                    with torch.no_grad():
+                        val_loss = criterion(model(x), y)
+                        scores.append(val_loss)
+                    accuracy = metric(model(x).argmax(1), y)
+                    scores.append(accuracy)
+            """,
+            note="under no_grad, and a value that is not a loss function's result",
+        ),
+        Bad(
+            """
+            class Module:
+                def training_step(self, batch, y):
+                    loss = self.criterion(self.model(batch), y)
+                    self.outputs.append(loss)  # error
+            """,
+            note="a loss function's result, computed with grad enabled",
+        ),
+        Good(
+            """
+            import lightning as L
+
+            class Classifier(L.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    x, y = batch
+                    logits = self(x)
+                    loss = self.criterion(logits, y)
+                    self.train_losses.append(loss.detach())
+                    self.preds.append(logits.argmax(1))
+                    return {"loss": loss}
+            """,
+            note="detached, and predictions without a graph",
+        ),
         Good(
             """
             def train_chunked(model, chunks, ce, optimizer):
@@ -231,17 +331,39 @@ class LossAccumulatedWithGraph(Rule):
             return
         self._check(node, dotted_name(func.value), _leaf_names(node.args[0].value))
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`cache[i] = loss` keyed by the loop's own variable: a new entry every iteration."""
+        if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Subscript:
+            return
+        target = node.targets[0].target
+        loops = enclosing_loops(self.ctx.ancestors)
+        if not loops or type(loops[0]) is not cst.For or len(target.slice) != 1:
+            return
+        key = target.slice[0].slice
+        if type(key) is not cst.Index or type(key.value) is not cst.Name:
+            return
+        if key.value.value not in {n.value for n in iter_nodes(loops[0].target) if type(n) is cst.Name}:
+            return
+        self._check(node, dotted_name(target.value), _leaf_names(node.value))
+
     def _check(self, node: cst.CSTNode, total: str | None, added: set[str]) -> None:
         if total is None or not added:
             return
         loops = enclosing_loops(self.ctx.ancestors)
         if not loops:
+            self._check_training_step(node, total, added)
             return
         loop = loops[0]
         differentiated = differentiated_names(loop)
         if total in differentiated:
             return
         losses = added & differentiated
+        why = ""
+        if not losses and _steps_optimizer(loop) and not under_grad_off(self.ctx.ancestors):
+            # No backward in sight, but the loop trains (grad is on) and the value is what a
+            # loss function returned: it carries the step's graph.
+            losses = added & _loss_call_results(loop)
+            why = " (a loss function's result in a loop that steps an optimizer)"
         fed = [] if losses else self._fed_by_calls(loop, added)
         if not losses and not fed:
             return
@@ -250,11 +372,22 @@ class LossAccumulatedWithGraph(Rule):
         if losses:
             loss = sorted(losses)[0]
             if not self._detached_in_loop(loop, loss):
-                self._report(node, total, loss, "")
+                self._report(node, total, loss, why)
             return
         for name, call, index in fed:
             if not self._detached_in_loop(loop, name):
                 self.fed_by_calls.append(_FedByCall(node, total, name, self.model.value(call.func), index))
+
+    def _check_training_step(self, node: cst.CSTNode, total: str, added: set[str]) -> None:
+        """Lightning's `training_step` runs once per step with grad enabled, and Lightning
+        back-propagates the loss it returns: `self.outputs.append(loss)` of that very loss
+        keeps every step's graph on the module until the list is cleared."""
+        function = self.ctx.enclosing_function()
+        if function is None or function.name.value != "training_step" or not total.startswith("self."):
+            return
+        losses = sorted(added & (_returned_names(function) | _loss_call_results(function)))
+        if losses and not self._detached_in_loop(function, losses[0]):
+            self._report(node, total, losses[0], " (Lightning back-propagates what `training_step` returns, then calls it again next step)")
 
     def finish(self) -> None:
         for fed in self.fed_by_calls:
@@ -334,12 +467,61 @@ def _returns_after_backward(function: cst.FunctionDef, index: int | None) -> boo
     return False
 
 
+#: Tensor methods whose result is still attached to the graph (differentiable reductions,
+#: casts and moves): `losses.append(loss.mean())` retains it as much as `loss` itself.
+_KEEPS_GRAPH = frozenset({
+    "sum", "mean", "float", "double", "half", "bfloat16", "to", "cpu", "cuda", "clone",
+    "squeeze", "unsqueeze", "view", "reshape", "flatten", "contiguous", "abs",
+})
+
+
+def _steps_optimizer(loop: cst.CSTNode) -> bool:
+    """`optimizer.zero_grad()` or `optimizer.step()` in the loop: a training loop."""
+    for node in loop_nodes(loop):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in ("zero_grad", "step"):
+            receiver = (dotted_name(node.func.value) or "").rpartition(".")[2].lower()
+            if "optim" in receiver or receiver in ("opt", "scaler"):
+                return True
+    return False
+
+
+def _loss_call_results(function: cst.CSTNode) -> set[str]:
+    """Names assigned from a call of a loss (`loss = self.criterion(out, y)`, `self.loss_fn(...)`):
+    computed with grad enabled in `training_step`, they carry the graph."""
+    names: set[str] = set()
+    for node in loop_nodes(function):
+        if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name and type(node.value) is cst.Call:
+            callee = (dotted_name(node.value.func) or "").rpartition(".")[2].lower()
+            if "loss" in callee or "criterion" in callee:
+                names.add(node.targets[0].target.value)
+    return names
+
+
+def _returned_names(function: cst.FunctionDef) -> set[str]:
+    """Names `function` returns: `return loss`, `return loss, logs`, `return {"loss": loss}`."""
+    names: set[str] = set()
+    for node in loop_nodes(function):
+        if type(node) is not cst.Return or node.value is None:
+            continue
+        value = node.value
+        if type(value) in (cst.Tuple, cst.List):
+            parts = [element.value for element in value.elements]
+        elif type(value) is cst.Dict:
+            parts = [element.value for element in value.elements if type(element) is cst.DictElement]
+        else:
+            parts = [value]
+        names.update(part.value for part in parts if type(part) is cst.Name)
+    return names
+
+
 def _leaf_names(expr: cst.BaseExpression) -> set[str]:
-    """Names added as they are: `loss`, `loss * n`, `w * loss`, `-loss`; not `f(loss)`,
-    `loss.item()` or `loss[0]`."""
+    """Names added as they are: `loss`, `loss * n`, `w * loss`, `-loss`, `loss.mean()`,
+    `loss.float()`; not `f(loss)`, `loss.item()` or `loss[0]`."""
     kind = type(expr).__name__
     if kind == "Name":
         return {expr.value}
+    if kind == "Call" and type(expr.func) is cst.Attribute and expr.func.attr.value in _KEEPS_GRAPH:
+        return _leaf_names(expr.func.value)
     if kind == "BinaryOperation":
         return _leaf_names(expr.left) | _leaf_names(expr.right)
     if kind == "UnaryOperation":

@@ -20,9 +20,9 @@ class RemovedTorchFunction(QualifiedApiRule):
     These names still exist as stubs, so the code imports fine, but every call raises
     `RuntimeError: This function was deprecated since version 1.9 and is now removed`.
 
-    Not flagged: an import inside `except ImportError:` or a branch of a version check
-    (a fallback for old torch), and uses of a name that `from torch import solve` bound
-    (the import is reported once instead).
+    An import (`from torch import symeig as eig`) is reported, and so is each call of the
+    name it binds: that call is the line that raises. Not flagged: an import or call inside
+    `except ImportError:` or a branch of a version check (a fallback for old torch).
 
     ## Example
     ```python
@@ -53,9 +53,11 @@ class RemovedTorchFunction(QualifiedApiRule):
             import torch as T
             from torch import lstsq, symeig as eigs  # error
             e = T.eig(A)  # error
-            sol = lstsq(B, A)
+            sol = lstsq(B, A)  # error
+            ok = symeig(A)
             """,
-            note="the import is reported once per statement line; its uses are not reported again",
+            note="the import once per statement line, and each call of a name it bound (it raises); "
+            "`symeig` was imported under another name, so the bare `symeig` is something else",
         ),
         Good(
             """

@@ -14,8 +14,10 @@ class _Entry:
 class TransformsV2ToTensor(QualifiedApiRule):
     """
     ## What it does
-    Flags `torchvision.transforms.v2.ToTensor` (its use through a module attribute, or its
-    import). The v1 `torchvision.transforms.ToTensor` is not deprecated and is not flagged.
+    Flags `torchvision.transforms.v2.ToTensor`: its import, each call of the imported name,
+    and every reference through a module attribute, called or not (`v2.ToTensor()`, or
+    `v2.ToTensor` handed to a pipeline builder uncalled). The v1
+    `torchvision.transforms.ToTensor` is not deprecated and is not flagged.
 
     ## Why is this bad?
     `v2.ToTensor` is deprecated and warns on construction; it will be removed. The v2 API
@@ -37,6 +39,7 @@ class TransformsV2ToTensor(QualifiedApiRule):
     name = "transforms-v2-to-tensor"
     summary = "`torchvision.transforms.v2.ToTensor` is deprecated; use `ToImage()` + `ToDtype(torch.float32, scale=True)`"
     triggers = ("ToTensor",)
+    report_references = True
     cases = [
         Bad(
             """
@@ -50,6 +53,17 @@ class TransformsV2ToTensor(QualifiedApiRule):
             from torchvision.transforms.v2 import ToTensor, Resize  # error
             a = T.ToTensor()  # error
             """
+        ),
+        Bad(
+            """
+            import torchvision.transforms.v2
+            from torchvision.transforms import v2
+            from torchvision.transforms.v2 import ToTensor  # error
+            steps = [v2.ToTensor, v2.Normalize]  # error
+            name = torchvision.transforms.v2.ToTensor.__name__  # error
+            t = ToTensor()  # error
+            """,
+            note="uncalled references, and a call of the imported name",
         ),
         Good(
             """
@@ -68,6 +82,9 @@ class TransformsV2ToTensor(QualifiedApiRule):
             note="the replacement",
         ),
     ]
+
+    def visit_Attribute(self, node):
+        self.report_reference(node)
 
     def entry(self, qualified):
         return _Entry if qualified in _V2_TO_TENSOR else None
