@@ -1,0 +1,147 @@
+"""`torchlint.runtime.kernel_attribution`: eager and compiled traces on user lines, functions and
+kernels, from synthetic traces shaped like torch 2.13's (plain JSON, no torch needed), the
+GPU path included."""
+
+from __future__ import annotations
+
+from torchlint.runtime.kernel_attribution import (
+    CALL_PREFIX, STACK_PREFIX, Graph, attribute, compare, kernel_lines, kernel_stacks, kernel_stacks_from_nodes,
+    median_profile, slower_regions, split_calls,
+)
+
+USER = "/proj/model.py"
+
+
+def user_file(name: str) -> str | None:
+    return USER if name.endswith("model.py") else None
+
+
+def ev(name, ts, dur, cat="cpu_op", tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid, "args": args}
+
+
+def trace(*frames: tuple[int, str]) -> str:
+    return "".join(f'  File "{USER}", line {line}, in {func}\n    code\n' for line, func in frames)
+
+
+def graph(kernels: dict, output_code: str = "", path: str = "/cache/ab/cabc.py") -> Graph:
+    g = Graph(graph_id=3, kind="inference", output_code=output_code, output_code_path=path)
+    g.kernels = kernel_stacks(kernels, user_file)
+    return g
+
+
+FUSED = graph(
+    {"cpp_fused_add_tanh_0:2": [trace((20, "forward"), (3, "act")), trace((20, "forward"), (4, "act")),
+                                trace((20, "forward"), (4, "act"))],
+     "extern_kernels.addmm:1": [trace((19, "forward"))],
+     "extern_kernels.addmm:3": [trace((21, "forward"))]},
+    # A graph from Inductor's cache names its ranges after the process that compiled it (graph_0).
+    output_code='RAIIAtenRecordFunctionHandle record_("graph_0_cpp_fused_add_tanh_0", nullptr);',
+)
+
+
+def compiled_call(t0: float = 0.0) -> list[dict]:
+    return [
+        ev(f"{CALL_PREFIX}compiled", t0, 100, cat="user_annotation"),
+        ev("Torch-Compiled Region: 0/0", t0 + 1, 98),
+        ev("model.py(18): forward", t0 + 2, 96, cat="python_function"),
+        ev("## Call CompiledFxGraph fx1 ##", t0 + 5, 90),
+        ev("ab/cabc.py(80): call", t0 + 6, 88, cat="python_function"),
+        ev("aten::addmm", t0 + 10, 20),
+        ev("aten::copy_", t0 + 12, 5),  # inside addmm: not counted twice
+        ev("graph_0_cpp_fused_add_tanh_0", t0 + 30, 30),
+        ev("aten::addmm", t0 + 60, 10),
+    ]
+
+
+def test_a_fused_kernel_is_shared_among_the_lines_it_fused_and_extern_kernels_go_in_order():
+    run = attribute(compiled_call(), graphs=[FUSED], user_file=user_file)
+    lines = {line: round(us, 3) for (_, line), us in run.acc.lines.items()}
+    # One op from line 3, two from line 4: the kernel's 30 µs split 10 / 20.
+    assert lines == {19: 20.0, 21: 10.0, 3: 10.0, 4: 20.0}
+    assert run.kernels["0:cpp_fused_add_tanh_0"]["us"] == 30.0
+    functions = {func: round(us, 3) for (_, func), us in run.acc.functions.items()}
+    assert functions["act"] == 30.0
+    # forward: its operations (60 µs) and what its compiled region spent outside them (98 - 60).
+    assert functions["forward"] == 60.0 + 38.0
+    assert round(run.acc.overhead[(USER, "forward")], 3) == 38.0
+    assert run.acc.total == 60.0
+
+
+def test_the_eager_side_uses_the_stacks_of_its_ranges():
+    stacks = {0: [(USER, 18, "forward"), (USER, 3, "act")], 1: [(USER, 20, "forward")]}
+    events = [ev(f"{STACK_PREFIX}0", 0, 12, cat="user_annotation"), ev("aten::tanh", 1, 10),
+              ev(f"{STACK_PREFIX}1", 20, 8, cat="user_annotation"), ev("aten::mul", 21, 6)]
+    run = attribute(events, stacks=stacks, user_file=user_file)
+    assert dict(run.acc.lines) == {(USER, 3): 10.0, (USER, 20): 6.0}
+    assert run.acc.functions[(USER, "forward")] == 16.0 and run.acc.functions[(USER, "act")] == 10.0
+    assert run.acc.callees[(USER, "forward")] == {(USER, "act")}
+
+
+def test_eager_pieces_between_graphs_are_known_by_function_only():
+    events = [ev("model.py(30): refine", 0, 50, cat="python_function"), ev("aten::item", 5, 4)]
+    run = attribute(events, graphs=[FUSED], user_file=user_file)
+    assert not run.acc.lines
+    assert run.acc.functions[(USER, "refine")] == 4.0 and (USER, "refine") in run.acc.eager_pieces
+
+
+def test_gpu_kernels_are_found_by_name_or_through_the_launch_correlation():
+    triton = graph({"triton_poi_fused_add_0:1": [trace((5, "forward"))]})
+    stacks = {0: [(USER, 9, "forward")]}
+    events = [
+        # compiled: a Triton kernel Inductor generated, on the device's stream
+        ev("## Call CompiledFxGraph g ##", 0, 50), ev("cudaLaunchKernel", 10, 5, cat="cuda_runtime", correlation=7),
+        ev("triton_poi_fused_add_0", 100, 40, cat="kernel", tid=7, correlation=7),
+        # eager: an ATen kernel, attributed through the launching operation's range
+        ev(f"{STACK_PREFIX}0", 200, 30, cat="user_annotation"), ev("aten::mm", 201, 20),
+        ev("cudaLaunchKernel", 205, 5, cat="cuda_runtime", correlation=8),
+        ev("ampere_sgemm_128x64", 300, 70, cat="kernel", tid=7, correlation=8),
+    ]
+    run = attribute(events, stacks=stacks, graphs=[triton], user_file=user_file)
+    assert run.device == "cuda"
+    assert dict(run.acc.lines) == {(USER, 5): 40.0, (USER, 9): 70.0}  # device time, not launch time
+    assert run.kernels["0:triton_poi_fused_add_0"]["us"] == 40.0
+
+
+def test_calls_are_split_and_a_slow_call_moves_no_median():
+    events = []
+    for index, slow in enumerate((1, 1, 5)):  # the third call ran on a busy machine
+        call = compiled_call(t0=1000.0 * index)
+        for event in call:
+            if not event["name"].startswith(CALL_PREFIX):
+                event["dur"] *= slow
+        events += call
+    runs = split_calls(events)
+    assert list(runs) == ["compiled"] and len(runs["compiled"]) == 3
+    merged = median_profile([attribute(call, graphs=[FUSED], user_file=user_file) for call in runs["compiled"]])
+    assert merged.acc.lines[(USER, 19)] == 20.0 and merged.acc.total == 60.0
+
+
+def test_comparison_scales_each_side_to_its_timed_call_and_names_the_innermost_slower_function():
+    stacks = {0: [(USER, 18, "forward"), (USER, 3, "act")], 1: [(USER, 18, "forward"), (USER, 19, "helper")]}
+    eager = attribute([ev(f"{STACK_PREFIX}0", 0, 30, cat="user_annotation"), ev("aten::tanh", 1, 20),
+                       ev(f"{STACK_PREFIX}1", 40, 30, cat="user_annotation"), ev("aten::mm", 41, 20)],
+                      stacks=stacks, user_file=user_file)
+    slow_act = graph({"cpp_fused_tanh_0:1": [trace((18, "forward"), (3, "act"))],
+                      "extern_kernels.mm:2": [trace((18, "forward"), (19, "helper"))]},
+                     output_code='("graph_1_cpp_fused_tanh_0"')
+    compiled = attribute([ev("## Call CompiledFxGraph g ##", 0, 200), ev("graph_1_cpp_fused_tanh_0", 1, 80),
+                          ev("aten::mm", 100, 20)], graphs=[slow_act], user_file=user_file)
+    # Profiled calls took twice the timed ones on both sides: the scale halves everything.
+    result = compare(eager, compiled, eager_ms=0.05, compiled_ms=0.1, eager_wall_us=100, compiled_wall_us=200)
+    act = next(r for r in result["functions"] if r["function"] == "act")
+    assert (act["eager_ms"], act["compiled_ms"]) == (0.01, 0.04) and act["speedup"] == 0.25
+    slower = slower_regions(result)
+    # act and forward are slower; forward only because act is: act is named, and line 3.
+    assert [(r["kind"], r.get("function"), r["line"]) for r in slower] == [("function", "act", 3), ("line", "act", 3)]
+    assert result["kernels"][0]["name"] == "cpp_fused_tanh_0"
+    assert kernel_lines([slow_act], "cpp_fused_tanh_0", 0) == [{"path": USER, "line": 3, "ops": 1}]
+
+
+def test_this_runs_node_traces_win_over_the_stale_ones_a_cached_graph_carries():
+    mapping = {"postToPre": {"add": ["y"], "tanh": ["t"], "addmm": ["h"]},
+               "cppCodeToPost": {"cpp_fused_add_tanh_0:2": ["add", "tanh"]},
+               "extern_kernels": {}}
+    node_traces = {"y": trace((30, "forward"), (7, "act")), "t": trace((30, "forward"), (8, "act")), "h": ""}
+    kernels = kernel_stacks_from_nodes(mapping, node_traces, user_file)
+    assert {name: [s[-1][1] for s in stacks] for name, stacks in kernels.items()} == {"cpp_fused_add_tanh_0": [7, 8]}
