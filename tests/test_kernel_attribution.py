@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from torchlint.runtime.kernel_attribution import (
     CALL_PREFIX, STACK_PREFIX, Graph, attribute, compare, kernel_lines, kernel_stacks, kernel_stacks_from_nodes,
-    median_profile, slower_regions, split_calls,
+    SourceFunctions, median_profile, profiler_correction, slower_regions, split_calls,
 )
 
 USER = "/proj/model.py"
@@ -117,20 +117,24 @@ def test_calls_are_split_and_a_slow_call_moves_no_median():
     assert merged.acc.lines[(USER, 19)] == 20.0 and merged.acc.total == 60.0
 
 
-def test_comparison_scales_each_side_to_its_timed_call_and_names_the_innermost_slower_function():
+def test_the_profilers_cost_per_operation_comes_off_each_and_the_innermost_slower_function_is_named():
     stacks = {0: [(USER, 18, "forward"), (USER, 3, "act")], 1: [(USER, 18, "forward"), (USER, 19, "helper")]}
-    eager = attribute([ev(f"{STACK_PREFIX}0", 0, 30, cat="user_annotation"), ev("aten::tanh", 1, 20),
-                       ev(f"{STACK_PREFIX}1", 40, 30, cat="user_annotation"), ev("aten::mm", 41, 20)],
-                      stacks=stacks, user_file=user_file)
+    # Profiled, the eager call took 100 µs for 50 µs timed, over 2 operations: 25 µs off each.
+    correction = profiler_correction(2, 100.0, 50.0)
+    assert correction == 25.0
+    eager = attribute([ev(f"{STACK_PREFIX}0", 0, 40, cat="user_annotation"), ev("aten::tanh", 1, 35),
+                       ev(f"{STACK_PREFIX}1", 40, 60, cat="user_annotation"), ev("aten::mm", 41, 45)],
+                      stacks=stacks, user_file=user_file, correction_us=correction)
     slow_act = graph({"cpp_fused_tanh_0:1": [trace((18, "forward"), (3, "act"))],
                       "extern_kernels.mm:2": [trace((18, "forward"), (19, "helper"))]},
                      output_code='("graph_1_cpp_fused_tanh_0"')
-    compiled = attribute([ev("## Call CompiledFxGraph g ##", 0, 200), ev("graph_1_cpp_fused_tanh_0", 1, 80),
+    compiled = attribute([ev("## Call CompiledFxGraph g ##", 0, 200), ev("graph_1_cpp_fused_tanh_0", 1, 40),
                           ev("aten::mm", 100, 20)], graphs=[slow_act], user_file=user_file)
-    # Profiled calls took twice the timed ones on both sides: the scale halves everything.
-    result = compare(eager, compiled, eager_ms=0.05, compiled_ms=0.1, eager_wall_us=100, compiled_wall_us=200)
+    result = compare(eager, compiled, eager_ms=0.05, compiled_ms=0.1)
     act = next(r for r in result["functions"] if r["function"] == "act")
     assert (act["eager_ms"], act["compiled_ms"]) == (0.01, 0.04) and act["speedup"] == 0.25
+    mm = next(r for r in result["lines"] if r["line"] == 19)
+    assert (mm["eager_ms"], mm["compiled_ms"]) == (0.02, 0.02)  # the same operation: the same time
     slower = slower_regions(result)
     # act and forward are slower; forward only because act is: act is named, and line 3.
     assert [(r["kind"], r.get("function"), r["line"]) for r in slower] == [("function", "act", 3), ("line", "act", 3)]
@@ -145,3 +149,21 @@ def test_this_runs_node_traces_win_over_the_stale_ones_a_cached_graph_carries():
     node_traces = {"y": trace((30, "forward"), (7, "act")), "t": trace((30, "forward"), (8, "act")), "h": ""}
     kernels = kernel_stacks_from_nodes(mapping, node_traces, user_file)
     assert {name: [s[-1][1] for s in stacks] for name, stacks in kernels.items()} == {"cpp_fused_add_tanh_0": [7, 8]}
+
+
+def test_functions_are_told_apart_by_qualified_name_and_def_line(tmp_path):
+    source = tmp_path / "model.py"
+    source.write_text("class A:\n    def forward(self, x):\n        return x + 1\n\n"
+                      "class B:\n    @staticmethod\n    def forward(x):\n        f = lambda y: y * 2\n        return f(x)\n")
+    function_of = SourceFunctions()
+    assert function_of(str(source), 3, "forward") == ("A.forward", 2)
+    assert function_of(str(source), 9, "forward") == ("B.forward", 7)
+    assert function_of(str(source), 6, "forward") == ("B.forward", 7)  # a profiler frame's first line: the decorator
+    assert function_of(str(source), 8, "<lambda>") == ("B.forward.<lambda>", 8)
+    assert function_of(str(source), 3, "other") == ("other", None)
+    stacks = {0: [(str(source), 3, "forward")], 1: [(str(source), 9, "forward")]}
+    run = attribute([ev(f"{STACK_PREFIX}0", 0, 10, cat="user_annotation"), ev("aten::add", 1, 5),
+                     ev(f"{STACK_PREFIX}1", 20, 10, cat="user_annotation"), ev("aten::mul", 21, 7)],
+                    stacks=stacks, function_of=function_of)
+    assert dict(run.acc.functions) == {(str(source), "A.forward"): 5.0, (str(source), "B.forward"): 7.0}
+    assert run.acc.first_line[(str(source), "B.forward")] == 7

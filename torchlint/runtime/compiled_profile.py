@@ -38,9 +38,8 @@ import torch
 from torchlint.runtime.compile_check import _eval_mode, _timed_pair, call, inductor_cache_dir, quiet_compiler_logs
 from torchlint.runtime.frames import USER, FrameClassifier, generated_dirs
 from torchlint.runtime.kernel_attribution import (
-    CALL_PREFIX, STACK_PREFIX, Graph, attribute, compare, graph_id_of, kernel_lines, kernel_stacks, kernel_stacks_from_nodes,
-    median_profile,
-    slower_regions, split_calls,
+    CALL_PREFIX, STACK_PREFIX, Graph, SourceFunctions, attribute, compare, graph_id_of, kernel_lines, kernel_stacks, kernel_stacks_from_nodes,
+    median_profile, profiler_correction, slower_regions, split_calls,
 )
 
 try:  # a range without a dispatcher call of its own (see the profile probe)
@@ -290,12 +289,13 @@ class CompiledProfile:
                 torch._dynamo.reset()  # the next check compiles afresh
         graphs = artifacts.finish(user_file)
         runs = split_calls(events)
-        eager_run = median_profile([attribute(e, stacks=ranges.stacks, user_file=user_file) for e in runs.get("eager", [])])
-        compiled_run = median_profile([attribute(e, graphs=graphs, user_file=user_file) for e in runs.get("compiled", [])])
-        walls = {kind: statistics.median(float(call[0]["dur"]) for call in runs[kind]) if runs.get(kind) else None
-                 for kind in ("eager", "compiled")}
-        comparison = compare(eager_run, compiled_run, eager_ms=eager_ms, compiled_ms=compiled_ms,
-                             eager_wall_us=walls["eager"], compiled_wall_us=walls["compiled"])
+        function_of = SourceFunctions()
+        eager_run, eager_fix = _side(runs.get("eager", []), eager_ms, stacks=ranges.stacks, user_file=user_file,
+                                     function_of=function_of)
+        compiled_run, compiled_fix = _side(runs.get("compiled", []), compiled_ms, graphs=graphs, user_file=user_file,
+                                           function_of=function_of)
+        comparison = compare(eager_run, compiled_run, eager_ms=eager_ms, compiled_ms=compiled_ms)
+        result["profiler_correction_us"] = {"eager": round(eager_fix, 2), "compiled": round(compiled_fix, 2)}
         for kernel in comparison["kernels"]:
             kernel["lines"] = kernel_lines(graphs, kernel["name"], kernel["graph"])
         result.update(comparison)
@@ -331,6 +331,19 @@ class CompiledProfile:
                     handle.write(text)
                 written[name.split(".")[0]] = path
         return written
+
+
+def _side(calls: list[list[dict]], timed_ms: float, **how: Any) -> tuple[Any, float]:
+    """One side's profile: the median over its calls, with the profiler's cost per operation
+    (measured against the timed call) taken off."""
+    if not calls:
+        return median_profile([]), 0.0
+    first = median_profile([attribute(call, **how) for call in calls])
+    profiled_us = statistics.median(float(call[0]["dur"]) for call in calls)
+    correction = profiler_correction(first.events, profiled_us, timed_ms * 1000.0)
+    if not correction or first.device != "cpu":
+        return first, 0.0
+    return median_profile([attribute(call, correction_us=correction, **how) for call in calls]), correction
 
 
 def _spread(times: list[float]) -> list[float]:

@@ -26,6 +26,7 @@ it is the difference between the timed call and the attributed time.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from collections import defaultdict
@@ -143,10 +144,54 @@ def extern_op(kernel: str) -> str | None:
     return None
 
 
-class _Acc:
-    """Time per key (line or function) in µs over the profiled calls."""
+class SourceFunctions:
+    """The function a user line is in, by its qualified name and ``def`` line, read from the
+    source with ``ast``: stack traces name a frame's function by its bare name (every
+    ``forward`` of a file would be one), and the profiler's Python events by its first line."""
 
     def __init__(self) -> None:
+        self._spans: dict[str, list[tuple[int, int, str, str, int]]] = {}
+
+    def __call__(self, path: str, line: int, name: str) -> tuple[str, int | None]:
+        best = None
+        for start, end, short, qualname, def_line in self._of(path):
+            if start <= line <= end and short == name and (best is None or start >= best[0]):
+                best = (start, qualname, def_line)
+        return (best[1], best[2]) if best else (name, None)
+
+    def _of(self, path: str) -> list[tuple[int, int, str, str, int]]:
+        spans = self._spans.get(path)
+        if spans is None:
+            spans = self._spans[path] = []
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    tree = ast.parse(handle.read())
+            except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+                return spans
+
+            def visit(node: ast.AST, prefix: str) -> None:
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                        short = "<lambda>" if isinstance(child, ast.Lambda) else child.name
+                        decorators = getattr(child, "decorator_list", [])
+                        start = min([child.lineno] + [d.lineno for d in decorators])
+                        spans.append((start, child.end_lineno or child.lineno, short, prefix + short, child.lineno))
+                        visit(child, f"{prefix}{short}.")
+                    elif isinstance(child, ast.ClassDef):
+                        visit(child, f"{prefix}{child.name}.")
+                    else:
+                        visit(child, prefix)
+
+            visit(tree, "")
+        return spans
+
+
+class _Acc:
+    """Time per key (line or function) in µs over the profiled calls. A function is keyed by
+    its path and qualified name (``function_of``)."""
+
+    def __init__(self, function_of: Callable[[str, int, str], tuple[str, int | None]] | None = None) -> None:
+        self._function_of = function_of
         self.lines: dict[Frame | tuple, float] = defaultdict(float)
         self.functions: dict[tuple[str, str], float] = defaultdict(float)
         self.first_line: dict[tuple[str, str], int] = {}
@@ -158,6 +203,18 @@ class _Acc:
         #: functions with time known only at function level (eager code between compiled graphs)
         self.eager_pieces: set[tuple[str, str]] = set()
         self.total = 0.0
+
+    def _named(self, frames: list[Frame]) -> list[Frame]:
+        """Frames with their function's qualified name, the line kept (the def line noted)."""
+        if self._function_of is None:
+            return frames
+        out = []
+        for path, line, func in frames:
+            qualname, def_line = self._function_of(path, line, func)
+            if def_line is not None:
+                self.first_line[(path, qualname)] = def_line
+            out.append((path, line, qualname))
+        return out
 
     def _calls(self, frames: list[Frame]) -> None:
         for outer, inner in zip(frames, frames[1:]):
@@ -171,6 +228,7 @@ class _Acc:
         if not stacks:
             return
         share = dur / len(stacks)
+        stacks = [self._named(stack) for stack in stacks]
         seen_functions: dict[tuple[str, str], float] = defaultdict(float)
         for stack in stacks:
             path, line, func = stack[-1]
@@ -180,29 +238,31 @@ class _Acc:
             for frame_path, frame_line, frame_func in {(p, f): (p, l, f) for p, l, f in stack}.values():
                 key = (frame_path, frame_func)
                 seen_functions[key] += share
-                self.first_line[key] = min(self.first_line.get(key, frame_line), frame_line)
+                self.first_line.setdefault(key, frame_line)
         for key, value in seen_functions.items():
             self.functions[key] += value
 
     def add_overhead(self, dur: float, functions: list[Frame]) -> None:
         """A compiled region's time outside kernels and operations: its functions', apart."""
+        functions = self._named(functions)
         self._calls(functions)
         for path, line, func in {(p, f): (p, l, f) for p, l, f in functions}.values():
             key = (path, func)
             self.functions[key] += dur
             self.overhead[key] += dur
-            self.first_line[key] = min(self.first_line.get(key, line), line)
+            self.first_line.setdefault(key, line)
 
     def add_function_only(self, dur: float, functions: list[tuple[str, int, str]]) -> None:
         """Time known by its Python callers only (an eager piece between compiled graphs)."""
         self.total += dur
+        functions = self._named(functions)
         self._calls(functions)
         if functions:
             self.eager_pieces.add((functions[-1][0], functions[-1][2]))
         for path, line, func in {(p, f): (p, l, f) for p, l, f in functions}.values():
             key = (path, func)
             self.functions[key] += dur
-            self.first_line[key] = min(self.first_line.get(key, line), line)
+            self.first_line.setdefault(key, line)
 
 
 @dataclass
@@ -213,6 +273,8 @@ class RunProfile:
     kernels: dict[str, dict[str, Any]]
     device: str  # "cpu" or "cuda": whose clock the times are
     unattributed: float = 0.0  # operations with no user stack (library code, wrappers)
+    #: top-level operations, kernels and compiled regions counted (what ``correction_us`` is per)
+    events: int = 0
 
 
 def _by_thread(events: Iterable[dict]) -> dict[Any, list[dict]]:
@@ -230,16 +292,18 @@ def _is_device(events: list[dict]) -> bool:
 
 
 def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = None, graphs: list[Graph] = (),
-              user_file: Callable[[str], str | None] = lambda path: None) -> RunProfile:
+              user_file: Callable[[str], str | None] = lambda path: None, correction_us: float = 0.0,
+              function_of: Callable[[str, int, str], tuple[str, int | None]] | None = None) -> RunProfile:
     """Attribute one run's trace: ``stacks`` for an eager run (the replay's ``tl-stack`` ranges),
-    ``graphs`` for a compiled one."""
+    ``graphs`` for a compiled one. ``correction_us``: what the profiler adds to each recorded
+    operation on the CPU (see ``profiler_correction``), taken off each one."""
     stacks = stacks or {}
     by_event: dict[str, list[tuple[Graph, str]]] = defaultdict(list)
     for graph in graphs:
         for event_name, kernel in graph.event_names().items():
             by_event[event_name].append((graph, kernel))
     device = "cuda" if _is_device(events) else "cpu"
-    acc = _Acc()
+    acc = _Acc(function_of)
     kernels: dict[str, dict[str, Any]] = {}
     unattributed = 0.0
     #: correlation id of a kernel launch -> how its kernel is attributed (device runs)
@@ -263,6 +327,8 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
         return candidates[0]
 
     def note_kernel(graph: Graph, name: str, dur: float) -> None:
+        if device == "cpu":
+            dur = max(0.0, dur - correction_us)
         label = graphs.index(graph) if graph in graphs else None
         entry = kernels.setdefault(f"{label}:{name}", {"name": name, "graph": label, "us": 0.0, "calls": 0})
         entry["us"] += dur
@@ -307,8 +373,13 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
         functions = [f for f in (py_frame(e["name"]) for e in stack if e.get("cat") == "python_function") if f]
         return ("functions", functions) if functions else ("none", None)
 
+    counted = 0
+
     def credit(how: tuple[str, Any], dur: float) -> None:
-        nonlocal unattributed
+        nonlocal unattributed, counted
+        counted += 1
+        if device == "cpu":
+            dur = max(0.0, dur - correction_us)
         kind, value = how
         if kind == "stacks":
             acc.add(dur, value)
@@ -398,11 +469,22 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
         # What a compiled region spent outside its kernels and operations (guards, the graph's
         # wrappers, Python between graphs) is its function's, and its callers'.
         for region in regions:
-            overhead = float(region["dur"]) - region["_tl_work"]
+            counted += 1
+            overhead = float(region["dur"]) - region["_tl_work"] - correction_us
             frames = region["_tl_callers"] + ([region["_tl_frame"]] if region.get("_tl_frame") else [])
             if overhead > 0 and frames:
                 acc.add_overhead(overhead, frames)
-    return RunProfile(acc, kernels, device, unattributed)
+    return RunProfile(acc, kernels, device, unattributed, counted)
+
+
+def profiler_correction(events_per_call: float, profiled_call_us: float, timed_call_us: float) -> float:
+    """What ``torch.profiler`` adds per recorded operation, from a call's profiled and timed
+    lengths: measured here, a 0.4 ms eager call of 48 small operations took 1.0 ms of
+    operations profiled, while a single large matmul hardly moves. A constant per operation
+    fits that (a scale would shrink the large operations as much as the small ones)."""
+    if events_per_call <= 0 or profiled_call_us <= timed_call_us:
+        return 0.0
+    return (profiled_call_us - timed_call_us) / events_per_call
 
 
 def split_calls(events: list[dict]) -> dict[str, list[list[dict]]]:
@@ -468,7 +550,8 @@ def median_profile(profiles: list[RunProfile]) -> RunProfile:
         kernels[name] = {"name": entries[0]["name"], "graph": entries[0]["graph"], "us": median([e["us"] for e in entries], n),
                          "calls": median([float(e["calls"]) for e in entries], n)}
     device = profiles[0].device if profiles else "cpu"
-    return RunProfile(acc, kernels, device, median([p.unattributed for p in profiles], n))
+    return RunProfile(acc, kernels, device, median([p.unattributed for p in profiles], n),
+                      int(median([float(p.events) for p in profiles], n)))
 
 
 # -- the comparison ---------------------------------------------------------------------------------
@@ -477,19 +560,14 @@ def _ratio(eager: float, compiled: float) -> float | None:
     return round(eager / compiled, 3) if compiled > 0 and eager > 0 else None
 
 
-def compare(eager: RunProfile, compiled: RunProfile, *, eager_ms: float, compiled_ms: float,
-            eager_wall_us: float | None = None, compiled_wall_us: float | None = None, top: int = 15) -> dict[str, Any]:
-    """Per-call milliseconds of each line, function and kernel, eager next to compiled.
-
-    The profiler slows what it records (an eager call of many small operations more than a
-    compiled one of a few kernels): each side's profiled times are scaled by its timed call over
-    its profiled call (``*_wall_us``, the median ``tl-call`` range), so that they are shares of
-    the timed call and the two sides compare."""
-    scale_e = eager_ms * 1000.0 / eager_wall_us if eager_wall_us else 1.0
-    scale_c = compiled_ms * 1000.0 / compiled_wall_us if compiled_wall_us else 1.0
-
-    def ms(value: float, scale: float) -> float:
+def compare(eager: RunProfile, compiled: RunProfile, *, eager_ms: float, compiled_ms: float, top: int = 15) -> dict[str, Any]:
+    """Per-call milliseconds of each line, function and kernel, eager next to compiled (each
+    profile the median over calls, corrected for the profiler's cost per operation), and the
+    timed calls."""
+    def ms(value: float, scale: float = 1.0) -> float:
         return round(value * scale / 1000.0, 4)
+
+    scale_e = scale_c = 1.0  # the profiles are per call already
 
     lines = []
     for key in set(eager.acc.lines) | set(compiled.acc.lines):
@@ -519,7 +597,6 @@ def compare(eager: RunProfile, compiled: RunProfile, *, eager_ms: float, compile
     return {
         "eager_ms": round(eager_ms, 4), "compiled_ms": round(compiled_ms, 4), "speedup": _ratio(eager_ms, compiled_ms),
         "device": compiled.device,
-        "profiler_scale": {"eager": round(scale_e, 3), "compiled": round(scale_c, 3)},
         "attributed_ms": attributed,
         # What the timed call spent outside operations and kernels: Python, dispatch, guards, wrappers.
         "outside_ms": {"eager": round(max(0.0, eager_ms - attributed["eager"]), 4),

@@ -74,9 +74,10 @@ def compiled_lines(result: dict[str, Any], cwd: Path, top: int = 8) -> list[str]
 
 
 def _link(path: str) -> str:
-    """Relative to report.html when the dump sits next to it, else a file URL."""
+    """Relative to report.html when the dump sits next to it (``--report DIR`` puts it in
+    ``DIR/compiled_graph``; without one it is a temporary folder), else a file URL."""
     folder = os.path.dirname(path)
-    if os.path.basename(folder) == "compiled_graph" and os.path.isfile(os.path.join(os.path.dirname(folder), "findings.json")):
+    if os.path.basename(folder) == "compiled_graph":
         return f"compiled_graph/{quote(os.path.basename(path))}"
     return "file://" + quote(os.path.abspath(path))
 
