@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from torchlint.runtime.kernel_attribution import (
     CALL_PREFIX, STACK_PREFIX, Graph, attribute, compare, kernel_lines, kernel_stacks, kernel_stacks_from_nodes,
-    SourceFunctions, median_profile, profiler_correction, slower_regions, split_calls,
+    SourceFunctions, median_profile, slower_regions, split_calls, transfer_durations,
 )
 
 USER = "/proj/model.py"
@@ -117,20 +117,18 @@ def test_calls_are_split_and_a_slow_call_moves_no_median():
     assert merged.acc.lines[(USER, 19)] == 20.0 and merged.acc.total == 60.0
 
 
-def test_the_profilers_cost_per_operation_comes_off_each_and_the_innermost_slower_function_is_named():
+def test_each_side_is_scaled_to_its_timed_call_and_the_innermost_slower_function_is_named():
     stacks = {0: [(USER, 18, "forward"), (USER, 3, "act")], 1: [(USER, 18, "forward"), (USER, 19, "helper")]}
-    # Profiled, the eager call took 100 µs for 50 µs timed, over 2 operations: 25 µs off each.
-    correction = profiler_correction(2, 100.0, 50.0)
-    assert correction == 25.0
-    eager = attribute([ev(f"{STACK_PREFIX}0", 0, 40, cat="user_annotation"), ev("aten::tanh", 1, 35),
-                       ev(f"{STACK_PREFIX}1", 40, 60, cat="user_annotation"), ev("aten::mm", 41, 45)],
-                      stacks=stacks, user_file=user_file, correction_us=correction)
+    eager = attribute([ev(f"{STACK_PREFIX}0", 0, 40, cat="user_annotation"), ev("aten::tanh", 1, 20),
+                       ev(f"{STACK_PREFIX}1", 40, 60, cat="user_annotation"), ev("aten::mm", 41, 40)],
+                      stacks=stacks, user_file=user_file)
     slow_act = graph({"cpp_fused_tanh_0:1": [trace((18, "forward"), (3, "act"))],
                       "extern_kernels.mm:2": [trace((18, "forward"), (19, "helper"))]},
                      output_code='("graph_1_cpp_fused_tanh_0"')
     compiled = attribute([ev("## Call CompiledFxGraph g ##", 0, 200), ev("graph_1_cpp_fused_tanh_0", 1, 40),
                           ev("aten::mm", 100, 20)], graphs=[slow_act], user_file=user_file)
-    result = compare(eager, compiled, eager_ms=0.05, compiled_ms=0.1)
+    # Profiled, the eager call took twice its timed length: its times are halved.
+    result = compare(eager, compiled, eager_ms=0.05, compiled_ms=0.1, eager_scale=0.5)
     act = next(r for r in result["functions"] if r["function"] == "act")
     assert (act["eager_ms"], act["compiled_ms"]) == (0.01, 0.04) and act["speedup"] == 0.25
     mm = next(r for r in result["lines"] if r["line"] == 19)
@@ -167,3 +165,27 @@ def test_functions_are_told_apart_by_qualified_name_and_def_line(tmp_path):
                     stacks=stacks, function_of=function_of)
     assert dict(run.acc.functions) == {(str(source), "A.forward"): 5.0, (str(source), "B.forward"): 7.0}
     assert run.acc.first_line[(str(source), "B.forward")] == 7
+
+
+def test_durations_come_from_the_bare_profile_matched_by_position():
+    def call(kind, durations, annotated):
+        events = [ev(f"{CALL_PREFIX}{kind}", 0, 1000, cat="user_annotation")]
+        t = 1.0
+        for name, dur in durations:
+            if annotated:
+                events.append(ev(f"{STACK_PREFIX}0", t, dur + 10, cat="user_annotation"))
+            events.append(ev(name, t + 1, dur))
+            events.append(ev("aten::empty", t + 2, 1))  # nested: not a position of its own
+            t += dur + 20
+        return events
+
+    plain = [call("eager", [("aten::mm", 30), ("aten::tanh", 10)], False),
+             call("eager", [("aten::mm", 50), ("aten::tanh", 12)], False),
+             call("eager", [("aten::mm", 40), ("aten::tanh", 11)], False)]
+    annotated = [call("eager", [("aten::mm", 90), ("aten::tanh", 40)], True)]
+    assert transfer_durations(plain, annotated)
+    assert [e["dur"] for e in annotated[0] if e["name"] in ("aten::mm", "aten::tanh")] == [40.0, 11.0]
+    # Different operations (a data-dependent branch went the other way): nothing is changed.
+    other = [call("eager", [("aten::mm", 90), ("aten::relu", 40)], True)]
+    assert not transfer_durations(plain, other)
+    assert [e["dur"] for e in other[0] if e["name"] in ("aten::mm", "aten::relu")] == [90, 40]

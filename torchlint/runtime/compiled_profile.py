@@ -39,7 +39,7 @@ from torchlint.runtime.compile_check import _eval_mode, _timed_pair, call, induc
 from torchlint.runtime.frames import USER, FrameClassifier, generated_dirs
 from torchlint.runtime.kernel_attribution import (
     CALL_PREFIX, STACK_PREFIX, Graph, SourceFunctions, attribute, compare, graph_id_of, kernel_lines, kernel_stacks, kernel_stacks_from_nodes,
-    median_profile, profiler_correction, slower_regions, split_calls,
+    median_profile, slower_regions, split_calls, transfer_durations,
 )
 
 try:  # a range without a dispatcher call of its own (see the profile probe)
@@ -50,6 +50,9 @@ except ImportError:  # older torch
 #: Profiled calls: enough for about this much eager time, within these bounds.
 PROFILE_SECONDS = 0.3
 MIN_CALLS, MAX_CALLS = 3, 20
+#: Above this (profiled call / timed call), the profiler's cost per operation is most of what
+#: it measures: per-line and per-function times are not shown.
+MAX_INFLATION = 3.0
 #: Inductor's debugging switches for this compile (the config is part of its cache key: a
 #: second run finds these kernels in TORCHINDUCTOR_CACHE_DIR).
 INDUCTOR_DEBUG = {"cpp.enable_kernel_profile": True, "trace.provenance_tracking_level": 1}
@@ -193,9 +196,11 @@ def user_file_resolver(frames: FrameClassifier) -> Callable[[str], str | None]:
     return resolve
 
 
-def _profiled(eager: Callable[[], Any], compiled: Callable[[], Any], calls: int, ranges: StackRanges) -> list[dict]:
+def _profiled(eager: Callable[[], Any], compiled: Callable[[], Any], calls: int, ranges: StackRanges | None,
+              with_stack: bool) -> list[dict]:
     """One profiling session, eager and compiled calls alternating, each in a ``tl-call`` range;
-    Python frames recorded (the compiled side's eager pieces between graphs)."""
+    with ``ranges`` (each eager torch call in its stack's range) and Python frames (the compiled
+    side's eager pieces between graphs) for attribution, or bare for durations."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU]
@@ -204,9 +209,9 @@ def _profiled(eager: Callable[[], Any], compiled: Callable[[], Any], calls: int,
     handle, path = tempfile.mkstemp(prefix="torchlint-compiled-profile-", suffix=".json")
     os.close(handle)
     try:
-        with profile(activities=activities, with_stack=True) as prof:
+        with profile(activities=activities, with_stack=with_stack) as prof:
             for _ in range(calls):
-                with _Range(f"{CALL_PREFIX}eager"), ranges:
+                with _Range(f"{CALL_PREFIX}eager"), (ranges if ranges is not None else contextlib.nullcontext()):
                     eager()
                 _synchronize()
                 with _Range(f"{CALL_PREFIX}compiled"):
@@ -282,20 +287,28 @@ class CompiledProfile:
                 calls = max(MIN_CALLS, min(MAX_CALLS, int(PROFILE_SECONDS * 1e3 / max(eager_ms, 1e-3))))
                 self.progress(f"compiled profile: profiling {calls} calls of each")
                 ranges = StackRanges(self.frames, boundary=eager.__code__)
-                events = _profiled(eager, fast, calls, ranges)
+                plain = split_calls(_profiled(eager, fast, calls, None, with_stack=False))
+                events = _profiled(eager, fast, calls, ranges, with_stack=True)
         finally:
             artifacts.uninstall()
             with contextlib.suppress(Exception):
                 torch._dynamo.reset()  # the next check compiles afresh
         graphs = artifacts.finish(user_file)
         runs = split_calls(events)
+        # Durations from the bare session (annotations slow the operations around them too);
+        # who called what from the annotated one.
+        result["durations_from"] = {kind: "bare profile" if transfer_durations(plain.get(kind, []), runs.get(kind, []))
+                                    else "annotated profile" for kind in ("eager", "compiled")}
         function_of = SourceFunctions()
-        eager_run, eager_fix = _side(runs.get("eager", []), eager_ms, stacks=ranges.stacks, user_file=user_file,
-                                     function_of=function_of)
-        compiled_run, compiled_fix = _side(runs.get("compiled", []), compiled_ms, graphs=graphs, user_file=user_file,
-                                           function_of=function_of)
-        comparison = compare(eager_run, compiled_run, eager_ms=eager_ms, compiled_ms=compiled_ms)
-        result["profiler_correction_us"] = {"eager": round(eager_fix, 2), "compiled": round(compiled_fix, 2)}
+        eager_run, eager_scale = _side(runs.get("eager", []), plain.get("eager", []), eager_ms, stacks=ranges.stacks,
+                                       user_file=user_file, function_of=function_of)
+        compiled_run, compiled_scale = _side(runs.get("compiled", []), plain.get("compiled", []), compiled_ms, graphs=graphs,
+                                             user_file=user_file, function_of=function_of)
+        comparison = compare(eager_run, compiled_run, eager_ms=eager_ms, compiled_ms=compiled_ms,
+                             eager_scale=eager_scale, compiled_scale=compiled_scale)
+        result["profiler_scale"] = {"eager": round(eager_scale, 3), "compiled": round(compiled_scale, 3)}
+        inflation = {kind: _inflation(plain.get(kind, []), timed) for kind, timed in (("eager", eager_ms), ("compiled", compiled_ms))}
+        result["profiler_inflation"] = inflation
         for kernel in comparison["kernels"]:
             kernel["lines"] = kernel_lines(graphs, kernel["name"], kernel["graph"])
         result.update(comparison)
@@ -303,7 +316,16 @@ class CompiledProfile:
         result["spread_ms"] = {"eager": _spread(eager_times), "compiled": _spread(compiled_times)}
         result["profiled_calls"] = calls
         result["graphs"] = len(graphs)
-        result["slower"] = slower_regions(comparison)
+        worst = max(inflation.values())
+        if worst > MAX_INFLATION:
+            # The profiler's own cost swamps the calls (a small model): per-region times would be
+            # the profiler's, so none is shown or reported; the timed call and kernels stand.
+            result["regions_skipped"] = (f"profiling made a call {worst:.1f} times as long as timed: too small a call to "
+                                         f"time its lines and functions (the whole call is timed without the profiler)")
+            result["lines"], result["functions"] = [], []
+            result["slower"] = []
+        else:
+            result["slower"] = slower_regions(comparison)
         dump = self._dump(graphs, compiled_run.kernels)
         if dump:
             result["debug_dump"] = dump
@@ -333,17 +355,23 @@ class CompiledProfile:
         return written
 
 
-def _side(calls: list[list[dict]], timed_ms: float, **how: Any) -> tuple[Any, float]:
-    """One side's profile: the median over its calls, with the profiler's cost per operation
-    (measured against the timed call) taken off."""
-    if not calls:
-        return median_profile([]), 0.0
-    first = median_profile([attribute(call, **how) for call in calls])
-    profiled_us = statistics.median(float(call[0]["dur"]) for call in calls)
-    correction = profiler_correction(first.events, profiled_us, timed_ms * 1000.0)
-    if not correction or first.device != "cpu":
-        return first, 0.0
-    return median_profile([attribute(call, correction_us=correction, **how) for call in calls]), correction
+def _inflation(calls: list[list[dict]], timed_ms: float) -> float:
+    """How many times as long a profiled call took as a timed one."""
+    if not calls or timed_ms <= 0:
+        return 1.0
+    return round(statistics.median(float(call[0]["dur"]) for call in calls) / (timed_ms * 1000.0), 2)
+
+
+def _side(calls: list[list[dict]], plain: list[list[dict]], timed_ms: float, **how: Any) -> tuple[Any, float]:
+    """One side's profile: the median over its calls, scaled by the timed call over the bare
+    profiled call (the profiler slows the operations it records, by a factor measured at 1.5 to
+    3 on a busy 2-core machine, not by a constant: a tiny operation is recorded at its own
+    0.5 µs)."""
+    profile = median_profile([attribute(call, **how) for call in calls])
+    walls = [float(call[0]["dur"]) for call in (plain or calls)]
+    if not walls or profile.device != "cpu":
+        return profile, 1.0
+    return profile, min(1.0, timed_ms * 1000.0 / statistics.median(walls))
 
 
 def _spread(times: list[float]) -> list[float]:

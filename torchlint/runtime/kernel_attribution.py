@@ -38,6 +38,7 @@ STACK_PREFIX = "tl-stack: "
 CALL_PREFIX = "tl-call: "
 _AOT_ID = re.compile(r"#\s*AOT ID:\s*\['(?P<graph>\d+)_(?P<kind>[a-z]+)'\]")
 _TRACE_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)')
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<func>.+)_at_(?P<line>\d+)$")
 _PY_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.+)$")
 _GRAPH_CALL = "## Call CompiledFxGraph"
 _COMPILED_REGION = "Torch-Compiled Region"
@@ -252,12 +253,12 @@ class _Acc:
             self.overhead[key] += dur
             self.first_line.setdefault(key, line)
 
-    def add_function_only(self, dur: float, functions: list[tuple[str, int, str]]) -> None:
+    def add_function_only(self, dur: float, functions: list[tuple[str, int, str]], between_graphs: bool = True) -> None:
         """Time known by its Python callers only (an eager piece between compiled graphs)."""
         self.total += dur
         functions = self._named(functions)
         self._calls(functions)
-        if functions:
+        if functions and between_graphs:
             self.eager_pieces.add((functions[-1][0], functions[-1][2]))
         for path, line, func in {(p, f): (p, l, f) for p, l, f in functions}.values():
             key = (path, func)
@@ -273,7 +274,7 @@ class RunProfile:
     kernels: dict[str, dict[str, Any]]
     device: str  # "cpu" or "cuda": whose clock the times are
     unattributed: float = 0.0  # operations with no user stack (library code, wrappers)
-    #: top-level operations, kernels and compiled regions counted (what ``correction_us`` is per)
+    #: top-level operations, kernels and compiled regions counted
     events: int = 0
 
 
@@ -292,11 +293,10 @@ def _is_device(events: list[dict]) -> bool:
 
 
 def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = None, graphs: list[Graph] = (),
-              user_file: Callable[[str], str | None] = lambda path: None, correction_us: float = 0.0,
+              user_file: Callable[[str], str | None] = lambda path: None,
               function_of: Callable[[str, int, str], tuple[str, int | None]] | None = None) -> RunProfile:
     """Attribute one run's trace: ``stacks`` for an eager run (the replay's ``tl-stack`` ranges),
-    ``graphs`` for a compiled one. ``correction_us``: what the profiler adds to each recorded
-    operation on the CPU (see ``profiler_correction``), taken off each one."""
+    ``graphs`` for a compiled one."""
     stacks = stacks or {}
     by_event: dict[str, list[tuple[Graph, str]]] = defaultdict(list)
     for graph in graphs:
@@ -314,7 +314,11 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
         if name not in py_cache:
             match = _PY_FRAME.match(name)
             path = user_file(match.group("file")) if match else None
-            py_cache[name] = (path, int(match.group("line")), match.group("func")) if path else None
+            frame = (path, int(match.group("line")), match.group("func")) if path else None
+            resume = _RESUME.match(frame[2]) if frame else None
+            if resume:  # Dynamo's resume function after a graph break: the function it resumes
+                frame = (frame[0], int(resume.group("line")), resume.group("func"))
+            py_cache[name] = frame
         return py_cache[name]
 
     def compiled_kernel(name: str, stack: list[dict] = ()) -> tuple[Graph, str] | None:
@@ -327,8 +331,6 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
         return candidates[0]
 
     def note_kernel(graph: Graph, name: str, dur: float) -> None:
-        if device == "cpu":
-            dur = max(0.0, dur - correction_us)
         label = graphs.index(graph) if graph in graphs else None
         entry = kernels.setdefault(f"{label}:{name}", {"name": name, "graph": label, "us": 0.0, "calls": 0})
         entry["us"] += dur
@@ -371,20 +373,22 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
         if found:
             return "stacks", found
         functions = [f for f in (py_frame(e["name"]) for e in stack if e.get("cat") == "python_function") if f]
-        return ("functions", functions) if functions else ("none", None)
+        if not functions:
+            return "none", None
+        # Inside a graph's call but no extern kernel of its name: a fallback the graph runs
+        # (not code between graphs); its function is known, its line is not.
+        return ("graph functions" if found is not None else "functions"), functions
 
     counted = 0
 
     def credit(how: tuple[str, Any], dur: float) -> None:
         nonlocal unattributed, counted
         counted += 1
-        if device == "cpu":
-            dur = max(0.0, dur - correction_us)
         kind, value = how
         if kind == "stacks":
             acc.add(dur, value)
-        elif kind == "functions":
-            acc.add_function_only(dur, value)
+        elif kind in ("functions", "graph functions"):
+            acc.add_function_only(dur, value, between_graphs=kind == "functions")
         else:
             acc.total += dur
             unattributed += dur
@@ -470,21 +474,11 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
         # wrappers, Python between graphs) is its function's, and its callers'.
         for region in regions:
             counted += 1
-            overhead = float(region["dur"]) - region["_tl_work"] - correction_us
+            overhead = float(region["dur"]) - region["_tl_work"]
             frames = region["_tl_callers"] + ([region["_tl_frame"]] if region.get("_tl_frame") else [])
             if overhead > 0 and frames:
                 acc.add_overhead(overhead, frames)
     return RunProfile(acc, kernels, device, unattributed, counted)
-
-
-def profiler_correction(events_per_call: float, profiled_call_us: float, timed_call_us: float) -> float:
-    """What ``torch.profiler`` adds per recorded operation, from a call's profiled and timed
-    lengths: measured here, a 0.4 ms eager call of 48 small operations took 1.0 ms of
-    operations profiled, while a single large matmul hardly moves. A constant per operation
-    fits that (a scale would shrink the large operations as much as the small ones)."""
-    if events_per_call <= 0 or profiled_call_us <= timed_call_us:
-        return 0.0
-    return (profiled_call_us - timed_call_us) / events_per_call
 
 
 def split_calls(events: list[dict]) -> dict[str, list[list[dict]]]:
@@ -520,6 +514,40 @@ def split_calls(events: list[dict]) -> dict[str, list[list[dict]]]:
         if bucket is not None:
             bucket.append(kernel)
     return out
+
+
+_WORK = re.compile(r"^(aten::|graph_\d+_|cpp_)")
+
+
+def _work(call: list[dict]) -> list[dict]:
+    """A call's top-level operations and CPU kernels, in order."""
+    out: list[dict] = []
+    end = -1.0
+    for event in sorted((e for e in call if e.get("cat") == "cpu_op" and _WORK.match(e.get("name", ""))),
+                        key=lambda e: (float(e["ts"]), -float(e["dur"]))):
+        if float(event["ts"]) >= end:
+            out.append(event)
+            end = float(event["ts"]) + float(event["dur"])
+    return out
+
+
+def transfer_durations(plain: list[list[dict]], annotated: list[list[dict]]) -> bool:
+    """Give the annotated calls' operations the durations they had in calls profiled without
+    annotations (no Python frames, no stack ranges: what the profiler adds between operations
+    also slows them), matched by position; per position the median over the plain calls. False,
+    and nothing changed, when the calls did not run the same operations."""
+    plain_work = [_work(call) for call in plain]
+    names = [[e["name"] for e in work] for work in plain_work]
+    if not names or any(n != names[0] for n in names):
+        return False
+    annotated_work = [_work(call) for call in annotated]
+    if any([e["name"] for e in work] != names[0] for work in annotated_work):
+        return False
+    medians = [sorted(float(work[i]["dur"]) for work in plain_work)[len(plain_work) // 2] for i in range(len(names[0]))]
+    for work in annotated_work:
+        for event, dur in zip(work, medians):
+            event["dur"] = dur
+    return True
 
 
 def median_profile(profiles: list[RunProfile]) -> RunProfile:
@@ -560,14 +588,15 @@ def _ratio(eager: float, compiled: float) -> float | None:
     return round(eager / compiled, 3) if compiled > 0 and eager > 0 else None
 
 
-def compare(eager: RunProfile, compiled: RunProfile, *, eager_ms: float, compiled_ms: float, top: int = 15) -> dict[str, Any]:
+def compare(eager: RunProfile, compiled: RunProfile, *, eager_ms: float, compiled_ms: float, eager_scale: float = 1.0,
+            compiled_scale: float = 1.0, top: int = 15) -> dict[str, Any]:
     """Per-call milliseconds of each line, function and kernel, eager next to compiled (each
-    profile the median over calls, corrected for the profiler's cost per operation), and the
-    timed calls."""
+    profile the median over calls, times its side's scale: what turns profiled time into timed
+    time), and the timed calls."""
     def ms(value: float, scale: float = 1.0) -> float:
         return round(value * scale / 1000.0, 4)
 
-    scale_e = scale_c = 1.0  # the profiles are per call already
+    scale_e, scale_c = eager_scale, compiled_scale
 
     lines = []
     for key in set(eager.acc.lines) | set(compiled.acc.lines):

@@ -79,15 +79,21 @@ class CompiledProfileProbe(Probe):
     # -- findings ---------------------------------------------------------------------------
     def _report(self, result: dict[str, Any]) -> None:
         setting = f"Inductor, {result['mode']}, {result['threads']} thread{'s' * (result['threads'] != 1)}"
+        call_site = self._target_site(result)
         if result["speedup"] is not None and result["speedup"] <= SLOWER_OVERALL:
             outside = result["outside_ms"]["compiled"]
+            where = ("" if result.get("regions_skipped") else
+                     f"; {outside:.3f} ms of the compiled call is outside kernels and operations (guards, graph wrappers, "
+                     f"Python between graphs)")
             self.ctx.evidence(
-                self, code=None, runtime_code="TL724", at=self._target_site(result),
+                self, code=None, runtime_code="TL724", at=call_site,
                 message=(f"compiled, `{result['target']}` takes {result['compiled_ms']:.3f} ms per call against "
-                         f"{result['eager_ms']:.3f} ms eager ({result['speedup']:.2f}x; {setting}); {outside:.3f} ms of the "
-                         f"compiled call is outside kernels and operations (guards, graph wrappers, Python between graphs)"),
+                         f"{result['eager_ms']:.3f} ms eager ({result['speedup']:.2f}x; {setting}){where}"),
                 data={"kind": "call", **{k: result[k] for k in ("eager_ms", "compiled_ms", "speedup", "outside_ms")}})
         for region in result.get("slower", ())[: 2 * MOST_FINDINGS]:
+            if (call_site is not None and region["kind"] == "function" and result["speedup"] <= SLOWER_OVERALL
+                    and (os.path.abspath(region["path"]), region["line"]) == (call_site.path, call_site.line)):
+                continue  # the whole call's finding, at the same line, says it
             ratio = f"{region['speedup']:.2f}x" if region.get("speedup") else "no eager time"
             if region["kind"] == "function":
                 outside = region.get("compiled_outside_kernels_ms") or 0.0

@@ -41,8 +41,12 @@ def compiled_lines(result: dict[str, Any], cwd: Path, top: int = 8) -> list[str]
     out = [head,
            f"  per call ({result['mode']}, {result['threads']} thread{'s' * (result['threads'] != 1)}, median of "
            f"{result['timed_calls'][0]} alternating calls): eager {result['eager_ms']:.3f} ms, compiled {result['compiled_ms']:.3f} ms: "
-           f"{result['speedup']:.2f}x; outside operations and kernels: eager {result['outside_ms']['eager']:.3f} ms, "
-           f"compiled {result['outside_ms']['compiled']:.3f} ms"]
+           f"{result['speedup']:.2f}x"
+           + ("" if result.get("regions_skipped") else
+              f"; outside operations and kernels: eager {result['outside_ms']['eager']:.3f} ms, "
+              f"compiled {result['outside_ms']['compiled']:.3f} ms")]
+    if result.get("regions_skipped"):
+        out.append(f"  lines and functions: not shown: {result['regions_skipped']}")
     functions = result.get("functions", ())[:top]
     if functions:
         names = [f"{row['function']} ({where(row['path'], row['line'], cwd)})" for row in functions]
@@ -62,9 +66,12 @@ def compiled_lines(result: dict[str, Any], cwd: Path, top: int = 8) -> list[str]
     kernels = result.get("kernels", ())[:top]
     if kernels:
         out.append(f"  kernels ({result.get('kernel_count', len(kernels))} in {result.get('graphs', 0)} graph"
-                   f"{'s' * (result.get('graphs', 0) != 1)}; ms per call, share of kernel time, the lines they fused):")
+                   f"{'s' * (result.get('graphs', 0) != 1)}; "
+                   + ("the lines they fused):" if result.get("regions_skipped") else
+                      "ms per call, share of kernel time, the lines they fused):"))
         for kernel in kernels:
-            out.append(f"    {kernel['name']}  {kernel['ms']:.3f} ms  {kernel['share']:.0%}  {_lines_of(kernel, cwd)}")
+            timing = "" if result.get("regions_skipped") else f"  {kernel['ms']:.3f} ms  {kernel['share']:.0%}"
+            out.append(f"    {kernel['name']}{timing}  {_lines_of(kernel, cwd)}")
     dump = result.get("debug_dump")
     if dump:
         out.append(f"  hottest graph: {', '.join(display_path(dump[k], cwd) for k in ('output_code', 'fx_graph_runnable') if dump.get(k))}")
@@ -93,6 +100,8 @@ def compiled_html(result: dict[str, Any], cwd: Path) -> str:
     parts.append(paired_bars([("whole call", result["eager_ms"], result["compiled_ms"],
                                f'{result["eager_ms"]:.3f} → {result["compiled_ms"]:.3f} ms')]))
     parts.append(legend(("eager", "compiled")))
+    if result.get("regions_skipped"):
+        parts.append(f'<p class="muted">Lines and functions: not shown: {e(result["regions_skipped"])}</p>')
     slower = {(r["path"], r["line"], r["kind"]) for r in result.get("slower", ())}
     for kind, title in (("functions", "User functions"), ("lines", "User lines")):
         rows = result.get(kind, ())[:12]
@@ -112,7 +121,8 @@ def compiled_html(result: dict[str, Any], cwd: Path) -> str:
     if kernels:
         parts.append(f'<h3>Fused kernels: {result.get("kernel_count", len(kernels))} in {result.get("graphs", 0)} graph(s), '
                      f'by share of kernel time</h3>')
-        parts.append(stacked_bars([(k["name"], [("compiled", k["ms"])], f'{k["share"]:.0%}') for k in kernels]))
+        if not result.get("regions_skipped"):
+            parts.append(stacked_bars([(k["name"], [("compiled", k["ms"])], f'{k["share"]:.0%}') for k in kernels]))
         body = "".join(f'<tr><td class="mono">{e(k["name"])}</td><td class="n">{k["ms"]:.3f}</td><td class="n">{k["share"]:.0%}</td>'
                        f'<td class="mono">{e(_lines_of(k, cwd))}</td></tr>' for k in kernels)
         parts.append(f'<table><tr><th>kernel</th><th>ms per call</th><th>share</th><th>user lines it fused</th></tr>{body}</table>')
