@@ -78,13 +78,20 @@ def graph_id_of(output_code: str) -> tuple[int | None, str]:
     return (int(match.group("graph")), match.group("kind")) if match else (None, "")
 
 
+def _resumed(frame: Frame) -> Frame:
+    """Dynamo's resume function after a graph break (``torch_dynamo_resume_in_forward_at_21``)
+    as the function it resumes."""
+    resume = _RESUME.match(frame[2])
+    return (frame[0], max(frame[1], int(resume.group("line"))), resume.group("func")) if resume else frame
+
+
 def parse_stack(text: str, user_file: Callable[[str], str | None]) -> list[Frame]:
     """The user frames of a Python stack trace as FX nodes carry it (outermost first)."""
     frames = []
     for match in _TRACE_FRAME.finditer(text or ""):
         path = user_file(match.group("path"))
         if path:
-            frames.append((path, int(match.group("line")), match.group("func").strip()))
+            frames.append(_resumed((path, int(match.group("line")), match.group("func").strip())))
     return frames
 
 
@@ -314,11 +321,7 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
         if name not in py_cache:
             match = _PY_FRAME.match(name)
             path = user_file(match.group("file")) if match else None
-            frame = (path, int(match.group("line")), match.group("func")) if path else None
-            resume = _RESUME.match(frame[2]) if frame else None
-            if resume:  # Dynamo's resume function after a graph break: the function it resumes
-                frame = (frame[0], int(resume.group("line")), resume.group("func"))
-            py_cache[name] = frame
+            py_cache[name] = _resumed((path, int(match.group("line")), match.group("func"))) if path else None
         return py_cache[name]
 
     def compiled_kernel(name: str, stack: list[dict] = ()) -> tuple[Graph, str] | None:
@@ -413,7 +416,8 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
             ts = float(event["ts"])
             while stack and float(stack[-1]["ts"]) + float(stack[-1]["dur"]) <= ts:
                 stack.pop()
-            cat, name, dur = event.get("cat"), event.get("name", ""), float(event["dur"])
+            cat, name = event.get("cat"), event.get("name", "")
+            dur = float(event.get("_tl_dur", event["dur"]))  # a bare session's duration, when known
             if cat == "kernel":
                 stack.append(event)
                 continue  # device kernels: below, by correlation
@@ -474,7 +478,7 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
         # wrappers, Python between graphs) is its function's, and its callers'.
         for region in regions:
             counted += 1
-            overhead = float(region["dur"]) - region["_tl_work"]
+            overhead = float(region.get("_tl_dur", region["dur"])) - region["_tl_work"]
             frames = region["_tl_callers"] + ([region["_tl_frame"]] if region.get("_tl_frame") else [])
             if overhead > 0 and frames:
                 acc.add_overhead(overhead, frames)
@@ -532,21 +536,26 @@ def _work(call: list[dict]) -> list[dict]:
 
 
 def transfer_durations(plain: list[list[dict]], annotated: list[list[dict]]) -> bool:
-    """Give the annotated calls' operations the durations they had in calls profiled without
-    annotations (no Python frames, no stack ranges: what the profiler adds between operations
+    """Give the annotated calls' operations (and compiled regions) the durations they had in
+    calls profiled without annotations (no Python frames, no stack ranges: what the profiler adds between operations
     also slows them), matched by position; per position the median over the plain calls. False,
     and nothing changed, when the calls did not run the same operations."""
-    plain_work = [_work(call) for call in plain]
+    def positions(call: list[dict]) -> list[dict]:
+        # A compiled region's length too: what it spends outside its work is its overhead.
+        return _work(call) + sorted((e for e in call if e.get("name", "").startswith(_COMPILED_REGION)),
+                                    key=lambda e: float(e["ts"]))
+
+    plain_work = [positions(call) for call in plain]
     names = [[e["name"] for e in work] for work in plain_work]
     if not names or any(n != names[0] for n in names):
         return False
-    annotated_work = [_work(call) for call in annotated]
+    annotated_work = [positions(call) for call in annotated]
     if any([e["name"] for e in work] != names[0] for work in annotated_work):
         return False
     medians = [sorted(float(work[i]["dur"]) for work in plain_work)[len(plain_work) // 2] for i in range(len(names[0]))]
     for work in annotated_work:
         for event, dur in zip(work, medians):
-            event["dur"] = dur
+            event["_tl_dur"] = dur  # "dur" stays: it says what the event contains
     return True
 
 
