@@ -193,3 +193,18 @@ def test_durations_come_from_the_bare_profile_matched_by_position():
     other = [call("eager", [("aten::mm", 90), ("aten::relu", 40)], True)]
     assert not transfer_durations(plain, other)
     assert not any("_tl_dur" in e for e in other[0])
+
+
+def test_a_line_whose_compiled_time_is_an_estimated_share_of_a_fused_kernel_is_not_named():
+    stacks = {0: [(USER, 18, "act")], 1: [(USER, 19, "act")]}
+    eager = attribute([ev(f"{STACK_PREFIX}0", 0, 20, cat="user_annotation"), ev("aten::mul", 1, 10),
+                       ev(f"{STACK_PREFIX}1", 30, 20, cat="user_annotation"), ev("aten::tanh", 31, 10)],
+                      stacks=stacks, user_file=user_file)
+    both = graph({"cpp_fused_mul_tanh_0:1": [trace((18, "act")), trace((19, "act"))]}, output_code='("graph_0_cpp_fused_mul_tanh_0"')
+    compiled = attribute([ev("## Call CompiledFxGraph g ##", 0, 100), ev("graph_0_cpp_fused_mul_tanh_0", 1, 60)],
+                         graphs=[both], user_file=user_file)
+    result = compare(eager, compiled, eager_ms=0.02, compiled_ms=0.06)
+    line = next(r for r in result["lines"] if r["line"] == 18)
+    assert (line["compiled_ms"], line["compiled_shared_ms"]) == (0.03, 0.03)  # half of a two-line kernel
+    # The function holds the whole kernel: its time is its own, and it is slower.
+    assert [(r["kind"], r["line"]) for r in slower_regions(result)] == [("function", 18)]

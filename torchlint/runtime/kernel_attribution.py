@@ -208,6 +208,9 @@ class _Acc:
         #: function -> the functions it called on the way to an operation
         self.callees: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
         self.line_function: dict[tuple[str, int], str] = {}
+        #: the part of a line's or function's time that is its estimated share of a kernel it
+        #: shares with other lines or functions (split by how many operations each gave it)
+        self.shared: dict[tuple, float] = defaultdict(float)
         #: functions with time known only at function level (eager code between compiled graphs)
         self.eager_pieces: set[tuple[str, str]] = set()
         self.total = 0.0
@@ -237,10 +240,13 @@ class _Acc:
             return
         share = dur / len(stacks)
         stacks = [self._named(stack) for stack in stacks]
+        mixed_lines = len({stack[-1][:2] for stack in stacks}) > 1
         seen_functions: dict[tuple[str, str], float] = defaultdict(float)
         for stack in stacks:
             path, line, func = stack[-1]
             self.lines[(path, line)] += share
+            if mixed_lines:  # a kernel fusing several lines' operations: the split is an estimate
+                self.shared[(path, line)] += share
             self.line_function[(path, line)] = func
             self._calls(stack)
             for frame_path, frame_line, frame_func in {(p, f): (p, l, f) for p, l, f in stack}.values():
@@ -249,6 +255,8 @@ class _Acc:
                 self.first_line.setdefault(key, frame_line)
         for key, value in seen_functions.items():
             self.functions[key] += value
+            if value < dur * (1 - 1e-9):  # fused with another function's operations
+                self.shared[key] += value
 
     def add_overhead(self, dur: float, functions: list[Frame]) -> None:
         """A compiled region's time outside kernels and operations: its functions', apart."""
@@ -569,7 +577,7 @@ def median_profile(profiles: list[RunProfile]) -> RunProfile:
 
     n = len(profiles)
     acc = _Acc()
-    for attr in ("lines", "functions", "overhead"):
+    for attr in ("lines", "functions", "overhead", "shared"):
         keys = {k for p in profiles for k in getattr(p.acc, attr)}
         for key in keys:
             getattr(acc, attr)[key] = median([getattr(p.acc, attr)[key] for p in profiles if key in getattr(p.acc, attr)], n)
@@ -611,7 +619,8 @@ def compare(eager: RunProfile, compiled: RunProfile, *, eager_ms: float, compile
     for key in set(eager.acc.lines) | set(compiled.acc.lines):
         e, c = ms(eager.acc.lines.get(key, 0.0), scale_e), ms(compiled.acc.lines.get(key, 0.0), scale_c)
         function = compiled.acc.line_function.get(key) or eager.acc.line_function.get(key, "")
-        row = {"path": key[0], "line": key[1], "function": function, "eager_ms": e, "compiled_ms": c, "speedup": _ratio(e, c)}
+        row = {"path": key[0], "line": key[1], "function": function, "eager_ms": e, "compiled_ms": c, "speedup": _ratio(e, c),
+               "compiled_shared_ms": ms(compiled.acc.shared.get(key, 0.0), scale_c)}
         if key not in compiled.acc.lines and (key[0], function) in compiled.acc.eager_pieces:
             # Run eagerly between graphs: the compiled trace knows its function, not its line.
             row.update(compiled_ms=None, speedup=None, compiled_as="eager code between graphs")
@@ -623,6 +632,7 @@ def compare(eager: RunProfile, compiled: RunProfile, *, eager_ms: float, compile
         line = min(x for x in (eager.acc.first_line.get(key), compiled.acc.first_line.get(key)) if x is not None)
         functions.append({"path": key[0], "function": key[1], "line": line, "eager_ms": e, "compiled_ms": c,
                           "compiled_outside_kernels_ms": ms(compiled.acc.overhead.get(key, 0.0), scale_c),
+                          "compiled_shared_ms": ms(compiled.acc.shared.get(key, 0.0), scale_c),
                           "speedup": _ratio(e, c),
                           "calls": sorted([p, f] for p, f in eager.acc.callees.get(key, set()) | compiled.acc.callees.get(key, set()))})
     functions.sort(key=lambda r: (-max(r["eager_ms"], r["compiled_ms"]), r["path"], r["line"]))
@@ -661,12 +671,15 @@ def slower_regions(comparison: dict[str, Any], *, min_ratio: float = 1.25, min_s
     """Lines and functions that took at least ``min_ratio`` times their eager time compiled, by at
     least ``min_share`` of the eager call and ``min_ms``: differences smaller than that are noise
     on a busy machine. A function is named only when none it calls is slower too (a loop around
-    a slow function is not another place to look)."""
+    a slow function is not another place to look), and a line or function only when most of its
+    compiled time is its own (not its estimated share of a kernel fused with other code)."""
     floor = max(min_ms, min_share * comparison["eager_ms"])
 
     def slower(row: dict[str, Any]) -> bool:
         e, c = row["eager_ms"], row["compiled_ms"]
-        return c is not None and e > 0 and c >= min_ratio * e and c - e >= floor
+        # Most of it an estimated share of a kernel fused with other code: not a place to name.
+        estimated = (row.get("compiled_shared_ms") or 0.0) > 0.5 * (c or 0.0)
+        return c is not None and e > 0 and c >= min_ratio * e and c - e >= floor and not estimated
 
     lines = [dict(row, kind="line") for row in comparison["lines"] if slower(row)]
     functions = [row for row in comparison["functions"] if slower(row)]

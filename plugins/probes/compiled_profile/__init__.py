@@ -25,7 +25,10 @@ class CompiledSlowerThanEager(RuntimeRule):
     eager call), and the whole call when it is slower compiled. Kernels are mapped to the user
     lines whose operations they fused through Inductor's provenance tracking; a function's
     compiled time includes what its compiled regions spend outside kernels (Dynamo's guards,
-    the graphs' wrappers, the eager code between graphs).
+    the graphs' wrappers, the eager code between graphs). A kernel fusing several lines is
+    shared among them by operation count, an estimate: a line or function is reported only
+    when most of its compiled time is its own, and a function only when nothing it calls is
+    slower too.
 
     ## Why is this bad?
     `torch.compile` costs compile time on every start and is there to make the program faster.
