@@ -62,8 +62,8 @@ def test_a_fused_kernel_is_shared_among_the_lines_it_fused_and_extern_kernels_go
     assert run.kernels["0:cpp_fused_add_tanh_0"]["us"] == 30.0
     functions = {func: round(us, 3) for (_, func), us in run.acc.functions.items()}
     assert functions["act"] == 30.0
-    # forward: its operations (60 µs) and what its compiled region spent outside them (98 - 60).
-    assert functions["forward"] == 60.0 + 38.0
+    # forward: its operations (60 µs); what its compiled region spent outside them (98 - 60), apart.
+    assert functions["forward"] == 60.0
     assert round(run.acc.overhead[(USER, "forward")], 3) == 38.0
     assert run.acc.total == 60.0
 

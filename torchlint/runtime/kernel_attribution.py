@@ -203,7 +203,7 @@ class _Acc:
         self.lines: dict[Frame | tuple, float] = defaultdict(float)
         self.functions: dict[tuple[str, str], float] = defaultdict(float)
         self.first_line: dict[tuple[str, str], int] = {}
-        #: the part of ``functions`` that is compiled regions' overhead (not in ``total``)
+        #: compiled regions' time outside their operations, per function (in neither ``functions`` nor ``total``)
         self.overhead: dict[tuple[str, str], float] = defaultdict(float)
         #: function -> the functions it called on the way to an operation
         self.callees: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
@@ -259,12 +259,13 @@ class _Acc:
                 self.shared[key] += value
 
     def add_overhead(self, dur: float, functions: list[Frame]) -> None:
-        """A compiled region's time outside kernels and operations: its functions', apart."""
+        """A compiled region's time outside kernels and operations (guards, the graph's Python
+        wrapper, eager code between graphs): its functions', kept apart from their operations'
+        time, as the eager side's Python between operations is not counted either."""
         functions = self._named(functions)
         self._calls(functions)
         for path, line, func in {(p, f): (p, l, f) for p, l, f in functions}.values():
             key = (path, func)
-            self.functions[key] += dur
             self.overhead[key] += dur
             self.first_line.setdefault(key, line)
 

@@ -23,9 +23,11 @@ class CompiledSlowerThanEager(RuntimeRule):
     program's first call after warm-up, profiles a few of each, and reports the user functions
     and lines that take at least 1.25 times as long compiled as eager (by at least 5 % of the
     eager call), and the whole call when it is slower compiled. Kernels are mapped to the user
-    lines whose operations they fused through Inductor's provenance tracking; a function's
-    compiled time includes what its compiled regions spend outside kernels (Dynamo's guards,
-    the graphs' wrappers, the eager code between graphs). A kernel fusing several lines is
+    lines whose operations they fused through Inductor's provenance tracking. A line's or
+    function's time is that of its operations and kernels on both sides (Python between
+    operations is no line's); what its compiled regions spend outside kernels (Dynamo's guards,
+    the graphs' wrappers, the eager code between graphs) is shown apart and counts in the
+    whole call. A kernel fusing several lines is
     shared among them by operation count, an estimate: a line or function is reported only
     when most of its compiled time is its own, and a function only when nothing it calls is
     slower too.

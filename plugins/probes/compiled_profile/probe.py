@@ -97,10 +97,10 @@ class CompiledProfileProbe(Probe):
             ratio = f"{region['speedup']:.2f}x" if region.get("speedup") else "no eager time"
             if region["kind"] == "function":
                 outside = region.get("compiled_outside_kernels_ms") or 0.0
-                detail = (f"; {outside:.3f} ms of it outside kernels (guards, graph wrappers, eager code between graphs)"
-                          if outside else "")
-                message = (f"compiled, `{region['function']}` takes {region['compiled_ms']:.3f} ms per call against "
-                           f"{region['eager_ms']:.3f} ms eager ({ratio}; {setting}){detail}")
+                detail = (f"; its compiled regions spend {outside:.3f} ms more outside kernels (guards, graph wrappers, "
+                          f"eager code between graphs)" if outside >= 0.0005 else "")
+                message = (f"compiled, the operations and kernels of `{region['function']}` take {region['compiled_ms']:.3f} ms "
+                           f"per call against {region['eager_ms']:.3f} ms eager ({ratio}; {setting}){detail}")
             else:
                 kernels = [k["name"] for k in result.get("kernels", ())
                            if any(line["path"] == region["path"] and line["line"] == region["line"] for line in k.get("lines", ()))]

@@ -51,9 +51,11 @@ def compiled_lines(result: dict[str, Any], cwd: Path, top: int = 8) -> list[str]
     if functions:
         names = [f"{row['function']} ({where(row['path'], row['line'], cwd)})" for row in functions]
         width = max(len(n) for n in names)
-        out.append(f"  {'functions':<{width}}  {'eager ms':>8} {'compiled':>8} {'ratio':>7}")
+        out.append(f"  {'functions':<{width}}  {'eager ms':>8} {'compiled':>8} {'ratio':>7}  outside kernels (compiled regions)")
         for name, row in zip(names, functions):
-            out.append(f"  {name:<{width}}  {row['eager_ms']:>8.3f} {row['compiled_ms']:>8.3f} {_ratio(row):>7}")
+            outside = row.get("compiled_outside_kernels_ms") or 0.0
+            out.append(f"  {name:<{width}}  {row['eager_ms']:>8.3f} {row['compiled_ms']:>8.3f} {_ratio(row):>7}"
+                       + (f"  +{outside:.3f} ms" if outside >= 0.0005 else ""))
     lines = result.get("lines", ())[:top]
     if lines:
         names = [where(row["path"], row["line"], cwd) for row in lines]
