@@ -208,3 +208,14 @@ def test_a_line_whose_compiled_time_is_an_estimated_share_of_a_fused_kernel_is_n
     assert (line["compiled_ms"], line["compiled_shared_ms"]) == (0.03, 0.03)  # half of a two-line kernel
     # The function holds the whole kernel: its time is its own, and it is slower.
     assert [(r["kind"], r["line"]) for r in slower_regions(result)] == [("function", 18)]
+
+
+def test_extern_kernels_and_fallbacks_are_named_as_their_profiler_operations():
+    from torchlint.runtime.kernel_attribution import extern_op
+
+    assert extern_op("extern_kernels.addmm:3") == "aten::addmm"
+    assert extern_op("torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default:7") == \
+        "aten::_scaled_dot_product_flash_attention_for_cpu"
+    assert extern_op("aten.convolution.default") == "aten::convolution"
+    assert extern_op("mkldnn._linear_pointwise.default:2") == "mkldnn::_linear_pointwise"
+    assert extern_op("cpp_fused_add_0:1") is None and extern_op("triton_poi_fused_add_0") is None

@@ -38,6 +38,9 @@ STACK_PREFIX = "tl-stack: "
 CALL_PREFIX = "tl-call: "
 _AOT_ID = re.compile(r"#\s*AOT ID:\s*\['(?P<graph>\d+)_(?P<kind>[a-z]+)'\]")
 _TRACE_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)')
+_FALLBACK = re.compile(r"^(?:torch\.ops\.)?(?P<ns>aten|mkldnn|mkl|quantized|onednn|prims|_c10d_functional)\.(?P<op>\w+)(?:\.\w+)?$")
+#: An operation as the profiler names it: ``aten::mm``, ``mkldnn::_linear_pointwise``.
+_OP = re.compile(r"^\w+::")
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<func>.+)_at_(?P<line>\d+)$")
 _PY_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.+)$")
 _GRAPH_CALL = "## Call CompiledFxGraph"
@@ -144,12 +147,13 @@ def _handle(name: str) -> int:
 
 def extern_op(kernel: str) -> str | None:
     """The ``aten::`` operation an extern kernel or fallback runs as (``extern_kernels.addmm:1``
-    -> ``aten::addmm``; ``aten.convolution.default`` -> ``aten::convolution``)."""
+    -> ``aten::addmm``; ``aten.convolution.default`` or ``torch.ops.aten.convolution.default`` ->
+    ``aten::convolution``, a fallback to another namespace's operation likewise)."""
     kernel = kernel.rsplit(":", 1)[0] if re.search(r":\d+$", kernel) else kernel
-    for prefix in ("extern_kernels.", "aten."):
-        if kernel.startswith(prefix):
-            return "aten::" + kernel[len(prefix):].split(".")[0]
-    return None
+    if kernel.startswith("extern_kernels."):
+        return "aten::" + kernel[len("extern_kernels."):].split(".")[0]
+    match = _FALLBACK.match(kernel)  # torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    return f"{match.group('ns')}::{match.group('op')}" if match else None
 
 
 class SourceFunctions:
@@ -430,7 +434,7 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
             if cat == "kernel":
                 stack.append(event)
                 continue  # device kernels: below, by correlation
-            inside_work = any(e.get("cat") == "cpu_op" and (e.get("name", "").startswith("aten::") or e.get("_tl_kernel"))
+            inside_work = any(e.get("cat") == "cpu_op" and (_OP.match(e.get("name", "")) or e.get("_tl_kernel"))
                               for e in stack)
             work = 0.0
             if cat in _LAUNCH_CATEGORIES:
@@ -457,7 +461,7 @@ def attribute(events: list[dict], *, stacks: dict[int, list[Frame]] | None = Non
                         note_kernel(graph, kernel, dur)
                         credit(how, dur)
                         work = dur
-                elif name.startswith("aten::"):
+                elif _OP.match(name):  # aten::, mkldnn::, ...: an operation
                     how = context(stack, name)
                     if how[0] == "stacks" and not any(e.get("name", "").startswith(STACK_PREFIX) for e in stack):
                         how = ("stacks", with_callers(how[1], python_frames(stack)))
@@ -529,7 +533,7 @@ def split_calls(events: list[dict]) -> dict[str, list[list[dict]]]:
     return out
 
 
-_WORK = re.compile(r"^(aten::|graph_\d+_|cpp_)")
+_WORK = re.compile(r"^(\w+::|graph_\d+_|cpp_)")
 
 
 def _work(call: list[dict]) -> list[dict]:
