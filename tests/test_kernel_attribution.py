@@ -143,12 +143,16 @@ def test_each_side_is_scaled_to_its_timed_call_and_the_innermost_slower_function
 
 
 def test_this_runs_node_traces_win_over_the_stale_ones_a_cached_graph_carries():
-    mapping = {"postToPre": {"add": ["y"], "tanh": ["t"], "addmm": ["h"]},
-               "cppCodeToPost": {"cpp_fused_add_tanh_0:2": ["add", "tanh"]},
-               "extern_kernels": {}}
-    node_traces = {"y": trace((30, "forward"), (7, "act")), "t": trace((30, "forward"), (8, "act")), "h": ""}
+    mapping = {"postToPre": {"add": ["y"], "tanh": ["t"], "addmm": ["h"], "sdpa": ["mm1", "soft", "mm2"]},
+               "cppCodeToPost": {"cpp_fused_add_tanh_0:2": ["add", "tanh"],
+                                 "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default:3": ["sdpa"]}}
+    node_traces = {"y": trace((30, "forward"), (7, "act")), "t": trace((30, "forward"), (8, "act")), "h": "",
+                   "mm1": trace((40, "attn")), "soft": trace((41, "attn")), "mm2": trace((43, "attn"))}
     kernels = kernel_stacks_from_nodes(mapping, node_traces, user_file)
-    assert {name: [s[-1][1] for s in stacks] for name, stacks in kernels.items()} == {"cpp_fused_add_tanh_0": [7, 8]}
+    assert {name: [s[-1][1] for s in stacks] for name, stacks in kernels.items()} == {
+        "cpp_fused_add_tanh_0": [7, 8],
+        # the attention a pattern put in place of matmul, softmax, matmul: each of their lines
+        "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default:3": [40, 41, 43]}
 
 
 def test_functions_are_told_apart_by_qualified_name_and_def_line(tmp_path):

@@ -124,11 +124,12 @@ def kernel_stacks_from_nodes(mapping: dict[str, Any], node_traces: dict[str, str
         for name, posts in (mapping.get(key) or {}).items():
             stacks = out.setdefault(_kernel_key(name), [])
             for post in posts or ():
+                # A node a pattern replaced several with (one attention operation for matmul,
+                # softmax, matmul) stands for all of them: each one's line gets its part.
                 for pre in post_to_pre.get(post, ()) or ():
                     stack = parse_stack(node_traces.get(pre, ""), user_file)
                     if stack:
                         stacks.append(stack)
-                        break
     return {name: stacks for name, stacks in out.items() if stacks}
 
 
