@@ -45,6 +45,28 @@ def stacked_bars(rows: list[tuple[str, list[tuple[str, float]], str]], *, width:
     return "".join(out)
 
 
+def paired_bars(rows: list[tuple[str, float, float, str]], *, series: tuple[str, str] = ("eager", "compiled"),
+                width: int = 1080, label_width: int = 360, unit: str = "ms", bar: int = 9, gap: int = 10) -> str:
+    """Two thin bars per row, one per series, on one scale: rows of (label, first, second, note)."""
+    if not rows:
+        return '<p class="muted">nothing to show</p>'
+    top = max(max(a, b) for _, a, b, _ in rows) or 1.0
+    plot = width - label_width - 110
+    height = len(rows) * (2 * bar + gap) + gap
+    out = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">']
+    for index, (label, first, second, note) in enumerate(rows):
+        y = gap + index * (2 * bar + gap)
+        out.append(f'<text x="{label_width - 8}" y="{y + 2 * bar - 4}" text-anchor="end" font-size="12" fill="#2c3447">{e(clip(label, 58))}</text>')
+        for offset, name, value in ((0, series[0], first), (bar, series[1], second)):
+            w = plot * value / top
+            out.append(f'<rect x="{label_width}" y="{y + offset}" width="{max(w, 1):.1f}" height="{bar - 1}" '
+                       f'fill="{COLORS.get(name, "#4f7cff")}" rx="2"><title>{e(name)}: {value:.3f} {e(unit)}</title></rect>')
+        end = label_width + plot * max(first, second) / top
+        out.append(f'<text x="{end + 6:.1f}" y="{y + 2 * bar - 4}" font-size="11.5" fill="#4a5368">{e(note)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
 def split_bar(split: dict[str, float], *, width: int = 1080) -> str:
     total = sum(split.values()) or 1.0
     out = [f'<svg width="{width}" height="34" viewBox="0 0 {width} 34" role="img">']
