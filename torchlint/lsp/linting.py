@@ -97,6 +97,8 @@ class Project:
         #: Each open document's chunked parser: an edit re-parses only the statements it
         #: touched (torchlint/static/chunks.py). Dropped when the document closes.
         self._parsers: dict[str, ChunkParser] = {}
+        #: Each open document's last text that parsed, and its result (lsp/last_good.py).
+        self._last_good: dict[str, tuple[str, FileResult]] = {}
 
     def display(self, path: Path) -> str:
         """The path as `torchlint check` run in the root shows it (messages name files so)."""
@@ -138,6 +140,8 @@ class Project:
                 items.append(Discovered(Path(key), self.display(Path(key))))
         for key in [key for key in self._parsers if key not in documents]:
             del self._parsers[key]
+        for key in [key for key in self._last_good if key not in documents]:
+            del self._last_good[key]
         results, contents, notebooks, open_notebooks = [], {}, {}, {}
         for item in items:
             key = _key(item.path)
@@ -178,6 +182,14 @@ class Project:
         if parser is None:
             parser = self._parsers[key] = ChunkParser()
         result = _with_broken_cells(self.engine.check_text(display, source.text, parser=parser), source.notebook)
+        if source.notebook is None:
+            from torchlint.lsp.last_good import carried_over, is_syntax_failure
+
+            if not is_syntax_failure(result):
+                self._last_good[key] = (source.text, result)
+            elif key in self._last_good:
+                good_text, good = self._last_good[key]
+                result = carried_over(good_text, good, source.text, result)
         remembered = _Remembered(text, result, source.text.encode("utf-8", "surrogatepass"), source.notebook)
         self._remembered[key] = remembered
         return remembered
