@@ -231,6 +231,49 @@ class InplaceOnGradTensor(Rule):
         ),
         Bad(
             """
+            import torch
+            import torch.nn as nn
+
+            class Mask(nn.Module):
+                def forward(self, x):
+                    out = x
+                    out[:, 0] = 0  # error
+                    return out
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(10, 10)
+                    self.mask = Mask()
+
+                def forward(self, x):
+                    return self.mask(torch.tanh(self.fc(x)))
+            """,
+            note="a submodule's forward writes, through an alias, into the tanh output its caller hands it",
+        ),
+        Good(
+            """
+            import torch.nn as nn
+
+            class Mask(nn.Module):
+                def forward(self, x):
+                    out = x
+                    out[:, 0] = 0
+                    return out
+
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = nn.Linear(10, 10)
+                    self.mask = Mask()
+
+                def forward(self, x):
+                    return self.mask(self.fc(x))
+            """,
+            note="a Linear's output is not saved for backward: writing into it is harmless",
+        ),
+        Bad(
+            """
             import torch.nn as nn
 
             mlp = nn.Sequential(

@@ -438,8 +438,11 @@ class SemanticModel(Analysis):
         # methods and classes, and of imported names (facts for other files). Most calls in
         # model code are tensor methods (`x.view(...)`) and need no record.
         if qualname is None and name not in self._defined_names():
-            self._note_method_call(node, name)
-            return
+            if self._calls_own_submodule(node.func):
+                name = "forward"  # `self.block(x)`: what `Block.forward`'s parameters receive
+            else:
+                self._note_method_call(node, name)
+                return
         has_star = any(arg.star for arg in node.args)
         site = CallSite(self.value(node.func), [], {}, has_star)
         if not has_star:
@@ -449,6 +452,16 @@ class SemanticModel(Analysis):
                 else:
                     site.keywords[arg.keyword.value] = self.later(arg.value)
         self._calls_by_name.setdefault(name, []).append(site)
+
+    def _calls_own_submodule(self, func: cst.BaseExpression) -> bool:
+        """`self.<attr>(...)` inside a method of a class of this file (`self.block(x)`), where
+        some class of this file defines `forward`: the call may reach its parameters."""
+        if type(func) is not cst.Attribute or type(func.value) is not cst.Name:
+            return False
+        method = self._method()
+        if method is None or func.value.value != method[1]:
+            return False
+        return "def forward" in self.ctx.text
 
     def _note_method_call(self, node: cst.Call, name: str) -> None:
         """`trainer.train(model)`, `model.add_loss_op(nn.NLLLoss())` on a local name: kept for
@@ -1037,6 +1050,8 @@ class SemanticModel(Analysis):
             if kind is BoundMethod and callee.name == param.function and self._inherits(callee.cls, param.owner):
                 return True
             if kind is ClassObj and callee.ref.local and param.function == "__init__" and self._inherits(callee.ref.name, param.owner):
+                return True
+            if kind is Instance and callee.ref.local and param.function in ("forward", "__call__") and self._inherits(callee.ref.name, param.owner):
                 return True
         return False
 
