@@ -28,7 +28,8 @@ def test_fixes_of_the_examples_change_only_their_nodes(engine):
     figures = DiffFigures()
     for path in sorted(EXAMPLES.rglob("*.py")):
         differential(engine, "case.py", path.read_text(encoding="utf-8"), figures)
-    assert figures.fixes >= 10 and figures.problems == []
+    # buggy_project's five fixes and the runtime examples' four; fixed_project has none left
+    assert figures.fixes >= 9 and figures.problems == []
 
 
 def test_fixes_in_torch_sources_change_only_their_nodes(engine):
