@@ -101,6 +101,17 @@ def test_the_headline_finding_is_reported_when_only_train_py_is_given(examples):
     assert not any(": TL101 " in line for line in alone), alone
 
 
+def test_torchlint_run_keeps_to_the_files_its_program_runs(examples):
+    """`torchlint run` checks the target and what it imports (a sibling never imported is not
+    part of the run): its engine call asks for no project context, and gets none."""
+    engine, _ = engine_and_cache(examples)
+    train = examples / "examples/buggy_project/train.py"
+    alone = engine.check_paths([train], cwd=examples, project_context=False)
+    assert "TL101" not in [f.code for f in alone.findings]  # models.py, never given, is not read
+    with_models = engine.check_paths([train, train.with_name("models.py")], cwd=examples, project_context=False)
+    assert "TL101" in [f.code for f in with_models.findings]
+
+
 # -- a small project with the cross-file facts that moved answers -----------------------------
 PROJECT = {
     "pyproject.toml": '[project]\nname = "demo"\n',

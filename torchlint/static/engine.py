@@ -324,12 +324,15 @@ class StaticEngine:
         return self.check_text(path, source.text)
 
     # -- many files -------------------------------------------------------------------------
-    def check_paths(self, paths: list[Path], *, cwd: Path, cache: Cache | None = None, jobs: int = 1) -> CheckResult:
+    def check_paths(
+        self, paths: list[Path], *, cwd: Path, cache: Cache | None = None, jobs: int = 1, project_context: bool | None = None
+    ) -> CheckResult:
         """Check the files `paths` name or hold, reading the rest of their projects for the
-        project phase (torchlint.static.project_rest) and reporting only the files given."""
+        project phase (torchlint.static.project_rest) and reporting only the files given.
+        `project_context=False`: read only them (None: as the configuration says)."""
         items = discover(paths, self.config, cwd=cwd)
         warnings: list[str] = []
-        rest = self._rest_of_projects(paths, items, cwd, warnings)
+        rest = self._rest_of_projects(paths, items, cwd, warnings) if project_context is not False else []
         results, contents, notebooks, hits = self._file_results([*items, *rest], cache, jobs)
         given = {item.display for item in items}
         # Suppressions are read from the bytes that were checked (no second read from disk,
