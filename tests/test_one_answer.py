@@ -112,6 +112,16 @@ def test_torchlint_run_keeps_to_the_files_its_program_runs(examples):
     assert "TL101" in [f.code for f in with_models.findings]
 
 
+def test_a_project_over_the_bound_is_not_read_and_the_check_says_so(examples, monkeypatch):
+    from torchlint.static import project_rest
+
+    monkeypatch.setattr(project_rest, "MAX_PROJECT_FILES", 5)
+    engine, cache = engine_and_cache(examples)
+    result = engine.check_paths([examples / "examples/buggy_project/train.py"], cwd=examples, cache=cache)
+    assert len(result.warnings) == 1 and "more than 5 other files" in result.warnings[0]
+    assert "TL101" not in [f.code for f in result.findings]  # checked on its own, as said
+
+
 # -- a small project with the cross-file facts that moved answers -----------------------------
 PROJECT = {
     "pyproject.toml": '[project]\nname = "demo"\n',

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from torchlint.config import Config
-from torchlint.static.discover import Discovered, discover
+from torchlint.static.discover import Discovered, walk_files
 from torchlint.static.roots import RootFinder
 
 #: A project with more files than this is not read around the given files (they are checked
@@ -44,11 +44,12 @@ def rest_of_projects(
         top = Path(root)
         if any(folder == top or folder in top.parents for folder in named_folders):
             continue
-        found = [
-            item
-            for item in discover([top], config, cwd=cwd)
-            if item.problem is None and _key(item.path) not in seen and finder.of(item.path) == root
-        ]
+        found = []
+        for item in walk_files(top, config, cwd=cwd):
+            if item.problem is None and _key(item.path) not in seen and finder.of(item.path) == root:
+                found.append(item)
+                if len(found) > MAX_PROJECT_FILES:
+                    break  # a home folder's .git: stop walking, not after the whole tree
         if len(found) > MAX_PROJECT_FILES:
             if warnings is not None:
                 warnings.append(
