@@ -6,6 +6,7 @@ tokens, and nothing about the rest is reported."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -120,6 +121,16 @@ def test_a_project_over_the_bound_is_not_read_and_the_check_says_so(examples, mo
     result = engine.check_paths([examples / "examples/buggy_project/train.py"], cwd=examples, cache=cache)
     assert len(result.warnings) == 1 and "more than 5 other files" in result.warnings[0]
     assert "TL101" not in [f.code for f in result.findings]  # checked on its own, as said
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX thing")
+def test_a_fifo_named_gitignore_does_not_block_the_walk_of_the_project(project):
+    """Checking one file walks its whole project now: a FIFO where a .gitignore would be (a
+    tree may hold one; a cache folder's own .gitignore is in the tree) is no .gitignore."""
+    (project / "junk").mkdir()
+    os.mkfifo(project / "junk" / ".gitignore")
+    result = cli("--no-cache", "scripts/evaluate.py", cwd=project)  # bounded by TIMEOUT
+    assert codes(finding_lines(result)) == ["TL301"], result.stderr
 
 
 # -- a small project with the cross-file facts that moved answers -----------------------------
