@@ -63,6 +63,7 @@ CACHE_DIR_HELP = "Where the cache goes (default: .torchlint_cache/ in the projec
 @click.option("--config", "config_args", multiple=True, metavar="PATH|KEY=VALUE", help="A pyproject.toml (or TOML file holding the table) to use, or a TOML `key = value` overriding one setting, e.g. --config \"select = ['TL1']\". Repeatable.")
 @click.option("--stdin-filename", metavar="PATH", help="Read the source from stdin (also `-` as the path) and report it as PATH: its configuration, excludes and per-file-ignores apply.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("--project-context/--no-project-context", default=None, help="Read the other files of the given files' projects for cross-file facts, reporting only the files given (the default), so a file's findings do not depend on what else is named. --no-project-context: read only the files given.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="TORCHLINT_CACHE_DIR", show_envvar=True, help=CACHE_DIR_HELP)
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), help="Report only findings not recorded in this baseline file.")
@@ -82,7 +83,7 @@ CACHE_DIR_HELP = "Where the cache goes (default: .torchlint_cache/ in the projec
 @click.option("--isolated", is_flag=True, help="Read no configuration file. A config's `plugins = [...]` imports code from the checked tree: use this to lint untrusted code (a pull request).")
 @click.option("--show-settings", is_flag=True, help="Print the configuration file used and the resolved settings, then exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, then exit.")
-def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_file_ignores, target_torch, output_format, output_file, statistics, exit_zero, color, force_exclude, config_args, stdin_filename, quiet, no_cache, cache_dir, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, fix_only, exit_non_zero_on_fix, unsafe_fixes, fixable, extend_fixable, unfixable, diff, show_fixes, add_noqa, jobs, isolated, show_settings, show_files):
+def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_file_ignores, target_torch, output_format, output_file, statistics, exit_zero, color, force_exclude, config_args, stdin_filename, quiet, project_context, no_cache, cache_dir, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, fix_only, exit_non_zero_on_fix, unsafe_fixes, fixable, extend_fixable, unfixable, diff, show_fixes, add_noqa, jobs, isolated, show_settings, show_files):
     """Check PATHS (files or folders; default: the current folder; `-`: stdin) with the static rules."""
     from torchlint.config import parse_per_file_ignores, split_config_arguments
     from torchlint.stdin import STDIN_NAME
@@ -109,6 +110,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
             unsafe_fixes=unsafe_fixes,
             cache_dir=cache_dir,
             force_exclude=force_exclude,
+            project_context=project_context,
         )
     except ConfigError as exc:
         _fail(str(exc))
@@ -153,6 +155,13 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
 
     # Stdin's report goes to stderr when its fixed source takes stdout, as ruff does.
     report_stream = sys.stdout
+    cache = None if no_cache else session.cache(enabled)
+    if cache is not None and cache.problem is not None:
+        # A folder the user named is a mistake to fix now; the default one, which they
+        # did not choose, costs only speed.
+        if config.cache_dir is not None:
+            _fail(f"cache-dir: {cache.problem}")
+        click.echo(f"warning: {cache.problem}; checking without the cache", err=True)
     if reading_stdin:
         from torchlint.static.discover import force_excluded
         from torchlint.stdin import check_stdin, fix_stdin, read_stdin, write_source
@@ -162,18 +171,13 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
             if fix and not diff:
                 write_source(data or b"")  # an editor replaces its buffer with what comes back
             sys.exit(EXIT_CLEAN)
-        result = check_stdin(engine, stdin_name, data, problem)
+        result = check_stdin(engine, stdin_name, data, problem, cache=cache, jobs=jobs or default_jobs())
     else:
-        cache = None if no_cache else session.cache(enabled)
-        if cache is not None and cache.problem is not None:
-            # A folder the user named is a mistake to fix now; the default one, which they
-            # did not choose, costs only speed.
-            if config.cache_dir is not None:
-                _fail(f"cache-dir: {cache.problem}")
-            click.echo(f"warning: {cache.problem}; checking without the cache", err=True)
         result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
         if result.files_checked == 0 and not quiet:
             click.echo(NO_PYTHON_FILES, err=True)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if add_noqa:
         _add_noqa(result.findings, quiet)
     if fix or diff:
@@ -207,7 +211,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
             sys.exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
         if outcome.fixed:
             if reading_stdin:
-                result = check_stdin(engine, stdin_name, fixed_source, None)
+                result = check_stdin(engine, stdin_name, fixed_source, None, cache=cache, jobs=jobs or default_jobs())
             else:
                 result = engine.check_paths(paths, cwd=Path.cwd(), cache=cache, jobs=jobs or default_jobs())
             result.fixed = outcome.fixed

@@ -29,7 +29,7 @@ DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "include", "extend-include", "plugins", "fixable",
               "extend-fixable", "unfixable")
-_BOOL_KEYS = ("respect-gitignore", "fix", "unsafe-fixes")
+_BOOL_KEYS = ("respect-gitignore", "fix", "unsafe-fixes", "project-context")
 _KNOWN_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-torch", "cache-dir"}
 #: The cache folder, in the project root unless `cache-dir` / `--cache-dir` says otherwise.
 CACHE_DIR_NAME = ".torchlint_cache"
@@ -67,6 +67,9 @@ class Config:
     extend_fixable: tuple[str, ...] = ()
     unfixable: tuple[str, ...] = ()
     cache_dir: Path | None = None
+    #: `project-context = false`: a check of some files reads nothing else of their project
+    #: (cross-file findings then depend on which files are given; see project_rest.py)
+    project_context: bool = True
     #: the `--config KEY=VALUE` fragments applied over the file, as written
     overrides: tuple[str, ...] = ()
 
@@ -341,7 +344,7 @@ def with_cli(config: Config, **overrides: Any) -> Config:
         changes["force_exclude"] = True
     if overrides.get("target_torch") is not None:
         changes["target_torch"] = check_version(overrides["target_torch"], "--target-torch")
-    for key in ("fix", "unsafe_fixes"):
+    for key in ("fix", "unsafe_fixes", "project_context"):
         if overrides.get(key) is not None:
             changes[key] = overrides[key]
     if overrides.get("cache_dir") is not None:

@@ -82,6 +82,18 @@ SETTINGS: tuple[Setting, ...] = (
         "false",
     ),
     Setting(
+        "project-context", "boolean",
+        "When some files of a project are given (the files pre-commit passes, one file, a "
+        "subfolder), read the project's other files too, from the cache when fresh, for the facts "
+        "cross-file findings need (a model in `models.py` trained in `train.py`, whether the project "
+        "uses an accelerator at all), and report only the files given: each file gets the findings "
+        "a check of the whole project gives it. The project is the nearest folder up holding a "
+        "pyproject.toml, setup.py, setup.cfg, requirements.txt or .git; its files are found as a "
+        "check run there finds them, and a project of more than 10,000 files is not read (a warning "
+        "says so). `false` reads only the files given.",
+        "false", flags=("--project-context", "--no-project-context"),
+    ),
+    Setting(
         "target-torch", "version string",
         "The oldest torch the code must run on. Rules whose advice depends on the version read it: "
         "`torch.load` without `weights_only` is reported only for targets before 2.6 (from 2.6 it "

@@ -12,6 +12,7 @@ from torchlint.static.source import MAX_FILE_BYTES, decode_file
 
 if TYPE_CHECKING:
     from torchlint.fix.runner import FixOutcome
+    from torchlint.static.cache import Cache
     from torchlint.static.engine import CheckResult, StaticEngine
 
 #: The name of stdin's source when `--stdin-filename` is not given.
@@ -29,14 +30,16 @@ def read_stdin() -> tuple[bytes | None, str | None]:
     return data, None
 
 
-def check_stdin(engine: StaticEngine, name: str, data: bytes | None, problem: str | None) -> CheckResult:
+def check_stdin(engine: StaticEngine, name: str, data: bytes | None, problem: str | None, *, cache: Cache | None = None, jobs: int = 1) -> CheckResult:
+    """Check stdin's source as the file `name`; the rest of that file's project comes from
+    `cache` when fresh (stdin's own source is never cached)."""
     if data is None:
         from torchlint.static.engine import CheckResult
         from torchlint.static.engine_rules import FileNotChecked, engine_finding
 
         finding = engine_finding(FileNotChecked, name, f"cannot check: {problem}")
         return CheckResult(findings=[finding], files_checked=1, enabled=engine.enabled, checked_paths={name})
-    return engine.check_stdin(name, data)
+    return engine.check_stdin(name, data, cache=cache, jobs=jobs)
 
 
 def fix_stdin(engine: StaticEngine, name: str, data: bytes | None, result: CheckResult, *, unsafe: bool) -> tuple[FixOutcome, bytes]:

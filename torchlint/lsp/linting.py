@@ -2,7 +2,7 @@
 result kept between edits so that a keystroke re-checks one file plus the project phase.
 
 A project is what `torchlint check` run in its root would see: the folder of the nearest
-configuration file (else the editor's workspace folder), its files discovered with the
+configuration file (else the file's project folder, else the editor's workspace folder), its files discovered with the
 configured excludes and .gitignore. Open documents are checked from the editor's text; every
 other file from disk, through the same on-disk cache `check` fills (`.torchlint_cache/`), so
 the cross-file facts of `models.py` reach `train.py` whether or not `models.py` is open, and a
@@ -281,9 +281,17 @@ class LintWorkspace:
         if config_file is not None:
             root = config_file.parent.resolve()
         else:
-            # No configuration: the workspace folder holding the file, as `check` run there.
-            holding = [folder for folder in self.folders if folder == path or folder in path.parents]
-            root = max(holding, key=lambda folder: len(folder.parts)) if holding else path.parent
+            # No configuration: the file's project (the nearest folder holding a pyproject.toml,
+            # .git, ...), whose other files `check` reads for a file given alone, so the editor
+            # and the command line agree; outside any project, the workspace folder holding it.
+            from torchlint.static.roots import RootFinder
+
+            marked = RootFinder().of(path)
+            if marked:
+                root = Path(marked)
+            else:
+                holding = [folder for folder in self.folders if folder == path or folder in path.parents]
+                root = max(holding, key=lambda folder: len(folder.parts)) if holding else path.parent
         key = (str(root), str(config_file) if config_file else None)
         project = self._projects.get(key)
         if project is None or project.config_stamp != _stamp(config_file):

@@ -267,7 +267,9 @@ def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, q
         # Run on an accelerator, the project uses one, whatever its files say.
         engine.assume_mentioned("cuda")
     engine.map_cells = False  # evidence counts joined notebook lines; mapped after merging
-    result = engine.check_paths(files, cwd=cwd)
+    # The files the program runs are its project here: a sibling script it never imports is
+    # not part of this run (and reading a whole tree cold would delay every `torchlint run`).
+    result = engine.check_paths(files, cwd=cwd, project_context=False)
     if not quiet:
         sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s): {what}\n")
     return result.findings, engine.refuted

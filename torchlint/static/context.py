@@ -354,7 +354,7 @@ class ProjectContext:
         """The checked file that `import module` (or `from .module`, level 1) in `importer`
         means, as Python would find it: relative to the importer's package for relative
         imports; otherwise the importer's own folder first (a script's folder is on
-        sys.path), then a unique match anywhere. None when unknown or ambiguous."""
+        sys.path), then a unique match in its project. None when unknown or ambiguous."""
         importer_dir = PurePosixPath(importer).parent
         if level:
             package = self.module_names.get(importer, "").split(".")
@@ -370,6 +370,11 @@ class ProjectContext:
             local = [p for p in matches if PurePosixPath(p).parent == importer_dir and "." not in target]
             if local:
                 matches = local
+        # A module of another project (an example beside this one, a nested package with its
+        # own pyproject.toml) is not what this file imports; and keeping to its own project
+        # keeps the answer the same whichever projects a check was given.
+        root = self.roots.get(importer, "")
+        matches = [p for p in matches if self.roots.get(p, "") == root]
         if len(matches) == 1:
             return matches[0]
         nearby = [p for p in matches if PurePosixPath(p).parent == importer_dir]

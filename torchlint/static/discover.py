@@ -135,6 +135,12 @@ def discover(paths: list[Path], config: Config, *, cwd: Path) -> list[Discovered
     return sorted(found.values(), key=lambda item: item.display)
 
 
+def walk_files(top: Path, config: Config, *, cwd: Path):
+    """The files a check of the folder `top` finds (excludes, .gitignore, includes), one at a
+    time, in walk order: a caller reading a whole project can stop at a bound."""
+    return _walk(top, config, _root_gitignore(config), cwd)
+
+
 def _walk(top: Path, config: Config, gitignore: GitIgnore | None, cwd: Path):
     def on_error(error: OSError) -> None:
         errors.append(error)

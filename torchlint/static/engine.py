@@ -21,6 +21,7 @@ from torchlint.static.engine_rules import ALWAYS_REPORTED, ENGINE_RULES, FileNot
 from torchlint.static.cache import Cache, entry_key
 from torchlint.static.lines import python_lines
 from torchlint.static.parallel import run_checks
+from torchlint.static.roots import ProjectRoots, RootFinder
 from torchlint.static.source import decode_file, decode_notebook, decode_source, read_bytes, read_source
 from torchlint.static.suppress import parse_suppressions
 
@@ -70,6 +71,8 @@ class CheckResult:
     baseline_suppressed: int = 0
     fixed: int = 0
     checked_paths: set[str] = field(default_factory=set)
+    #: Said on stderr, not findings: a project too big to read around the given files.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -139,9 +142,6 @@ def _parse_with_python(text: str) -> tuple[Any, tuple[str, int, int] | None]:
         return None, (f"could not parse: {exc}", 1, 1)
 
 
-_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", ".git")
-
-
 class TokenIndex:
     """Which checked files contain each project token, worked out the first time a rule asks
     (most runs have no finding whose rule asks, and a warm run must stay cheap)."""
@@ -165,36 +165,6 @@ class TokenIndex:
                 # A substring test first: the word-boundary pattern is slow to scan with.
                 if token in self._assumed or (raw in data and pattern.search(data))
             )
-        return found
-
-
-class ProjectRoots:
-    """Each file's project folder, the nearest folder up from it holding a project marker,
-    looked up on demand and cached per folder."""
-
-    def __init__(self, paths: dict[str, Path]) -> None:
-        self._paths = paths
-        self._folders: dict[Path, str] = {}
-
-    def get(self, display: str, default: str = "") -> str:
-        path = self._paths.get(display)
-        if path is None:
-            return default
-        try:
-            return self._root_of(path.absolute().parent)
-        except (OSError, RecursionError):
-            return default
-
-    def _root_of(self, folder: Path) -> str:
-        found = self._folders.get(folder)
-        if found is None:
-            if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
-                found = str(folder)
-            elif folder.parent == folder:
-                found = ""
-            else:
-                found = self._root_of(folder.parent)
-            self._folders[folder] = found
         return found
 
 
@@ -354,13 +324,49 @@ class StaticEngine:
         return self.check_text(path, source.text)
 
     # -- many files -------------------------------------------------------------------------
-    def check_paths(self, paths: list[Path], *, cwd: Path, cache: Cache | None = None, jobs: int = 1) -> CheckResult:
+    def check_paths(
+        self, paths: list[Path], *, cwd: Path, cache: Cache | None = None, jobs: int = 1, project_context: bool | None = None
+    ) -> CheckResult:
+        """Check the files `paths` name or hold, reading the rest of their projects for the
+        project phase (torchlint.static.project_rest) and reporting only the files given.
+        `project_context=False`: read only them (None: as the configuration says)."""
         items = discover(paths, self.config, cwd=cwd)
+        warnings: list[str] = []
+        rest = self._rest_of_projects(paths, items, cwd, warnings) if project_context is not False else []
+        results, contents, notebooks, hits = self._file_results([*items, *rest], cache, jobs)
+        given = {item.display for item in items}
+        # Suppressions are read from the bytes that were checked (no second read from disk,
+        # and a file edited meanwhile cannot be judged against other text).
+        # (and from every file with a suppression comment, to tell the ones that silence nothing)
+        texts = {
+            r.path: (contents[r.path].decode("utf-8") if r.path in notebooks else decode_source(contents[r.path]).text) or ""
+            for r in results
+            if r.path in given and r.path in contents and (r.findings or _has_directive(contents[r.path]))
+        }
+        tokens = TokenIndex(contents, self._project_tokens, self._assumed)
+        check = self._finish(items, results, texts, tokens, notebooks, rest=rest)
+        check.cache_hits = sum(1 for display in hits if display in given)
+        check.warnings = warnings
+        return check
+
+    def _rest_of_projects(self, paths: list[Path], items: list[Discovered], cwd: Path, warnings: list[str]) -> list[Discovered]:
+        """The other files of the given files' projects, unless `project-context = false`."""
+        if not self.config.project_context:
+            return []
+        from torchlint.static.project_rest import rest_of_projects
+
+        return rest_of_projects(paths, items, self.config, cwd=cwd, finder=RootFinder(), warnings=warnings)
+
+    def _file_results(
+        self, items: list[Discovered], cache: Cache | None, jobs: int
+    ) -> tuple[list[FileResult], dict[str, bytes], dict[str, Notebook], set[str]]:
+        """Each file's result, from the cache when fresh, else checked (in `jobs` processes):
+        (results, the bytes each was computed from, the notebooks among them, the cache hits)."""
         results: list[FileResult | None] = [None] * len(items)
         todo: list[tuple[int, str, bytes, str | None]] = []
         contents: dict[str, bytes] = {}  # what was checked, for suppression comments later
         notebooks: dict[str, Notebook] = {}
-        hits = 0
+        hits: set[str] = set()
         for index, item in enumerate(items):
             data, problem = (None, item.problem) if item.problem else read_bytes(item.path)
             if data is None:
@@ -391,7 +397,7 @@ class StaticEngine:
                     # a code no rule of this run has would crash or vanish further on
                     if restored is not None and all(f.code in self.rules for f in restored.findings):
                         results[index] = restored
-                        hits += 1
+                        hits.add(item.display)
                         continue
             todo.append((index, item.display, data, key))
         for (index, _, _, key), result in zip(todo, run_checks(self, [(display, data) for _, display, data, _ in todo], jobs)):
@@ -400,19 +406,7 @@ class StaticEngine:
                 cache.put(key, result.to_json())
         if notebooks:
             _add_broken_cells(results, notebooks)
-        done = [r for r in results if r is not None]
-        # Suppressions are read from the bytes that were checked (no second read from disk,
-        # and a file edited meanwhile cannot be judged against other text).
-        # (and from every file with a suppression comment, to tell the ones that silence nothing)
-        texts = {
-            r.path: (contents[r.path].decode("utf-8") if r.path in notebooks else decode_source(contents[r.path]).text) or ""
-            for r in done
-            if r.path in contents and (r.findings or _has_directive(contents[r.path]))
-        }
-        tokens = TokenIndex(contents, self._project_tokens, self._assumed)
-        check = self._finish(items, done, texts, tokens, notebooks)
-        check.cache_hits = hits
-        return check
+        return [r for r in results if r is not None], contents, notebooks, hits
 
     def check_sources(self, sources: dict[str, str]) -> CheckResult:
         """Check in-memory files (used by rule-case tests and editor integrations)."""
@@ -434,26 +428,42 @@ class StaticEngine:
         tokens = TokenIndex({p: text.encode() for p, text in texts.items()}, self._project_tokens, self._assumed)
         return self._finish(items, results, texts, tokens, notebooks)
 
-    def check_stdin(self, display: str, data: bytes) -> CheckResult:
+    def check_stdin(self, display: str, data: bytes, *, cache: Cache | None = None, jobs: int = 1) -> CheckResult:
         """Check source read from stdin as if it were the file `display` (`--stdin-filename`,
-        else `-`): per-file ignores and the report use that name. Never cached. A `.ipynb`
-        name means the bytes are a notebook's JSON."""
+        else `-`): per-file ignores and the report use that name, and the rest of that file's
+        project is read as a check of the file would read it (its on-disk copy left out).
+        Stdin's source is never cached. A `.ipynb` name means the bytes are a notebook's JSON."""
         item = Discovered(Path(display), display)
         result = self.check_bytes(display, data)
         source = decode_file(display, data)
         notebooks = {display: source.notebook} if source.notebook is not None else {}
         texts = {display: source.text or ""}
         code = texts[display].encode("utf-8") if notebooks else data
-        return self._finish([item], [result], texts, TokenIndex({display: code}, self._project_tokens, self._assumed), notebooks)
+        warnings: list[str] = []
+        rest = self._rest_of_projects([], [item], Path.cwd(), warnings) if display != "-" else []
+        results, contents, rest_notebooks, _ = self._file_results(rest, cache, jobs)
+        tokens = TokenIndex({**contents, display: code}, self._project_tokens, self._assumed)
+        check = self._finish([item], [result, *results], texts, tokens, {**rest_notebooks, **notebooks}, rest=rest)
+        check.warnings = warnings
+        return check
 
     def _finish(self, items: list[Discovered], results: list[FileResult], texts: dict[str, str], tokens: TokenIndex,
-                notebooks: dict[str, Notebook] | None = None) -> CheckResult:
+                notebooks: dict[str, Notebook] | None = None, rest: list[Discovered] = ()) -> CheckResult:
+        """`items`: the files reported on; `rest`: other files of their projects, whose
+        results (among `results`) feed the project phase and are not reported."""
+        reported = {item.display for item in items}
         # A file that could not be read or parsed, a rule that crashed, a fix that could not be
         # written: reported whatever the selection, or `--select TL3 broken.py` would pass.
-        findings = [f for result in results for f in result.findings if f.code in self.enabled or f.code in ALWAYS_REPORTED]
-        self.project = self._project(items, results, tokens)
+        findings = [
+            f
+            for result in results
+            if result.path in reported
+            for f in result.findings
+            if f.code in self.enabled or f.code in ALWAYS_REPORTED
+        ]
+        self.project = self._project([*items, *rest], results, tokens)
         findings = self.keep_in_project(findings)
-        findings.extend(self._project_findings())
+        findings.extend(f for f in self._project_findings() if f.path in reported)
         kept, suppressed = self._apply_suppressions(items, findings, texts)
         kept = self.drop_unfixable(kept)
         kept.sort(key=Finding.sort_key)
@@ -467,7 +477,7 @@ class StaticEngine:
             findings=kept,
             checked_paths={item.display for item in items},
             files_checked=len(items),
-            files_parsed=sum(1 for r in results if r.parsed),
+            files_parsed=sum(1 for r in results if r.parsed and r.path in reported),
             suppressed=suppressed,
             enabled=self.enabled,
         )

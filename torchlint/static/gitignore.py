@@ -3,7 +3,9 @@ leading and trailing `/`, `!` negation), with each file's patterns anchored at i
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,13 +83,11 @@ class GitIgnore:
     def load_dir(self, directory: Path) -> None:
         if directory in self._by_dir:
             return
-        path = directory / ".gitignore"
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = _read_regular(directory / ".gitignore")
         except OSError:
-            self._by_dir[directory] = []
-            return
-        self._by_dir[directory] = parse_patterns(text)
+            text = None
+        self._by_dir[directory] = parse_patterns(text) if text is not None else []
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
         result = False
@@ -104,3 +104,23 @@ class GitIgnore:
                 if pattern.regex.match(relative):
                     result = not pattern.negated
         return result
+
+
+#: A .gitignore larger than this is not read (nobody writes one; a planted one costs memory).
+MAX_GITIGNORE_BYTES = 1 << 20
+
+
+def _read_regular(path: Path) -> str | None:
+    """The text of `path` if it is a regular file of a sane size, else None. Opened without
+    blocking and checked with fstat: a FIFO named .gitignore (a tree can hold one, and the
+    cache folder's own is in the checked tree) would otherwise stop the walk forever."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(path, flags)
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_GITIGNORE_BYTES:
+            return None
+        with os.fdopen(os.dup(descriptor), "rb") as handle:
+            return handle.read(MAX_GITIGNORE_BYTES).decode("utf-8", errors="replace")
+    finally:
+        os.close(descriptor)
