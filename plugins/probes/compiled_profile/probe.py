@@ -14,9 +14,7 @@ import inspect
 import os
 from typing import Any
 
-from torchlint.runtime.compile_capture import ModelCapture, ProgramCompiles, describe_inputs
-from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import Probe
+from torchlint.probe import ModelCapture, Probe, ProgramCompiles, Site, describe_inputs
 
 #: At most this many slower functions and lines each become findings (the report lists all).
 MOST_FINDINGS = 3
@@ -68,7 +66,7 @@ class CompiledProfileProbe(Probe):
         self.ctx.publish(self, result)
 
     def _profile(self, target: Any, calls: list, options: dict) -> dict[str, Any]:
-        from torchlint.runtime.compiled_profile import CompiledProfile
+        from torchlint.probe import CompiledProfile
 
         try:
             return CompiledProfile(target, calls, frames=self.ctx.frames, options=options,

@@ -25,8 +25,7 @@ from torch.optim import optimizer as optimizer_hooks
 from torch.utils.data import DataLoader
 from torch.utils.data import dataloader as dataloader_module
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import Probe
+from torchlint.probe import Probe, Site
 
 from . import DEFAULT_THRESHOLD, PROBE_NAME
 

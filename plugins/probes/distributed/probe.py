@@ -30,8 +30,7 @@ import torch
 from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.dist_collectives import CollectiveRecorder
-from torchlint.runtime.probing import Probe
+from torchlint.probe import CollectiveRecorder, Probe
 
 #: Optimizer steps over which `find_unused_parameters=True` is measured.
 UNUSED_CHECK_STEPS = 3

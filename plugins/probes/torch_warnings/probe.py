@@ -25,8 +25,7 @@ from types import FrameType
 
 import torch
 
-from torchlint.runtime.probing import Probe
-from torchlint.runtime.user_warnings import TargetWarning
+from torchlint.probe import Probe, TargetWarning
 
 IMPLICIT_DIM = re.compile(r"Implicit dimension choice for (?P<op>\w+) has been deprecated")
 COPY_CONSTRUCT = re.compile(r"To copy construct from a tensor, it is recommended to use sourceTensor\.(?:detach\(\)\.)?clone\(\)")
