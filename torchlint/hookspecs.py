@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import click
 
     from torchlint.rule import Rule
-    from torchlint.runtime.sections import RunSection
+    from torchlint.runtime.report.sections import RunSection
     from torchlint.static.context import FileContext, ProjectContext
 
 hookspec = pluggy.HookspecMarker("torchlint")
@@ -132,7 +132,7 @@ def torchlint_run_section(name: str, result: dict[str, Any], cwd: Path) -> RunSe
 
     A probe publishes a JSON-able summary with ``ctx.publish(probe, data)``; the JSON report
     holds it under the probe's name, and the text and HTML reports show the sections that
-    plugins return here (``torchlint.runtime.sections.RunSection``: terminal lines, an HTML
+    plugins return here (``torchlint.runtime.report.sections.RunSection``: terminal lines, an HTML
     fragment and summary cards). Return None for a name that is not your probe's.
     """
 

@@ -65,15 +65,15 @@ _HOME = {
     "parameter_label": "torchlint.runtime.reach",
     "parameter_names": "torchlint.runtime.reach",
     "TargetWarning": "torchlint.runtime.user_warnings",
-    "RunSection": "torchlint.runtime.sections",
-    "where": "torchlint.runtime.sections",
+    "RunSection": "torchlint.runtime.report.sections",
+    "where": "torchlint.runtime.report.sections",
     "display_path": "torchlint.runtime.matching",
-    "e": "torchlint.runtime.html_kit",
-    "clip": "torchlint.runtime.html_kit",
-    "legend": "torchlint.runtime.html_kit",
-    "split_bar": "torchlint.runtime.html_kit",
-    "stacked_bars": "torchlint.runtime.html_kit",
-    "paired_bars": "torchlint.runtime.html_kit",
+    "e": "torchlint.runtime.report.html_kit",
+    "clip": "torchlint.runtime.report.html_kit",
+    "legend": "torchlint.runtime.report.html_kit",
+    "split_bar": "torchlint.runtime.report.html_kit",
+    "stacked_bars": "torchlint.runtime.report.html_kit",
+    "paired_bars": "torchlint.runtime.report.html_kit",
     "storage_locations": "torchlint.runtime.checkpoint_locations",
     "CollectiveRecorder": "torchlint.runtime.dist_collectives",
     "ModelCapture": "torchlint.runtime.compile_capture",
@@ -121,7 +121,7 @@ if TYPE_CHECKING:  # for type checkers and editors only; at run time each name l
     from torchlint.runtime.compiled_profile import CompiledProfile
     from torchlint.runtime.dist_collectives import CollectiveRecorder
     from torchlint.runtime.frames import LIBRARY, USER, FrameClassifier, Site, frame_locals
-    from torchlint.runtime.html_kit import clip, e, legend, paired_bars, split_bar, stacked_bars
+    from torchlint.runtime.report.html_kit import clip, e, legend, paired_bars, split_bar, stacked_bars
     from torchlint.runtime.matching import display_path
     from torchlint.runtime.parameter_reads import by_device, kept, norms, prefixes
     from torchlint.runtime.patches import Patches
@@ -129,7 +129,7 @@ if TYPE_CHECKING:  # for type checkers and editors only; at run time each name l
     from torchlint.runtime.profile_trace import LINE_PREFIX, MODULE_PREFIX, analyse, load_events
     from torchlint.runtime.reach import SHOWN, counted, listed, models_in_reach, parameter_label, parameter_names
     from torchlint.runtime.rules import RuntimeRule
-    from torchlint.runtime.sections import RunSection, where
+    from torchlint.runtime.report.sections import RunSection, where
     from torchlint.runtime.steps import on_optimizer_created, step_closure
     from torchlint.runtime.storages import storages
     from torchlint.runtime.user_warnings import TargetWarning

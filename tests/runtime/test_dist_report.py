@@ -11,7 +11,7 @@ import pytest
 
 from conftest import every_rule
 from torchlint.runtime.dist_report import merge_ranks
-from torchlint.runtime.report import write_json, write_text
+from torchlint.runtime.report.text import write_json, write_text
 from torchlint.runtime.runner import ChildResult
 
 SCRIPT = "/p/train.py"

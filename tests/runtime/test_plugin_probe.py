@@ -22,7 +22,7 @@ from pathlib import Path
 
 from torchlint import hookimpl
 from torchlint.runtime.rules import RuntimeRule
-from torchlint.runtime.sections import RunSection
+from torchlint.runtime.report.sections import RunSection
 
 
 class WideLayer(RuntimeRule):

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from torchlint.runtime.html_kit import e
+from torchlint.runtime.report.html_kit import e
 from torchlint.runtime.matching import display_path
 
 #: The debug dump's files worth a click, in the order a user opens them.

@@ -17,7 +17,7 @@ from torchlint.findings import Finding, Severity
 from torchlint.runtime.command import DEFAULT_WATCH_STEPS
 from torchlint.runtime.interrupts import Stopped, stopped_by_signals
 from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, merge
-from torchlint.runtime.report import status_of, write_json, write_text
+from torchlint.runtime.report.text import status_of, write_json, write_text
 from torchlint.runtime.runner import RunningChild, RunSpec
 from torchlint.runtime.scope import import_closure, same_files
 from torchlint.runtime.target import TargetError, parse_target
@@ -160,7 +160,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
             if section.text:
                 out.write("\n" + "\n".join(section.text) + "\n")
     if options.report_dir:
-        from torchlint.runtime.html_report import write_report_dir
+        from torchlint.runtime.report.html_page import write_report_dir
 
         where = write_report_dir(Path(options.report_dir), findings=findings, outcome=outcome, header=header, results=results,
                                  sections=sections, target=target_info, cwd=cwd)
@@ -217,7 +217,7 @@ def probe_results(document: dict, results: dict[str, dict]) -> dict[str, dict]:
 def _sections(pm, results: dict[str, dict], cwd: Path) -> list:
     if not results:
         return []
-    from torchlint.runtime.sections import sections_of
+    from torchlint.runtime.report.sections import sections_of
 
     return sections_of(pm, results, cwd)
 

@@ -1,6 +1,6 @@
 """Building blocks for HTML report sections: escaping and inline-SVG bar charts.
 
-The page around them is `torchlint.runtime.html_report`'s; probes' plugins build their
+The page around them is `torchlint.runtime.report.html_page`'s; probes' plugins build their
 sections (``torchlint_run_section``) from these, so every section looks alike and nothing is
 fetched when the report is opened.
 """
