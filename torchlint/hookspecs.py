@@ -139,7 +139,7 @@ def torchlint_run_section(name: str, result: dict[str, Any], cwd: Path) -> RunSe
 
 @hookspec(firstresult=True)
 def torchlint_select_device(requested: str) -> Any:
-    """Return the device mode for ``--device requested`` (a ``torchlint.runtime.devices.DeviceMode``),
+    """Return the device mode for ``--device requested`` (a ``torchlint.runtime.devices.modes.DeviceMode``),
     or None if this plugin does not provide it.
 
     Called once in the child process of ``torchlint run``. The first non-None result wins;

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from torchlint.plugins.probes.autograd.probe import AutogradProbe  # noqa: E402
-from torchlint.runtime.devices import CpuMode  # noqa: E402
+from torchlint.runtime.devices.modes import CpuMode  # noqa: E402
 from torchlint.runtime.frames import default_classifier  # noqa: E402
 from torchlint.runtime.probing import ProbeContext, ProbeDispatch  # noqa: E402
 

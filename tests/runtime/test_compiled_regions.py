@@ -18,7 +18,7 @@ import torch._dynamo  # noqa: E402
 from torch import nn  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
 
-from torchlint.runtime.devices import CpuMode  # noqa: E402
+from torchlint.runtime.devices.modes import CpuMode  # noqa: E402
 from torchlint.runtime.frames import default_classifier  # noqa: E402
 from torchlint.runtime.probing import ProbeContext, ProbeDispatch  # noqa: E402
 

@@ -24,7 +24,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
-from torchlint.runtime.devices import DeviceMode
+from torchlint.runtime.devices.modes import DeviceMode
 from torchlint.runtime.events import EventWriter
 from torchlint.runtime.frames import FrameClassifier, Site
 from torchlint.runtime.steps import step_closure

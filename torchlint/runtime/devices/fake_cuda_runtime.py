@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import torch
 
 if TYPE_CHECKING:
-    from torchlint.runtime.fake_cuda import SimulatedCuda
+    from torchlint.runtime.devices.fake_cuda import SimulatedCuda
 
 Tensor = torch.Tensor
 

@@ -556,8 +556,8 @@ def compile_skips_the_simulation() -> Iterator[None]:
     def compile(*args: Any, **kwargs: Any) -> Any:
         from torch._dynamo import trace_rules
 
-        for module in ("torchlint.runtime.fake_cuda", "torchlint.runtime.fake_cuda_runtime",
-                       "torchlint.runtime.fake_cuda_checkpoints"):
+        for module in ("torchlint.runtime.devices.fake_cuda", "torchlint.runtime.devices.fake_cuda_runtime",
+                       "torchlint.runtime.devices.fake_cuda_checkpoints"):
             trace_rules.add(module)
         return original(*args, **kwargs)
 
@@ -571,8 +571,8 @@ def compile_skips_the_simulation() -> Iterator[None]:
 @contextlib.contextmanager
 def simulating(sim: SimulatedCuda) -> Iterator[FakeCudaFunctionMode]:
     """Everything fake-cuda needs, for the duration of the target's run."""
-    from torchlint.runtime.fake_cuda_checkpoints import checkpoints_keep_placement
-    from torchlint.runtime.fake_cuda_runtime import data_parallel_on_one_device, patched_cuda_runtime
+    from torchlint.runtime.devices.fake_cuda_checkpoints import checkpoints_keep_placement
+    from torchlint.runtime.devices.fake_cuda_runtime import data_parallel_on_one_device, patched_cuda_runtime
 
     with patched_cuda_runtime(sim), parameters_keep_placement(sim), checkpoints_keep_placement(sim), \
             data_parallel_on_one_device(), compile_skips_the_simulation(), FakeCudaFunctionMode(sim) as mode:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import torch
 
 if TYPE_CHECKING:
-    from torchlint.runtime.fake_cuda import SimulatedCuda
+    from torchlint.runtime.devices.fake_cuda import SimulatedCuda
 
 
 @contextlib.contextmanager

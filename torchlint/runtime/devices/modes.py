@@ -93,7 +93,7 @@ class CudaMode(DeviceMode):
 
 
 class FakeCudaMode(DeviceMode):
-    """CUDA placement simulated with real values (see ``torchlint.runtime.fake_cuda``)."""
+    """CUDA placement simulated with real values (see ``torchlint.runtime.devices.fake_cuda``)."""
 
     name = "fake-cuda"
     target_device = "cuda"
@@ -127,7 +127,7 @@ class FakeCudaMode(DeviceMode):
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
-        from torchlint.runtime.fake_cuda import SimulatedCuda, simulating
+        from torchlint.runtime.devices.fake_cuda import SimulatedCuda, simulating
 
         self.sim = SimulatedCuda(self.device_count)
         with simulating(self.sim):
@@ -146,7 +146,7 @@ class MetaMode(DeviceMode):
     def active(self) -> Iterator[None]:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
-        from torchlint.runtime.simulation import PlacementMode, replacing_module_apply
+        from torchlint.runtime.devices.meta import PlacementMode, replacing_module_apply
 
         placement = PlacementMode(self)
         fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
