@@ -75,7 +75,7 @@ _HOME = {
     "stacked_bars": "torchlint.runtime.report.html_kit",
     "paired_bars": "torchlint.runtime.report.html_kit",
     "storage_locations": "torchlint.runtime.checkpoint_locations",
-    "CollectiveRecorder": "torchlint.runtime.dist_collectives",
+    "CollectiveRecorder": "torchlint.runtime.distributed.collectives",
     "ModelCapture": "torchlint.runtime.compile_capture",
     "ProgramCompiles": "torchlint.runtime.compile_capture",
     "describe_inputs": "torchlint.runtime.compile_capture",
@@ -119,7 +119,7 @@ if TYPE_CHECKING:  # for type checkers and editors only; at run time each name l
     from torchlint.runtime.compile_minify import minify, minify_kind
     from torchlint.runtime.compile_minify_report import minified_note, minify_html, minify_lines
     from torchlint.runtime.compiled_profile import CompiledProfile
-    from torchlint.runtime.dist_collectives import CollectiveRecorder
+    from torchlint.runtime.distributed.collectives import CollectiveRecorder
     from torchlint.runtime.frames import LIBRARY, USER, FrameClassifier, Site, frame_locals
     from torchlint.runtime.report.html_kit import clip, e, legend, paired_bars, split_bar, stacked_bars
     from torchlint.runtime.matching import display_path

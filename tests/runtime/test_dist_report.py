@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import every_rule
-from torchlint.runtime.dist_report import merge_ranks
+from torchlint.runtime.distributed.report import merge_ranks
 from torchlint.runtime.report.text import write_json, write_text
 from torchlint.runtime.runner import ChildResult
 

@@ -55,7 +55,7 @@ def main() -> int:
     if not die_with_parent(signal.SIGKILL, int(parent) if parent else None):
         return EXIT_SETUP
     spec = json.loads(os.environ.pop(SPEC_ENV))
-    from torchlint.runtime.dist_rank import ranked
+    from torchlint.runtime.distributed.rank import ranked
 
     # One of several ranks (--nproc-per-node): every event names its rank.
     events = ranked(ChannelWriter(spec["channel"]), spec.get("options") or {})
@@ -124,7 +124,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
                       watchdog: Any) -> int:
     from torchlint.runtime.compiled_regions import CompiledRegions, Ownership
     from torchlint.runtime.devices.modes import SimulationLimit
-    from torchlint.runtime.dist_rank import rank_setup
+    from torchlint.runtime.distributed.rank import rank_setup
     from torchlint.runtime.frames import default_classifier
     from torchlint.runtime.probing import ProbeContext, ProbeDispatch, WarningDispatch
     from torchlint.runtime.processes import ProcessWatch

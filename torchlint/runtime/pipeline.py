@@ -130,7 +130,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     if error is not None:
         return _error(error["message"])
     if options.nproc_per_node > 1:
-        from torchlint.runtime.dist_report import merge_ranks
+        from torchlint.runtime.distributed.report import merge_ranks
 
         findings, outcome = merge_ranks(static, result, world=options.nproc_per_node, enabled=enabled, cwd=cwd,
                                         timeout=options.timeout, rules=session.rules, refuted=refuted)
@@ -197,7 +197,7 @@ def _monitor(options: RunOptions):
     """With several ranks, the parent watches their collectives while they run."""
     if options.nproc_per_node <= 1:
         return None
-    from torchlint.runtime.dist_monitor import DivergenceMonitor
+    from torchlint.runtime.distributed.monitor import DivergenceMonitor
 
     return DivergenceMonitor(options.nproc_per_node)
 

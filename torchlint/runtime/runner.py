@@ -128,10 +128,10 @@ class RunningChild:
         pass_fd = ["--pass-fd", fd]
         nproc = (spec.options.get("distributed") or {}).get("nproc")
         if nproc:
-            from torchlint.runtime.dist_launch import rank_command, rank_environment
+            from torchlint.runtime.distributed.launch import rank_command, rank_environment
 
             # Ranks are the launcher's children: they reach the channel by its socket.
-            command = rank_command(module_command(python, "torchlint.runtime.dist_agent"), int(nproc), command)
+            command = rank_command(module_command(python, "torchlint.runtime.distributed.agent"), int(nproc), command)
             settings, pass_fd = dict(settings, fd=None), []
             env.update(rank_environment())
         env[SPEC_ENV] = json.dumps(spec.to_json(settings))

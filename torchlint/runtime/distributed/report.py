@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from torchlint.findings import Evidence, Finding, Severity
-from torchlint.runtime.dist_divergence import Divergence, Side, timelines_of
+from torchlint.runtime.distributed.divergence import Divergence, Side, timelines_of
 from torchlint.plugins.probes.distributed import RULES as DISTRIBUTED_RULES
 from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, Outcome, _runtime_finding, display_path, merge
 from torchlint.runtime.runner import ChildResult

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from torchlint.runtime.dist_divergence import HANG_AFTER_S, Timelines
+from torchlint.runtime.distributed.divergence import HANG_AFTER_S, Timelines
 from torchlint.runtime.events import parse_events
 
 _WATCHED = ("collective", "collective-done", "outcome", "timed-out")

@@ -1,4 +1,4 @@
-"""``python -m torchlint.runtime.dist_agent TORCHRUN-ARGUMENTS``: torch's launcher
+"""``python -m torchlint.runtime.distributed.agent TORCHRUN-ARGUMENTS``: torch's launcher
 (``torch.distributed.run``, what ``torchrun`` runs), quieted.
 
 When a rank fails, the launcher stops the others, logs each stop and raises
