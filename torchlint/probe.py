@@ -76,20 +76,20 @@ _HOME = {
     "paired_bars": "torchlint.runtime.report.html_kit",
     "storage_locations": "torchlint.runtime.checkpoint_locations",
     "CollectiveRecorder": "torchlint.runtime.distributed.collectives",
-    "ModelCapture": "torchlint.runtime.compile_capture",
-    "ProgramCompiles": "torchlint.runtime.compile_capture",
-    "describe_inputs": "torchlint.runtime.compile_capture",
-    "LADDER": "torchlint.runtime.compile_check",
-    "CompileChecker": "torchlint.runtime.compile_check",
-    "TraceCollector": "torchlint.runtime.compile_check",
-    "inductor_cache_dir": "torchlint.runtime.compile_check",
-    "summarise_trace": "torchlint.runtime.compile_check",
-    "minify": "torchlint.runtime.compile_minify",
-    "minify_kind": "torchlint.runtime.compile_minify",
-    "minified_note": "torchlint.runtime.compile_minify_report",
-    "minify_lines": "torchlint.runtime.compile_minify_report",
-    "minify_html": "torchlint.runtime.compile_minify_report",
-    "CompiledProfile": "torchlint.runtime.compiled_profile",
+    "ModelCapture": "torchlint.runtime.compile.capture",
+    "ProgramCompiles": "torchlint.runtime.compile.capture",
+    "describe_inputs": "torchlint.runtime.compile.capture",
+    "LADDER": "torchlint.runtime.compile.check",
+    "CompileChecker": "torchlint.runtime.compile.check",
+    "TraceCollector": "torchlint.runtime.compile.check",
+    "inductor_cache_dir": "torchlint.runtime.compile.check",
+    "summarise_trace": "torchlint.runtime.compile.check",
+    "minify": "torchlint.runtime.compile.minify",
+    "minify_kind": "torchlint.runtime.compile.minify",
+    "minified_note": "torchlint.runtime.compile.minify_report",
+    "minify_lines": "torchlint.runtime.compile.minify_report",
+    "minify_html": "torchlint.runtime.compile.minify_report",
+    "CompiledProfile": "torchlint.runtime.compile.profile",
     "LINE_PREFIX": "torchlint.runtime.profile_trace",
     "MODULE_PREFIX": "torchlint.runtime.profile_trace",
     "analyse": "torchlint.runtime.profile_trace",
@@ -114,11 +114,11 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and editors only; at run time each name loads on first use
     from torchlint.runtime.checkpoint_locations import storage_locations
-    from torchlint.runtime.compile_capture import ModelCapture, ProgramCompiles, describe_inputs
-    from torchlint.runtime.compile_check import LADDER, CompileChecker, TraceCollector, inductor_cache_dir, summarise_trace
-    from torchlint.runtime.compile_minify import minify, minify_kind
-    from torchlint.runtime.compile_minify_report import minified_note, minify_html, minify_lines
-    from torchlint.runtime.compiled_profile import CompiledProfile
+    from torchlint.runtime.compile.capture import ModelCapture, ProgramCompiles, describe_inputs
+    from torchlint.runtime.compile.check import LADDER, CompileChecker, TraceCollector, inductor_cache_dir, summarise_trace
+    from torchlint.runtime.compile.minify import minify, minify_kind
+    from torchlint.runtime.compile.minify_report import minified_note, minify_html, minify_lines
+    from torchlint.runtime.compile.profile import CompiledProfile
     from torchlint.runtime.distributed.collectives import CollectiveRecorder
     from torchlint.runtime.frames import LIBRARY, USER, FrameClassifier, Site, frame_locals
     from torchlint.runtime.report.html_kit import clip, e, legend, paired_bars, split_bar, stacked_bars

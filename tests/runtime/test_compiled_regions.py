@@ -41,7 +41,7 @@ def under_probes():
 
     from torchlint.pluginmanager import make_plugin_manager
     from torchlint.runtime.child import _chosen_probes, _uninstall
-    from torchlint.runtime.compiled_regions import CompiledRegions, Ownership
+    from torchlint.runtime.compile.regions import CompiledRegions, Ownership
     from torchlint.runtime.steps import StepCounter
     from torchlint.runtime.user_warnings import own_dirs
 

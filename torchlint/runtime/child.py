@@ -122,7 +122,7 @@ def _start_watchdog(spec: dict, events: EventWriter) -> Any:
 
 def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any,
                       watchdog: Any) -> int:
-    from torchlint.runtime.compiled_regions import CompiledRegions, Ownership
+    from torchlint.runtime.compile.regions import CompiledRegions, Ownership
     from torchlint.runtime.devices.modes import SimulationLimit
     from torchlint.runtime.distributed.rank import rank_setup
     from torchlint.runtime.frames import default_classifier
@@ -433,7 +433,7 @@ def _innermost_frame(exc: BaseException) -> Any:
 
 
 def _describe(exc: BaseException, ctx: Any, mode: Any) -> dict[str, Any]:
-    from torchlint.runtime.compile_check import compiler_error
+    from torchlint.runtime.compile.check import compiler_error
     from torchlint.runtime.frames import USER
 
     site = None

@@ -3,7 +3,7 @@
 While the program runs, the probe keeps a clone of the inputs of the first call of what the
 program compiles itself (``compiled_regions`` tells of each compiled call), or else of its
 outermost model. After the program has finished (and after the compile and profile probes'
-own work), ``torchlint.runtime.compiled_profile`` compiles that callable with Inductor and
+own work), ``torchlint.runtime.compile.profile`` compiles that callable with Inductor and
 compares it with eager by user function, line and kernel. Wanted only when both options are
 given: a plain run, ``--profile`` alone and ``--compile`` alone never construct it.
 """

@@ -1,4 +1,4 @@
-"""The minifier's own process: ``python -m torchlint.runtime.compile_minify_worker SPEC.json``.
+"""The minifier's own process: ``python -m torchlint.runtime.compile.minify_worker SPEC.json``.
 
 Started by the compile probe (``runtime.compile_minify``) with a timeout and killed on expiry,
 so a minifier that loops or a compiler that hangs never holds up the run. It reads the graph
@@ -27,7 +27,7 @@ from typing import Any
 
 import torch.fx as fx
 
-from torchlint.runtime.compile_repro_script import compiler_error_line, outputs_differ, standalone_main
+from torchlint.runtime.compile.repro_script import compiler_error_line, outputs_differ, standalone_main
 
 
 

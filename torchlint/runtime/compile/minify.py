@@ -74,7 +74,7 @@ def capture_graphs(model: Callable, args: tuple, kwargs: dict) -> list[tuple[Any
     from torch._functorch.aot_autograd import make_boxed_func
     from torch._inductor.decomposition import select_decomp_table
 
-    from torchlint.runtime.compile_check import _eval_mode
+    from torchlint.runtime.compile.check import _eval_mode
 
     graphs: list[tuple[Any, list]] = []
 
@@ -104,7 +104,7 @@ def capture_graphs(model: Callable, args: tuple, kwargs: dict) -> list[tuple[Any
 def write_graphs(graphs: list[tuple[Any, list]], folder: str, kind: str, is_user: Callable[[str], bool]) -> list[dict[str, Any]]:
     from torch._dynamo.repro.after_aot import generate_compiler_repro_string
 
-    from torchlint.runtime.compile_repro_script import standalone_main
+    from torchlint.runtime.compile.repro_script import standalone_main
 
     store = os.path.join(folder, "graph_inputs")
     written = []
@@ -150,7 +150,7 @@ def minify(model: Callable, calls: list, result: dict[str, Any], *, folder: str,
     failure = result.get("failure") or {}
     record: dict[str, Any] = {"kind": kind, "timeout_s": timeout, "folder": folder, "stage": _stage(failure) if failure else "Inductor"}
     if kind == "compile":
-        from torchlint.runtime.compile_check import compiler_error
+        from torchlint.runtime.compile.check import compiler_error
 
         # The ladder's message ends with the compiler's first error line when there is one.
         in_message = re.search(r"(?:^|: )(error: .+)$", failure.get("message", ""))
@@ -168,7 +168,7 @@ def minify(model: Callable, calls: list, result: dict[str, Any], *, folder: str,
     with open(spec_path, "w", encoding="utf-8") as out:
         json.dump({"kind": kind, "graphs": written, "error_line": record.get("error_line"),
                    "error_type": record.get("error_type")}, out)
-    code, seconds = run_bounded([sys.executable, "-m", "torchlint.runtime.compile_minify_worker", spec_path], cwd=os.getcwd(),
+    code, seconds = run_bounded([sys.executable, "-m", "torchlint.runtime.compile.minify_worker", spec_path], cwd=os.getcwd(),
                                 timeout=deadline - time.monotonic(), log=os.path.join(folder, "minify.log"))
     record.update(_read_result(folder))
     record["seconds"] = seconds
@@ -190,7 +190,7 @@ def minify(model: Callable, calls: list, result: dict[str, Any], *, folder: str,
 
 def verify(script: str, kind: str, error_line: str | None, *, deadline: float) -> dict[str, Any]:
     """Run the minified script alone: does it fail the SAME way?"""
-    from torchlint.runtime.compile_repro_script import read_outcome
+    from torchlint.runtime.compile.repro_script import read_outcome
 
     left = deadline - time.monotonic()
     if left < 5:

@@ -35,9 +35,9 @@ from typing import Any, Callable
 
 import torch
 
-from torchlint.runtime.compile_check import _eval_mode, _timed_pair, call, inductor_cache_dir, quiet_compiler_logs
+from torchlint.runtime.compile.check import _eval_mode, _timed_pair, call, inductor_cache_dir, quiet_compiler_logs
 from torchlint.runtime.frames import USER, FrameClassifier, generated_dirs
-from torchlint.runtime.kernel_attribution import (
+from torchlint.runtime.compile.kernel_attribution import (
     CALL_PREFIX, STACK_PREFIX, Graph, SourceFunctions, attribute, compare, graph_id_of, kernel_lines, kernel_stacks, kernel_stacks_from_nodes,
     median_profile, slower_regions, split_calls, transfer_durations,
 )

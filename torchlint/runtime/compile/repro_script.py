@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from torchlint.runtime.compile_check import TOLERANCES, compare, compiler_error
+from torchlint.runtime.compile.check import TOLERANCES, compare, compiler_error
 
 MARK = "TORCHLINT-REPRO:"
 
