@@ -72,7 +72,7 @@ def main() -> int:
 
     from torchlint.pluginmanager import make_plugin_manager
     from torchlint.runtime.devices import modes as devices
-    from torchlint.runtime.devices.modes import DeviceUnavailable
+    from torchlint.runtime.devices.errors import DeviceUnavailable
 
     pm = make_plugin_manager(tuple(spec.get("plugins", ())), Path(spec["project_root"]) if spec.get("project_root") else None)
     pm.register(devices, name="torchlint-device-modes")
@@ -123,7 +123,7 @@ def _start_watchdog(spec: dict, events: EventWriter) -> Any:
 def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any,
                       watchdog: Any) -> int:
     from torchlint.runtime.compile.regions import CompiledRegions, Ownership
-    from torchlint.runtime.devices.modes import SimulationLimit
+    from torchlint.runtime.devices.errors import SimulationLimit
     from torchlint.runtime.distributed.rank import rank_setup
     from torchlint.runtime.frames import default_classifier
     from torchlint.runtime.probing import ProbeContext, ProbeDispatch, WarningDispatch

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from torchlint.runtime.defaults import DEFAULT_WATCH_STEPS
+
 
 class RunCommand(click.Command):
     """A click command whose options include those of every probe's plugin."""
@@ -109,10 +111,6 @@ class WatchSteps(click.ParamType):
         return number
 
 
-#: Steps the probes watch every torch call for, by default: enough for the probes that compare
-#: steps (gradient flow, memory growth, syncs per step), few enough that a long run pays
-#: for them once (see `Probe.keeps_watching`).
-DEFAULT_WATCH_STEPS = 10
 
 
 @click.command(cls=RunCommand, context_settings={"help_option_names": ["-h", "--help"]})

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from torchlint.findings import Finding, Severity
-from torchlint.runtime.command import DEFAULT_WATCH_STEPS
+from torchlint.runtime.defaults import DEFAULT_WATCH_STEPS
 from torchlint.runtime.interrupts import Stopped, stopped_by_signals
 from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, merge
-from torchlint.runtime.report.text import status_of, write_json, write_text
+from torchlint.runtime.report.text import probe_results, status_of, write_json, write_text
 from torchlint.runtime.runner import RunningChild, RunSpec
 from torchlint.runtime.scope import import_closure, same_files
 from torchlint.runtime.target import TargetError, parse_target
@@ -206,12 +206,6 @@ def _probe_results(result) -> dict[str, dict]:
     """The summaries the probes published (``ctx.publish``), by probe name, in the order they came."""
     return {event["probe"]: event.get("data") or {} for event in result.events
             if event.get("event") == "probe-result" and isinstance(event.get("probe"), str)}
-
-
-def probe_results(document: dict, results: dict[str, dict]) -> dict[str, dict]:
-    """The probes' summaries as JSON report keys, by probe name; a name that is already one of
-    the report's own keys (findings, outcome) is kept under `probe:NAME`."""
-    return {name if name not in document else f"probe:{name}": data for name, data in results.items()}
 
 
 def _sections(pm, results: dict[str, dict], cwd: Path) -> list:

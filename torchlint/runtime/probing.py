@@ -17,18 +17,20 @@ import os
 import sys
 import threading
 import traceback
-from typing import Any, ClassVar, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 import torch
 from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 from torch.overrides import TorchFunctionMode
 
-from torchlint.runtime.devices.modes import DeviceMode
 from torchlint.runtime.events import EventWriter
 from torchlint.runtime.frames import FrameClassifier, Site
 from torchlint.runtime.steps import step_closure
 from torchlint.runtime.user_warnings import TargetWarning
+
+if TYPE_CHECKING:  # an annotation only: the device modes import this module
+    from torchlint.runtime.devices.modes import DeviceMode
 
 _is_compiling = torch.compiler.is_compiling
 

@@ -24,7 +24,7 @@ from torch._subclasses.fake_tensor import (
 from torch.overrides import TorchFunctionMode
 from torch.utils._device import _device_constructors
 
-from torchlint.runtime.devices.modes import SimulationLimit
+from torchlint.runtime.devices.errors import SimulationLimit
 from torchlint.runtime.probing import op_name
 
 Tensor = torch.Tensor

@@ -18,20 +18,7 @@ import contextlib
 from typing import Any, Callable, Iterator
 
 from torchlint.pluginmanager import hookimpl
-
-
-class DeviceUnavailable(Exception):
-    """The requested mode cannot run here; the message tells the user what to do instead."""
-
-
-class SimulationLimit(BaseException):
-    """A simulated mode reached an operation that needs real values (``.item()``, printing a
-    number, a data-dependent shape). A BaseException so the target's ``except Exception``
-    cannot swallow it; the run stops there and counts as success."""
-
-    def __init__(self, message: str, op: str) -> None:
-        super().__init__(message)
-        self.op = op
+from torchlint.runtime.devices.errors import DeviceUnavailable, SimulationLimit  # noqa: F401 (also imported from here)
 
 
 class DeviceMode:

@@ -17,8 +17,7 @@ from typing import Any
 from torchlint.findings import Finding
 from torchlint.runtime.matching import Outcome, display_path
 from torchlint.runtime.report.html_kit import e
-from torchlint.runtime.pipeline import probe_results
-from torchlint.runtime.report.text import counts, status_of, write_json
+from torchlint.runtime.report.text import counts, probe_results, status_of, write_json
 from torchlint.runtime.report.sections import RunSection
 
 SEVERITY_COLORS = {"error": "#d64545", "warning": "#d98a00", "info": "#3b82c4"}

@@ -22,6 +22,12 @@ def counts(findings: list[Finding]) -> dict[str, int]:
     return {status: tally.get(status, 0) for status in STATUS_ORDER}
 
 
+def probe_results(document: dict, results: dict[str, dict]) -> dict[str, dict]:
+    """The probes' summaries as JSON report keys, by probe name; a name that is already one of
+    the report's own keys (findings, outcome) is kept under `probe:NAME`."""
+    return {name if name not in document else f"probe:{name}": data for name, data in results.items()}
+
+
 def write_text(findings: list[Finding], outcome: Outcome, header: str, stream: TextIO) -> None:
     stream.write(f"{header}: {outcome.summary} ({outcome.seconds:g} s)\n")
     if findings:
