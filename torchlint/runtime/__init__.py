@@ -3,4 +3,6 @@
 The parent side (this package minus ``child``, ``probing`` and ``devices``) never imports torch
 or the user's code; the child writes JSON-lines evidence that the parent matches to static
 findings.
+
+README.md in this folder draws the path of one run, step by step, and where each step lives.
 """
