@@ -44,9 +44,9 @@ class Progress:
 
 
 def main() -> int:
-    from torchlint.runtime.lifetime import die_with_parent
-    from torchlint.runtime.runner import SPEC_ENV
-    from torchlint.runtime.supervisor import ENV_PARENT
+    from torchlint.runtime.parent.lifetime import die_with_parent
+    from torchlint.runtime.parent.runner import SPEC_ENV
+    from torchlint.runtime.parent.supervisor import ENV_PARENT
 
     # Never outlive the supervisor; the target does not see our settings.
     parent = os.environ.pop(ENV_PARENT, None)
@@ -262,7 +262,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
 
 def _report_imports(events: EventWriter, ctx: Any) -> None:
     """The user's files the program imported: the report covers them (``runtime.scope``)."""
-    from torchlint.runtime.scope import imported_files
+    from torchlint.runtime.parent.scope import imported_files
 
     try:
         events.emit("imported", files=imported_files(ctx.frames))

@@ -1,4 +1,4 @@
-"""``python -m torchlint.runtime.supervisor --parent PID [--pass-fd N] -- CHILD COMMAND``
+"""``python -m torchlint.runtime.parent.supervisor --parent PID [--pass-fd N] -- CHILD COMMAND``
 
 A small process between `torchlint run` and the child, so that nothing the target starts
 outlives the run. It is a child subreaper (setsid grandchildren that lose their parent are
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from torchlint.runtime.lifetime import adopt_orphans, die_with_parent, kill_descendants, reap_children
+from torchlint.runtime.parent.lifetime import adopt_orphans, die_with_parent, kill_descendants, reap_children
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 TERMINATE_GRACE_S = 2.0

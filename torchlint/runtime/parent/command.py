@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from torchlint.runtime.defaults import DEFAULT_WATCH_STEPS
+from torchlint.runtime.parent.defaults import DEFAULT_WATCH_STEPS
 
 
 class RunCommand(click.Command):
@@ -145,7 +145,7 @@ def run(target, script_args, device, fake_devices, steps, watch_steps, timeout, 
     file.py:function returning (model, example_inputs), run for one forward and backward pass.
     Exit 1 when a finding is confirmed or the run shows an error, 2 on a usage error.
     """
-    from torchlint.runtime.pipeline import RunOptions, execute
+    from torchlint.runtime.parent.pipeline import RunOptions, execute
 
     options = RunOptions(
         target=target,

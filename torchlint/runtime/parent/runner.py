@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from torchlint.runtime.channel import EvidenceChannel
-from torchlint.runtime.supervisor import TERMINATE_GRACE_S
-from torchlint.runtime.target import Target
+from torchlint.runtime.parent.supervisor import TERMINATE_GRACE_S
+from torchlint.runtime.parent.target import Target
 from torchlint.runtime.watchdog import PARENT_GRACE_S
 
 OUTPUT_TAIL_BYTES = 64 * 1024
@@ -138,7 +138,7 @@ class RunningChild:
         self.extra_events: list[dict[str, Any]] = []
         try:
             self.proc = subprocess.Popen(
-                [*module_command(python, "torchlint.runtime.supervisor"), "--parent", str(os.getpid()), *pass_fd,
+                [*module_command(python, "torchlint.runtime.parent.supervisor"), "--parent", str(os.getpid()), *pass_fd,
                  "--", *command],
                 cwd=cwd,
                 env=env,

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from torchlint.findings import Finding, Severity
-from torchlint.runtime.defaults import DEFAULT_WATCH_STEPS
-from torchlint.runtime.interrupts import Stopped, stopped_by_signals
-from torchlint.runtime.matching import CONFIRMED, RUNTIME_ONLY, merge
+from torchlint.runtime.parent.defaults import DEFAULT_WATCH_STEPS
+from torchlint.runtime.parent.interrupts import Stopped, stopped_by_signals
+from torchlint.runtime.parent.matching import CONFIRMED, RUNTIME_ONLY, merge
 from torchlint.runtime.report.text import probe_results, status_of, write_json, write_text
-from torchlint.runtime.runner import RunningChild, RunSpec
-from torchlint.runtime.scope import import_closure, same_files
-from torchlint.runtime.target import TargetError, parse_target
+from torchlint.runtime.parent.runner import RunningChild, RunSpec
+from torchlint.runtime.parent.scope import import_closure, same_files
+from torchlint.runtime.parent.target import TargetError, parse_target
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
