@@ -92,10 +92,10 @@ def test_the_graph_sees_lazy_and_relative_imports_but_not_type_checking_ones(tmp
     sample.write_text(
         "from typing import TYPE_CHECKING\n"
         "from . import frames\n"
-        "if TYPE_CHECKING:\n    from torchlint.runtime.probing import Probe\n"
+        "if TYPE_CHECKING:\n    from torchlint.runtime.child.probing import Probe\n"
         "def later():\n    from torchlint.runtime.report.text import write_json\n",
     )
-    modules = {"torchlint.runtime.frames", "torchlint.runtime.probing", "torchlint.runtime.report.text"}
+    modules = {"torchlint.runtime.frames", "torchlint.runtime.child.probing", "torchlint.runtime.report.text"}
     global ROOT
     saved, ROOT = ROOT, tmp_path
     try:

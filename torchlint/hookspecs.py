@@ -104,7 +104,7 @@ def torchlint_sessionfinish(result: Any) -> None:
 @hookspec
 def torchlint_probes() -> list[type]:
     """Return the runtime probe classes this plugin provides (subclasses of
-    ``torchlint.runtime.probing.Probe``).
+    ``torchlint.runtime.child.probing.Probe``).
 
     Called once in the child process of ``torchlint run``, after torch is imported and
     before the target runs, so a plugin module may defer its torch imports to this hook (the

@@ -40,19 +40,19 @@ from typing import TYPE_CHECKING, Any
 #: Each public name -> the runtime module that defines it.
 _HOME = {
     "RuntimeRule": "torchlint.runtime.rules",
-    "Probe": "torchlint.runtime.probing",
-    "ProbeDispatch": "torchlint.runtime.probing",
-    "op_name": "torchlint.runtime.probing",
-    "tensors_in": "torchlint.runtime.probing",
-    "passes_tensor": "torchlint.runtime.probing",
+    "Probe": "torchlint.runtime.child.probing",
+    "ProbeDispatch": "torchlint.runtime.child.probing",
+    "op_name": "torchlint.runtime.child.probing",
+    "tensors_in": "torchlint.runtime.child.probing",
+    "passes_tensor": "torchlint.runtime.child.probing",
     "Site": "torchlint.runtime.frames",
     "USER": "torchlint.runtime.frames",
     "LIBRARY": "torchlint.runtime.frames",
     "FrameClassifier": "torchlint.runtime.frames",
     "frame_locals": "torchlint.runtime.frames",
     "storages": "torchlint.runtime.storages",
-    "on_optimizer_created": "torchlint.runtime.steps",
-    "step_closure": "torchlint.runtime.steps",
+    "on_optimizer_created": "torchlint.runtime.child.steps",
+    "step_closure": "torchlint.runtime.child.steps",
     "Patches": "torchlint.runtime.patches",
     "kept": "torchlint.runtime.parameter_reads",
     "norms": "torchlint.runtime.parameter_reads",
@@ -64,7 +64,7 @@ _HOME = {
     "models_in_reach": "torchlint.runtime.reach",
     "parameter_label": "torchlint.runtime.reach",
     "parameter_names": "torchlint.runtime.reach",
-    "TargetWarning": "torchlint.runtime.user_warnings",
+    "TargetWarning": "torchlint.runtime.child.user_warnings",
     "RunSection": "torchlint.runtime.report.sections",
     "where": "torchlint.runtime.report.sections",
     "display_path": "torchlint.runtime.parent.matching",
@@ -125,11 +125,11 @@ if TYPE_CHECKING:  # for type checkers and editors only; at run time each name l
     from torchlint.runtime.parent.matching import display_path
     from torchlint.runtime.parameter_reads import by_device, kept, norms, prefixes
     from torchlint.runtime.patches import Patches
-    from torchlint.runtime.probing import Probe, ProbeDispatch, op_name, passes_tensor, tensors_in
+    from torchlint.runtime.child.probing import Probe, ProbeDispatch, op_name, passes_tensor, tensors_in
     from torchlint.runtime.profile_trace import LINE_PREFIX, MODULE_PREFIX, analyse, load_events
     from torchlint.runtime.reach import SHOWN, counted, listed, models_in_reach, parameter_label, parameter_names
     from torchlint.runtime.rules import RuntimeRule
     from torchlint.runtime.report.sections import RunSection, where
-    from torchlint.runtime.steps import on_optimizer_created, step_closure
+    from torchlint.runtime.child.steps import on_optimizer_created, step_closure
     from torchlint.runtime.storages import storages
-    from torchlint.runtime.user_warnings import TargetWarning
+    from torchlint.runtime.child.user_warnings import TargetWarning

@@ -69,7 +69,7 @@ def torchlint_probes():
 PROBE = '''"""The probe of acme-health (imports torch)."""
 import torch.nn.functional as F
 
-from torchlint.runtime.probing import Probe
+from torchlint.runtime.child.probing import Probe
 
 
 class WideLayerProbe(Probe):

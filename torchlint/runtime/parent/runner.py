@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 from torchlint.runtime.channel import EvidenceChannel
 from torchlint.runtime.parent.supervisor import TERMINATE_GRACE_S
 from torchlint.runtime.parent.target import Target
-from torchlint.runtime.watchdog import PARENT_GRACE_S
+from torchlint.runtime.child.watchdog import PARENT_GRACE_S
 
 OUTPUT_TAIL_BYTES = 64 * 1024
 SPEC_ENV = "TORCHLINT_RUN_SPEC"
@@ -124,7 +124,7 @@ class RunningChild:
         settings = self.channel.child_settings()
         # The script's arguments on the command line, as the user's were: one environment
         # string would hold only 128 KiB of them.
-        command = [*module_command(python, "torchlint.runtime.child"), *spec.args]
+        command = [*module_command(python, "torchlint.runtime.child.main"), *spec.args]
         pass_fd = ["--pass-fd", fd]
         nproc = (spec.options.get("distributed") or {}).get("nproc")
         if nproc:

@@ -26,8 +26,8 @@ from torch.overrides import TorchFunctionMode
 
 from torchlint.runtime.events import EventWriter
 from torchlint.runtime.frames import FrameClassifier, Site
-from torchlint.runtime.steps import step_closure
-from torchlint.runtime.user_warnings import TargetWarning
+from torchlint.runtime.child.steps import step_closure
+from torchlint.runtime.child.user_warnings import TargetWarning
 
 if TYPE_CHECKING:  # an annotation only: the device modes import this module
     from torchlint.runtime.devices.modes import DeviceMode

@@ -3,7 +3,7 @@
 A warning torch raises inside an operation is attributed to the innermost Python frame (a
 C++ ``TORCH_WARN``) or to a frame ``stacklevel`` frames up (``F.softmax``, ``F.mse_loss``).
 Under `torchlint run` that frame is torchlint's own: the ``TorchFunctionMode`` every probe
-goes through, or the fake-cuda mode. Python then shows ``torchlint/runtime/probing.py:198:
+goes through, or the fake-cuda mode. Python then shows ``torchlint/runtime/child/probing.py:198:
 UserWarning: ...``, and its once-per-location filter shows a warning raised at two user
 lines only once, since both "happened" at the same torchlint line.
 
@@ -42,7 +42,7 @@ from typing import Any, Callable
 
 from torchlint.runtime.frames import LIBRARY, USER, FrameClassifier, Site
 
-#: torchlint's own modules (``torchlint.runtime.probing``, ``torchlint.plugins.probes.device``)
+#: torchlint's own modules (``torchlint.runtime.child.probing``, ``torchlint.plugins.probes.device``)
 #: and torch's (``torch.nn.functional``), whose warnings pass the pinned filter.
 PINNED_MODULES = re.compile(r"(?:torch|torchlint)(?:\.|$)")
 

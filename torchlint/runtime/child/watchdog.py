@@ -143,7 +143,7 @@ def user_line_from_dump(output: str, is_user: Any) -> tuple[str, int] | None:
     blocks = list(_DUMP_THREAD.finditer(output))
     for block in reversed(blocks):
         frames = [(m["path"], int(m["line"]), m["function"]) for m in _DUMP_FRAME.finditer(block.group(1))]
-        if not any(path.endswith(os.path.join("runtime", "child.py")) for path, _, _ in frames):
+        if not any(path.endswith(os.path.join("runtime", "child", "main.py")) for path, _, _ in frames):
             continue
         for path, line, _ in frames:  # most recent first
             if is_user(path):

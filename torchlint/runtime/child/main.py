@@ -1,4 +1,4 @@
-"""The child half of `torchlint run`: ``python -m torchlint.runtime.child``, started by
+"""The child half of `torchlint run`: ``python -m torchlint.runtime.child.main``, started by
 ``runtime.supervisor`` with the spec in the environment.
 
 Imports torch, selects the device mode, installs the probes, runs the target as ``__main__``
@@ -108,7 +108,7 @@ def _chosen_probes(classes: list[type], options: dict) -> list[type]:
 
 def _start_watchdog(spec: dict, events: EventWriter) -> Any:
     """Before anything else: the deadline counts torchlint's own work too."""
-    from torchlint.runtime.watchdog import Watchdog
+    from torchlint.runtime.child.watchdog import Watchdog
 
     timeout = float(spec.get("timeout") or 300.0)
     deadline = spec.get("deadline")
@@ -126,10 +126,10 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     from torchlint.runtime.devices.errors import SimulationLimit
     from torchlint.runtime.distributed.rank import rank_setup
     from torchlint.runtime.frames import default_classifier
-    from torchlint.runtime.probing import ProbeContext, ProbeDispatch, WarningDispatch
-    from torchlint.runtime.processes import ProcessWatch
-    from torchlint.runtime.user_warnings import UserWarnings, own_dirs
-    from torchlint.runtime.steps import StepCounter, StepLimitReached
+    from torchlint.runtime.child.probing import ProbeContext, ProbeDispatch, WarningDispatch
+    from torchlint.runtime.child.processes import ProcessWatch
+    from torchlint.runtime.child.user_warnings import UserWarnings, own_dirs
+    from torchlint.runtime.child.steps import StepCounter, StepLimitReached
 
     ctx = ProbeContext(events, default_classifier(), mode, progress)
     watchdog.frames = ctx.frames
@@ -275,7 +275,7 @@ def _silence_threads_once_stopped(counter: Any, ctx: Any) -> None:
     (they run on while probes are removed), not the program's output. For the child's whole
     life: the threads run on after the target's main thread has stopped. What they raise
     before is printed as Python would, without torchlint's frames."""
-    from torchlint.runtime.steps import StepLimitReached
+    from torchlint.runtime.child.steps import StepLimitReached
 
     original = threading.excepthook
 
@@ -348,7 +348,7 @@ def _run_script(script: Path, args: list[str]) -> None:
     sys.argv = [str(script), *args]
     sys.path[0] = str(script.parent)
     if script.suffix.lower() == ".ipynb":
-        from torchlint.runtime.notebook_run import run_notebook
+        from torchlint.runtime.child.notebook_run import run_notebook
 
         run_notebook(script)
         return
@@ -415,7 +415,7 @@ def _user_traceback(exc: BaseException, ctx: Any) -> str:
     """The traceback `python train.py` would print: from the target's first frame on, and
     without torchlint's frames (its modes and probes sit between the user's code and torch)."""
     from torchlint.runtime.frames import format_user_exception
-    from torchlint.runtime.user_warnings import own_dirs
+    from torchlint.runtime.child.user_warnings import own_dirs
 
     return format_user_exception(exc, ctx.frames, tuple(own_dirs()))
 
