@@ -50,7 +50,7 @@ def test_the_check_catches_a_runtime_import(tmp_path):
     sample = tmp_path / "probe.py"
     sample.write_text("def f():\n    from torchlint.runtime.frames import Site\nfrom ....runtime import probing\n")
     modules = [module for _, module in imported_modules(sample, "torchlint.plugins.probes.acme")]
-    assert "torchlint.runtime.frames" in modules and "torchlint.runtime.child.probing" in modules
+    assert "torchlint.runtime.frames" in modules and "torchlint.runtime.probing" in modules
 
 
 def test_importing_the_probe_module_loads_neither_torch_nor_the_runtime():
