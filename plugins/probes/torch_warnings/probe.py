@@ -14,7 +14,7 @@ it (or to a line of torch); each is a bug more often than not:
   and warning.
 
 The warnings reach the probe through ``Probe.warned`` with the user line
-(``runtime.user_warnings``), even when the program filters warnings out.
+(``runtime.child.user_warnings``), even when the program filters warnings out.
 """
 
 from __future__ import annotations

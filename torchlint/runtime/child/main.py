@@ -1,5 +1,5 @@
 """The child half of `torchlint run`: ``python -m torchlint.runtime.child.main``, started by
-``runtime.supervisor`` with the spec in the environment.
+``runtime.parent.supervisor`` with the spec in the environment.
 
 Imports torch, selects the device mode, installs the probes, runs the target as ``__main__``
 (or calls its entry), and records one ``outcome`` event. Events go to the parent through
@@ -261,7 +261,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
 
 
 def _report_imports(events: EventWriter, ctx: Any) -> None:
-    """The user's files the program imported: the report covers them (``runtime.scope``)."""
+    """The user's files the program imported: the report covers them (``runtime.parent.scope``)."""
     from torchlint.runtime.parent.scope import imported_files
 
     try:

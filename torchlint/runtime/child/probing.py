@@ -128,7 +128,7 @@ class Probe:
     def warned(self, warning: TargetWarning) -> None:
         """The target triggered a warning (``warning.site``: the user line that caused it). Called
         for every warning shown, and for those the program's own filters ignore but that torch
-        raised inside an operation (see ``runtime.user_warnings``)."""
+        raised inside an operation (see ``runtime.child.user_warnings``)."""
 
 
 class ProbeContext:

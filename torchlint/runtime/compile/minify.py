@@ -10,7 +10,7 @@ before there is a graph to shrink, and are not minified.
    called with, and write each as torch's repro module (``graph_N.py``, runnable alone) with
    its inputs in a content store, and each op's user line (Dynamo's stack trace).
 2. In a worker process with the ``--minify-timeout`` budget (killed with everything it
-   started on expiry): the debug dump, then ``fx_minifier`` (compile_minify_worker).
+   started on expiry): the debug dump, then ``fx_minifier`` (compile.minify_worker).
 3. Here again: run the minified script alone, with what is left of the budget, and say
    whether it fails the same way (the minifier is known to turn an accuracy failure into
    another one).

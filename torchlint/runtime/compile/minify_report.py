@@ -1,6 +1,6 @@
 """How a `--minify` record reads: in the finding's message, the text report and the HTML.
 
-Plain data (the record ``runtime.compile_minify`` builds), no torch: the parent renders it.
+Plain data (the record ``runtime.compile.minify`` builds), no torch: the parent renders it.
 """
 
 from __future__ import annotations

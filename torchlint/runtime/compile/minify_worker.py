@@ -1,6 +1,6 @@
 """The minifier's own process: ``python -m torchlint.runtime.compile.minify_worker SPEC.json``.
 
-Started by the compile probe (``runtime.compile_minify``) with a timeout and killed on expiry,
+Started by the compile probe (``runtime.compile.minify``) with a timeout and killed on expiry,
 so a minifier that loops or a compiler that hangs never holds up the run. It reads the graph
 Inductor failed on (an aten graph written as torch's own repro module, its real inputs in a
 content store beside it), then:

@@ -7,7 +7,7 @@ Inductor, the backend that generates kernels, with two of Inductor's debugging s
 stack each kernel's operations came from). Then, on the inputs of the program's first call,
 after warm-up:
 
-- eager and compiled calls alternate under a clock (``compile_check._timed_pair``): the
+- eager and compiled calls alternate under a clock (``compile.check._timed_pair``): the
   per-call times and their ratio, the tutorial's speed-up;
 - a few calls of each, alternating in one ``torch.profiler`` session: eagerly, each torch call
   inside a range naming its user stack; compiled, with Python frames (the eager pieces between

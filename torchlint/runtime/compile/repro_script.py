@@ -73,7 +73,7 @@ def compiler_error_line(text: str) -> str | None:
 
 
 def outputs_differ(expected: Any, actual: Any) -> dict[str, Any] | None:
-    """torchlint's comparison (compile_check.compare): None when the outputs match."""
+    """torchlint's comparison (compile.check.compare): None when the outputs match."""
     verdict = compare(expected, actual)
     return None if verdict.get("ok") else verdict
 

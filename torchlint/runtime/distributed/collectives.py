@@ -56,7 +56,7 @@ def describe(value: Any) -> Any:
 
 
 #: Collectives whose ranks send each other pieces of different sizes: what rank r receives
-#: from rank j must be what rank j sends to rank r (compared in the parent, ``dist_divergence``).
+#: from rank j must be what rank j sends to rank r (compared in the parent, ``distributed.divergence``).
 EXCHANGES = ("all_to_all", "all_to_all_single")
 
 

@@ -4,7 +4,7 @@ The ranks are started by torch's own launcher, ``torch.distributed.run`` (what `
 runs), so that each rank gets the environment a real job gets (RANK, LOCAL_RANK, WORLD_SIZE,
 MASTER_ADDR, MASTER_PORT) and the elastic agent's failure handling: when one rank dies the
 agent stops the others. ``--standalone`` has it pick a free port on this machine. Each rank
-runs the ordinary probed child (``runtime.child``); the supervisor stands above the launcher
+runs the ordinary probed child (``runtime.child.main``); the supervisor stands above the launcher
 as it stands above a single child, so a timeout or Ctrl-C kills every rank.
 
 The ranks are the launcher's children, not ours: they cannot inherit the evidence pipe, and
@@ -24,7 +24,7 @@ MONITOR_INTERVAL_S = 0.1
 
 def rank_command(launcher: list[str], nproc: int, child: list[str]) -> list[str]:
     """The command that starts ``nproc`` ranks, each running ``child`` (python and its
-    arguments). ``launcher`` runs torch's launcher (``runtime.dist_agent``)."""
+    arguments). ``launcher`` runs torch's launcher (``runtime.distributed.agent``)."""
     return [*launcher, "--standalone", f"--nproc-per-node={nproc}", "--max-restarts=0",
             f"--monitor-interval={MONITOR_INTERVAL_S}", "--no-python", *child]
 

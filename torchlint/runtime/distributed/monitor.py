@@ -5,7 +5,7 @@ The fingerprints travel out of band, through torchlint's evidence channel (one s
 connection per rank), never through the process group, which is what hangs. The runner
 shows this monitor what has arrived a few times a second (``RunningChild``'s ``monitor``);
 it reads only the new complete lines, and answers with a ``diverged`` event when the ranks
-disagree or wait for each other in vain, which ends the run (``runtime.dist_divergence``).
+disagree or wait for each other in vain, which ends the run (``runtime.distributed.divergence``).
 """
 
 from __future__ import annotations

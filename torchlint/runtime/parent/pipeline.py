@@ -40,7 +40,7 @@ class RunOptions:
     config_path: str | None = None
     disabled_probes: tuple[str, ...] = ()
     report_dir: str | None = None
-    nproc_per_node: int = 1  # ranks started through torch's launcher (runtime.dist_launch)
+    nproc_per_node: int = 1  # ranks started through torch's launcher (runtime.distributed.launch)
     #: The values of the options probes' plugins add (``--compile``, ``--profile``), by name.
     plugin_options: dict[str, Any] = field(default_factory=dict)
 

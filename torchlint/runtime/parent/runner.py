@@ -1,6 +1,6 @@
 """The parent half of `torchlint run`: start the child, watch the clock, collect its JSON.
 
-A supervisor process (``runtime.supervisor``) stands between us and the child, so that a
+A supervisor process (``runtime.parent.supervisor``) stands between us and the child, so that a
 timeout, Ctrl-C, SIGTERM or our own death kills the target and everything it started
 (DataLoader workers, shells, setsid daemons), not just the interpreter. Its stdout and stderr
 share one pipe, drained by a thread so megabytes of output cannot block it; the last part is
@@ -104,7 +104,7 @@ class _OutputPump(threading.Thread):
 class RunningChild:
     """A started child; ``finish()`` waits for it (within the timeout) and collects its events.
 
-    The process we start is ``runtime.supervisor``, which starts the child proper and kills
+    The process we start is ``runtime.parent.supervisor``, which starts the child proper and kills
     whatever the target leaves behind; the spec travels in the environment and the events in
     ``runtime.channel``'s pipe, so no file or folder exists that a target could delete or that
     a killed run could leave behind."""
@@ -167,7 +167,7 @@ class RunningChild:
     def finish(self) -> ChildResult:
         timed_out = False
         try:
-            # The child ends itself at the deadline, saying where it was (runtime.watchdog); we
+            # The child ends itself at the deadline, saying where it was (runtime.child.watchdog); we
             # kill it only if it could not.
             remaining = max(0.0, self.spec.deadline - time.monotonic()) + PARENT_GRACE_S
             if self.monitor is None:
