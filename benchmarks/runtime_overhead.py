@@ -51,12 +51,12 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from torchlint.pluginmanager import make_plugin_manager  # noqa: E402
-from torchlint.runtime.child import _chosen_probes  # noqa: E402
-from torchlint.runtime.devices import CpuMode, CudaMode, FakeCudaMode  # noqa: E402
+from torchlint.runtime.child.main import _chosen_probes  # noqa: E402
+from torchlint.runtime.devices.modes import CpuMode, CudaMode, FakeCudaMode  # noqa: E402
 from torchlint.runtime.events import EventWriter  # noqa: E402
 from torchlint.runtime.frames import default_classifier  # noqa: E402
-from torchlint.runtime.probing import ProbeContext, ProbeDispatch  # noqa: E402
-from torchlint.runtime.steps import StepCounter  # noqa: E402
+from torchlint.runtime.child.probing import ProbeContext, ProbeDispatch  # noqa: E402
+from torchlint.runtime.child.steps import StepCounter  # noqa: E402
 
 
 class Block(nn.Module):

@@ -1,10 +1,10 @@
-"""`torchlint.runtime.kernel_attribution`: eager and compiled traces on user lines, functions and
+"""`torchlint.runtime.compile.kernel_attribution`: eager and compiled traces on user lines, functions and
 kernels, from synthetic traces shaped like torch 2.13's (plain JSON, no torch needed), the
 GPU path included."""
 
 from __future__ import annotations
 
-from torchlint.runtime.kernel_attribution import (
+from torchlint.runtime.compile.kernel_attribution import (
     CALL_PREFIX, STACK_PREFIX, Graph, attribute, compare, kernel_lines, kernel_stacks, kernel_stacks_from_nodes,
     SourceFunctions, median_profile, slower_regions, split_calls, transfer_durations,
 )
@@ -215,7 +215,7 @@ def test_a_line_whose_compiled_time_is_an_estimated_share_of_a_fused_kernel_is_n
 
 
 def test_extern_kernels_and_fallbacks_are_named_as_their_profiler_operations():
-    from torchlint.runtime.kernel_attribution import extern_op
+    from torchlint.runtime.compile.kernel_attribution import extern_op
 
     assert extern_op("extern_kernels.addmm:3") == "aten::addmm"
     assert extern_op("torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default:7") == \

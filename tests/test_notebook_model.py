@@ -134,7 +134,7 @@ def test_file_positions_in_a_cell_with_windows_line_ends():
 
 
 def test_run_refuses_a_notebook_with_a_cell_that_is_not_python(tmp_path):
-    from torchlint.runtime.target import TargetError, parse_target
+    from torchlint.runtime.parent.target import TargetError, parse_target
 
     path = tmp_path / "exercise.ipynb"
     path.write_text(json.dumps(notebook(code("import torch", 1), code("model = # TODO", 2))))

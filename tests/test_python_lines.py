@@ -122,7 +122,7 @@ def test_rule_examples_mark_python_lines():
 
 
 def test_a_notebook_run_quotes_python_lines(tmp_path, monkeypatch):
-    import torchlint.runtime.notebook_run as notebook_run
+    import torchlint.runtime.child.notebook_run as notebook_run
 
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
             "source": ["# \x0c page\n", "x = 1\n", "y = 2\n"]}

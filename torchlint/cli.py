@@ -400,6 +400,6 @@ def server(stdio):
     serve()
 
 
-from torchlint.runtime.command import run as _run_command  # noqa: E402
+from torchlint.runtime.parent.command import run as _run_command  # noqa: E402
 
 main.add_command(_run_command)

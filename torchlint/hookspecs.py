@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import click
 
     from torchlint.rule import Rule
-    from torchlint.runtime.sections import RunSection
+    from torchlint.runtime.report.sections import RunSection
     from torchlint.static.context import FileContext, ProjectContext
 
 hookspec = pluggy.HookspecMarker("torchlint")
@@ -104,7 +104,7 @@ def torchlint_sessionfinish(result: Any) -> None:
 @hookspec
 def torchlint_probes() -> list[type]:
     """Return the runtime probe classes this plugin provides (subclasses of
-    ``torchlint.runtime.probing.Probe``).
+    ``torchlint.runtime.child.probing.Probe``).
 
     Called once in the child process of ``torchlint run``, after torch is imported and
     before the target runs, so a plugin module may defer its torch imports to this hook (the
@@ -132,14 +132,14 @@ def torchlint_run_section(name: str, result: dict[str, Any], cwd: Path) -> RunSe
 
     A probe publishes a JSON-able summary with ``ctx.publish(probe, data)``; the JSON report
     holds it under the probe's name, and the text and HTML reports show the sections that
-    plugins return here (``torchlint.runtime.sections.RunSection``: terminal lines, an HTML
+    plugins return here (``torchlint.runtime.report.sections.RunSection``: terminal lines, an HTML
     fragment and summary cards). Return None for a name that is not your probe's.
     """
 
 
 @hookspec(firstresult=True)
 def torchlint_select_device(requested: str) -> Any:
-    """Return the device mode for ``--device requested`` (a ``torchlint.runtime.devices.DeviceMode``),
+    """Return the device mode for ``--device requested`` (a ``torchlint.runtime.devices.modes.DeviceMode``),
     or None if this plugin does not provide it.
 
     Called once in the child process of ``torchlint run``. The first non-None result wins;

@@ -12,9 +12,9 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from torchlint.plugins.probes.autograd.probe import AutogradProbe  # noqa: E402
-from torchlint.runtime.devices import CpuMode  # noqa: E402
+from torchlint.runtime.devices.modes import CpuMode  # noqa: E402
 from torchlint.runtime.frames import default_classifier  # noqa: E402
-from torchlint.runtime.probing import ProbeContext, ProbeDispatch  # noqa: E402
+from torchlint.runtime.child.probing import ProbeContext, ProbeDispatch  # noqa: E402
 
 STEPS = 300  # time steps of one forward: a few thousand saved tensors
 

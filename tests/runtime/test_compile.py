@@ -110,7 +110,7 @@ User code traceback:
 
 
 def test_structured_trace_records_are_deduplicated_with_counts():
-    from torchlint.runtime.compile_check import summarise_trace
+    from torchlint.runtime.compile.check import summarise_trace
 
     artifact = {"artifact": {"name": "dynamo_graph_break_reason", "encoding": "string"}}
     metrics = {"compilation_metrics": {"co_name": "forward", "co_filename": "/src/model.py", "co_firstlineno": 5,
@@ -126,7 +126,7 @@ def test_structured_trace_records_are_deduplicated_with_counts():
 
 
 def test_the_first_failing_rung_names_the_stage_and_the_user_line(tmp_path):
-    from torchlint.runtime.compile_check import CompileChecker
+    from torchlint.runtime.compile.check import CompileChecker
 
     source = tmp_path / "backend_user.py"
     source.write_text("def broken_backend(gm, example_inputs):\n    raise ValueError('no kernel for this graph')\n")
@@ -149,7 +149,7 @@ def test_the_first_failing_rung_names_the_stage_and_the_user_line(tmp_path):
 
 
 def test_accuracy_tolerance_depends_on_dtype():
-    from torchlint.runtime.compile_check import compare
+    from torchlint.runtime.compile.check import compare
 
     base = torch.ones(4)
     assert compare(base, base + 5e-6)["ok"]
@@ -171,7 +171,7 @@ def test_inductor_rung_with_a_persistent_cache(inductor_cache):
 
 
 def test_a_compiler_error_is_its_first_error_line_without_the_generated_files_path():
-    from torchlint.runtime.compile_check import compiler_error
+    from torchlint.runtime.compile.check import compiler_error
 
     text = ("C++ compile error\n\nCommand:\ng++ /tmp/cache/6a/c6ah.main.cpp -O3 -o /tmp/cache/6a/c6ah.main.so\n\nOutput:\n"
             "/tmp/cache/6a/c6ah.main.cpp: In function 'void kernel(const float*)':\n"

@@ -46,7 +46,7 @@ def in_torchlints_files(finding: dict, cwd: Path) -> bool:
 #: fake-cuda only where its simulation is not in the way: the simulation's mode stays on
 #: inside compiled code (CUDA placement is what it simulates) and Dynamo runs it untraced,
 #: a graph break at each torch call, so Inductor compiles nothing there and the float
-#: program's Inductor bug does not show (runtime/compiled_regions.py says why).
+#: program's Inductor bug does not show (runtime/compile/regions.py says why).
 @pytest.mark.slow
 @pytest.mark.parametrize("program, raises, device", [("uint8.py", None, "cpu"), ("float_neg_bug.py", "AssertionError", "cpu"),
                                                      ("train_step.py", None, "cpu"), ("uint8.py", None, "fake-cuda"),

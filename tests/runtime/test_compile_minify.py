@@ -116,8 +116,8 @@ def test_a_compile_error_names_its_stage_and_first_compiler_line_and_its_repro_f
 # -- in process, on a healthy torch ---------------------------------------------------------------
 
 def test_the_budget_is_honoured_and_reported(tmp_path):
-    from torchlint.runtime.compile_minify import minify
-    from torchlint.runtime.compile_minify_report import minify_lines, minified_note
+    from torchlint.runtime.compile.minify import minify
+    from torchlint.runtime.compile.minify_report import minify_lines, minified_note
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
     started = time.monotonic()
@@ -131,7 +131,7 @@ def test_the_budget_is_honoured_and_reported(tmp_path):
 
 
 def test_a_stopped_command_takes_what_it_started_with_it(tmp_path):
-    from torchlint.runtime.compile_minify import run_bounded
+    from torchlint.runtime.compile.minify import run_bounded
 
     pid_file = tmp_path / "grandchild.pid"
     code, seconds = run_bounded(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], cwd=str(tmp_path), timeout=1.0,
@@ -150,8 +150,8 @@ def test_a_stopped_command_takes_what_it_started_with_it(tmp_path):
 def test_a_failure_a_fresh_process_does_not_show_is_reported_not_minified(tmp_path, monkeypatch, inductor_cache):
     """The ladder's drift came from the program's own state (here: none at all, torch is
     healthy): the worker says so instead of minifying something else."""
-    from torchlint.runtime.compile_minify import minify
-    from torchlint.runtime.compile_minify_report import minify_lines
+    from torchlint.runtime.compile.minify import minify
+    from torchlint.runtime.compile.minify_report import minify_lines
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", inductor_cache["TORCHINDUCTOR_CACHE_DIR"])
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
@@ -165,7 +165,7 @@ def test_a_failure_a_fresh_process_does_not_show_is_reported_not_minified(tmp_pa
 
 
 def test_failures_of_the_tracing_stages_are_not_minified():
-    from torchlint.runtime.compile_minify import minify_kind
+    from torchlint.runtime.compile.minify import minify_kind
 
     kind, why = minify_kind({"failure": {"backend": "aot_eager", "stage": "AOTAutograd"}})
     assert kind is None and "AOTAutograd" in why
@@ -177,11 +177,11 @@ def test_failures_of_the_tracing_stages_are_not_minified():
 
 def test_the_probe_does_not_load_the_minifier_unless_a_failure_asks_for_it():
     code = ("import sys, torchlint.plugins.probes.compile.probe; "
-            "print(sorted(m for m in sys.modules if m.startswith('torchlint.runtime.compile_minify') "
+            "print(sorted(m for m in sys.modules if m.startswith('torchlint.runtime.compile.minify') "
             "or m.startswith('torch._functorch.fx_minifier')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "['torchlint.runtime.compile_minify_report']"
+    assert out.stdout.strip() == "['torchlint.runtime.compile.minify_report']"
 
 
 def test_the_runs_own_timeout_cuts_the_budget_and_the_report_says_so(tmp_path):
@@ -190,7 +190,7 @@ def test_the_runs_own_timeout_cuts_the_budget_and_the_report_says_so(tmp_path):
     from types import SimpleNamespace
 
     from torchlint.plugins.probes.compile.probe import CompileProbe
-    from torchlint.runtime.compile_minify_report import minify_lines
+    from torchlint.runtime.compile.minify_report import minify_lines
 
     probe = CompileProbe.__new__(CompileProbe)
     probe.minify_folder = str(tmp_path)

@@ -104,7 +104,7 @@ def test_the_probe_is_not_imported_or_wanted_unless_both_options_are_given():
     assert CompiledProfileProbe.wanted({"compile": "aot_eager", "profile": True})
     # Loading the probe class (every run's child does) imports none of its work.
     code = ("import sys, torchlint.plugins.probes.compiled_profile.probe; "
-            "assert not {'torchlint.runtime.compiled_profile', 'torchlint.runtime.kernel_attribution'} & set(sys.modules)")
+            "assert not {'torchlint.runtime.compile.profile', 'torchlint.runtime.compile.kernel_attribution'} & set(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
@@ -119,7 +119,7 @@ def test_on_a_gpu_triton_kernels_map_to_user_lines(inductor_cache, monkeypatch):
         import train  # the speed-up example's model
     finally:
         sys.path.pop(0)
-    from torchlint.runtime.compiled_profile import CompiledProfile
+    from torchlint.runtime.compile.profile import CompiledProfile
     from torchlint.runtime.frames import default_classifier
 
     model, (x,) = train.build()

@@ -18,9 +18,9 @@ import torch._dynamo  # noqa: E402
 from torch import nn  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
 
-from torchlint.runtime.devices import CpuMode  # noqa: E402
+from torchlint.runtime.devices.modes import CpuMode  # noqa: E402
 from torchlint.runtime.frames import default_classifier  # noqa: E402
-from torchlint.runtime.probing import ProbeContext, ProbeDispatch  # noqa: E402
+from torchlint.runtime.child.probing import ProbeContext, ProbeDispatch  # noqa: E402
 
 
 class Recorder:
@@ -40,10 +40,10 @@ def under_probes():
     import sys
 
     from torchlint.pluginmanager import make_plugin_manager
-    from torchlint.runtime.child import _chosen_probes, _uninstall
-    from torchlint.runtime.compiled_regions import CompiledRegions, Ownership
-    from torchlint.runtime.steps import StepCounter
-    from torchlint.runtime.user_warnings import own_dirs
+    from torchlint.runtime.child.main import _chosen_probes, _uninstall
+    from torchlint.runtime.compile.regions import CompiledRegions, Ownership
+    from torchlint.runtime.child.steps import StepCounter
+    from torchlint.runtime.child.user_warnings import own_dirs
 
     recorder = Recorder()
     ctx = ProbeContext(recorder, default_classifier(), CpuMode(), progress=lambda message: None)

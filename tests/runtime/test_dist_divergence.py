@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from torchlint.runtime.dist_divergence import ORDER, SHAPE, Timelines, timelines_of
-from torchlint.runtime.dist_monitor import DivergenceMonitor
+from torchlint.runtime.distributed.divergence import ORDER, SHAPE, Timelines, timelines_of
+from torchlint.runtime.distributed.monitor import DivergenceMonitor
 from torchlint.runtime.events import encode_event
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import every_rule
-from torchlint.runtime.dist_report import merge_ranks
-from torchlint.runtime.report import write_json, write_text
-from torchlint.runtime.runner import ChildResult
+from torchlint.runtime.distributed.report import merge_ranks
+from torchlint.runtime.report.text import write_json, write_text
+from torchlint.runtime.parent.runner import ChildResult
 
 SCRIPT = "/p/train.py"
 RULES = every_rule()

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from torchlint.runtime.fake_cuda import SimulatedCuda, simulating  # noqa: E402
+from torchlint.runtime.devices.fake_cuda import SimulatedCuda, simulating  # noqa: E402
 
 MISMATCH = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
 

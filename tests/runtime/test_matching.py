@@ -6,8 +6,8 @@ from pathlib import Path
 
 from conftest import every_rule
 from torchlint.findings import Finding, Location
-from torchlint.runtime.matching import merge
-from torchlint.runtime.runner import ChildResult
+from torchlint.runtime.parent.matching import merge
+from torchlint.runtime.parent.runner import ChildResult
 
 START = {"event": "start", "probes": [{"name": "device", "confirms": ["TL201"], "runtime_code": "TL701"},
                                       {"name": "loss", "confirms": ["TL101"], "runtime_code": "TL704"}]}
@@ -127,7 +127,7 @@ def test_a_timeout_without_the_watchdogs_event_is_placed_from_faulthandlers_dump
     import sysconfig
 
     stdlib = sysconfig.get_paths()["stdlib"]
-    child_py = "/site/torchlint/runtime/child.py"
+    child_py = "/site/torchlint/runtime/child/main.py"
     dump = (f'Timeout (0:00:05.00)!\nThread 0x00007f01 (most recent call first):\n'
             f'  File "{stdlib}/threading.py", line 320 in wait\n\n'
             f'Thread 0x00007f02 (most recent call first):\n  File "{stdlib}/re/__init__.py", line 166 in match\n'

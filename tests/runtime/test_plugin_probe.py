@@ -22,7 +22,7 @@ from pathlib import Path
 
 from torchlint import hookimpl
 from torchlint.runtime.rules import RuntimeRule
-from torchlint.runtime.sections import RunSection
+from torchlint.runtime.report.sections import RunSection
 
 
 class WideLayer(RuntimeRule):
@@ -69,7 +69,7 @@ def torchlint_probes():
 PROBE = '''"""The probe of acme-health (imports torch)."""
 import torch.nn.functional as F
 
-from torchlint.runtime.probing import Probe
+from torchlint.runtime.child.probing import Probe
 
 
 class WideLayerProbe(Probe):

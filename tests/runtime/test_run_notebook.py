@@ -57,7 +57,7 @@ def test_the_report_sections_name_cells_too(tmp_path):
 
 
 def test_where_maps_a_notebook_line_to_its_cell(tmp_path):
-    from torchlint.runtime.sections import where
+    from torchlint.runtime.report.sections import where
 
     cells = [code("import torch", 1), code("x = 1\ny = 2", 2)]
     write_notebook(tmp_path / "nb.ipynb", notebook(*cells))

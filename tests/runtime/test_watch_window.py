@@ -13,9 +13,9 @@ torch = pytest.importorskip("torch")
 
 from torch.overrides import TorchFunctionMode  # noqa: E402
 
-from torchlint.runtime.devices import CpuMode  # noqa: E402
-from torchlint.runtime.probing import Probe, ProbeContext, ProbeDispatch  # noqa: E402
-from torchlint.runtime.steps import StepCounter  # noqa: E402
+from torchlint.runtime.devices.modes import CpuMode  # noqa: E402
+from torchlint.runtime.child.probing import Probe, ProbeContext, ProbeDispatch  # noqa: E402
+from torchlint.runtime.child.steps import StepCounter  # noqa: E402
 
 
 class Recorder:

@@ -1,6 +1,7 @@
 """`torchlint run`: execute the user's code in a child process under runtime probes.
 
-The parent side (this package minus ``child``, ``probing`` and ``devices``) never imports torch
-or the user's code; the child writes JSON-lines evidence that the parent matches to static
-findings.
+The parent side (``parent``, ``report``) never imports torch or the user's code; the child
+(``child``, ``devices``) writes JSON-lines evidence that the parent matches to static findings.
+
+README.md in this folder draws the path of one run, step by step, and where each step lives.
 """

@@ -77,7 +77,7 @@ class EvidenceChannel:
 
     def received(self) -> list[bytes]:
         """What each route has brought so far (the pipe first), while the child still runs:
-        for watching a run live (``runtime.dist_monitor``)."""
+        for watching a run live (``runtime.distributed.monitor``)."""
         with self._lock:
             return [bytes(route) for route in self._routes]
 

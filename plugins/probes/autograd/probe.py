@@ -28,8 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import Probe, op_name, passes_tensor
+from torchlint.probe import Probe, Site, op_name, passes_tensor
 
 Tensor = torch.Tensor
 _is_compiling = torch.compiler.is_compiling

@@ -25,8 +25,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import Probe, op_name
+from torchlint.probe import Probe, Site, op_name
 
 Tensor = torch.Tensor
 

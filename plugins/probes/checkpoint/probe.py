@@ -26,8 +26,7 @@ from typing import Any
 import torch
 import torch.serialization
 
-from torchlint.runtime.checkpoint_locations import storage_locations
-from torchlint.runtime.probing import Probe
+from torchlint.probe import Probe, storage_locations
 
 
 class CheckpointProbe(Probe):

@@ -19,11 +19,10 @@ import os
 import time
 from typing import Any
 
-from torchlint.runtime.compile_capture import ModelCapture, ProgramCompiles, describe_inputs
-from torchlint.runtime.compile_check import LADDER, CompileChecker, TraceCollector, inductor_cache_dir, summarise_trace
-from torchlint.runtime.compile_minify_report import minified_note
-from torchlint.runtime.frames import USER, Site
-from torchlint.runtime.probing import Probe
+from torchlint.probe import (
+    LADDER, USER, CompileChecker, ModelCapture, Probe, ProgramCompiles, Site, TraceCollector,
+    describe_inputs, inductor_cache_dir, minified_note, summarise_trace,
+)
 
 #: How many of the program's own compiled callables the ladder checks (each costs compiles).
 MAX_TARGETS = 3
@@ -116,7 +115,7 @@ class CompileProbe(Probe):
     def _minify(self, model: Any, calls: list, result: dict[str, Any], name: str) -> None:
         """`--minify`: shrink the graph Inductor failed on, in a bounded process of its own
         (imported only now: a run whose ladder found nothing never loads it)."""
-        from torchlint.runtime.compile_minify import minify, minify_kind
+        from torchlint.probe import minify, minify_kind
 
         kind, why_not = minify_kind(result)
         if kind is None:  # nothing failed in Inductor: nothing to shrink

@@ -8,10 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchlint.runtime.compile_minify_report import minify_html, minify_lines
-from torchlint.runtime.html_kit import clip, e, stacked_bars
-from torchlint.runtime.matching import display_path
-from torchlint.runtime.sections import RunSection, where
+from torchlint.probe import RunSection, clip, display_path, e, minify_html, minify_lines, stacked_bars, where
 
 
 def section(result: dict[str, Any], cwd: Path) -> RunSection:

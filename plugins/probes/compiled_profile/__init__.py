@@ -2,7 +2,7 @@
 
 The plugin: its rule with the docs, its report section and the probe class. It runs only when
 both ``--compile`` and ``--profile`` are given; this module must not import torch
-(`torchlint check` loads it), and the probe's work (``torchlint.runtime.compiled_profile``) is
+(`torchlint check` loads it), and the probe's work (``torchlint.runtime.compile.profile``) is
 imported only by a run that asked for both.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from torchlint.findings import Severity
 from torchlint.pluginmanager import hookimpl
-from torchlint.runtime.rules import RuntimeRule
+from torchlint.probe import RuntimeRule
 
 
 class CompiledSlowerThanEager(RuntimeRule):

@@ -3,7 +3,7 @@
 While the program runs, the probe keeps a clone of the inputs of the first call of what the
 program compiles itself (``compiled_regions`` tells of each compiled call), or else of its
 outermost model. After the program has finished (and after the compile and profile probes'
-own work), ``torchlint.runtime.compiled_profile`` compiles that callable with Inductor and
+own work), ``torchlint.runtime.compile.profile`` compiles that callable with Inductor and
 compares it with eager by user function, line and kernel. Wanted only when both options are
 given: a plain run, ``--profile`` alone and ``--compile`` alone never construct it.
 """
@@ -14,9 +14,7 @@ import inspect
 import os
 from typing import Any
 
-from torchlint.runtime.compile_capture import ModelCapture, ProgramCompiles, describe_inputs
-from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import Probe
+from torchlint.probe import ModelCapture, Probe, ProgramCompiles, Site, describe_inputs
 
 #: At most this many slower functions and lines each become findings (the report lists all).
 MOST_FINDINGS = 3
@@ -68,7 +66,7 @@ class CompiledProfileProbe(Probe):
         self.ctx.publish(self, result)
 
     def _profile(self, target: Any, calls: list, options: dict) -> dict[str, Any]:
-        from torchlint.runtime.compiled_profile import CompiledProfile
+        from torchlint.probe import CompiledProfile
 
         try:
             return CompiledProfile(target, calls, frames=self.ctx.frames, options=options,

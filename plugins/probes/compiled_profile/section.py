@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from torchlint.runtime.html_kit import e, legend, paired_bars, stacked_bars
-from torchlint.runtime.matching import display_path
-from torchlint.runtime.sections import RunSection, where
+from torchlint.probe import RunSection, display_path, e, legend, paired_bars, stacked_bars, where
 
 
 def section(result: dict[str, Any], cwd: Path) -> RunSection:

@@ -22,7 +22,7 @@ from typing import Any
 
 from torchlint.findings import Severity
 from torchlint.pluginmanager import hookimpl
-from torchlint.runtime.rules import RuntimeRule
+from torchlint.probe import RuntimeRule
 
 #: Percent of the step time spent waiting for batches above which TL741 is reported.
 DEFAULT_THRESHOLD = 30.0
@@ -106,8 +106,7 @@ def torchlint_run_options() -> list:
 def torchlint_run_section(name: str, result: dict[str, Any], cwd: Path) -> Any:
     if name != PROBE_NAME or not isinstance(result, dict):
         return None
-    from torchlint.runtime.html_kit import e
-    from torchlint.runtime.sections import RunSection, where
+    from torchlint.probe import RunSection, e, where
 
     loaders = result.get("loaders") or []
     text = [f"input pipeline: {_basis(result)}"]

@@ -8,7 +8,7 @@ Four class-level patches and one global hook, undone at uninstall:
   program only: a loader drained by a prefetching thread keeps no step waiting;
   `_BaseDataLoaderIter.__init__` ties each iterator to its loader's line;
 * the optimizer step post-hook marks step boundaries, the same optimizer steps the run
-  counts (`runtime.steps`). Waits are added up per interval between two steps and kept only
+  counts (`runtime.child.steps`). Waits are added up per interval between two steps and kept only
   when the interval closes, so the share is of whole steps: set-up before the first step and
   an evaluation after the last one count for nothing. Without two optimizer steps, each
   loader's share is of the time from its first batch to its last.
@@ -25,8 +25,7 @@ from torch.optim import optimizer as optimizer_hooks
 from torch.utils.data import DataLoader
 from torch.utils.data import dataloader as dataloader_module
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import Probe
+from torchlint.probe import Probe, Site
 
 from . import DEFAULT_THRESHOLD, PROBE_NAME
 

@@ -7,7 +7,7 @@ child of `torchlint run` (this module must not import torch: `torchlint check` l
 from __future__ import annotations
 
 from torchlint.pluginmanager import hookimpl
-from torchlint.runtime.rules import RuntimeRule
+from torchlint.probe import RuntimeRule
 
 
 class RuntimeDeviceMismatch(RuntimeRule):

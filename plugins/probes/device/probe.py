@@ -19,8 +19,7 @@ from typing import Any
 import torch
 from torch.utils._device import _device_constructors
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import Probe, op_name, tensors_in
+from torchlint.probe import Probe, Site, op_name, tensors_in
 
 Tensor = torch.Tensor
 _MOVES = {Tensor.cpu, Tensor.to}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from torchlint.findings import Severity
 from torchlint.pluginmanager import hookimpl
-from torchlint.runtime.rules import RuntimeRule
+from torchlint.probe import RuntimeRule
 
 
 class CollectiveDivergence(RuntimeRule):
@@ -180,7 +180,7 @@ class FindUnusedParametersUnneeded(RuntimeRule):
     severity = Severity.WARNING
 
 
-#: By code: the parent's rank comparison (``torchlint.runtime.dist_report``) reports TL719-TL722 itself.
+#: By code: the parent's rank comparison (``torchlint.runtime.distributed.report``) reports TL719-TL722 itself.
 RULES = {rule.code: rule for rule in (CollectiveDivergence, CollectiveShapeMismatch, ParametersDifferAcrossRanks,
                                       SamplerSameIndicesAcrossRanks, FindUnusedParametersUnneeded)}
 

@@ -3,7 +3,7 @@ other ranks must agree with. Installed only in a run with several ranks.
 
 Each rank sends, out of band (the evidence channel, never the process group):
 
-- every collective it calls (``runtime.dist_collectives``), which the parent compares across
+- every collective it calls (``runtime.distributed.collectives``), which the parent compares across
   ranks while they run: TL719 (divergence) and TL720 (shape mismatch);
 - after its optimizer steps 1, 2, 4, 8, ... (a doubling cadence: ranks that drift apart
   later in the run are seen, at a cost that grows with the log of the run), a digest of every
@@ -16,7 +16,7 @@ Each rank sends, out of band (the evidence channel, never the process group):
   a gradient in each of the first optimizer steps: evidence for TL807 (the static rule) and
   TL723 when it did, i.e. the flag only costs time.
 
-The comparisons happen in the parent (``runtime.dist_report``): a rank sees only itself.
+The comparisons happen in the parent (``runtime.distributed.report``): a rank sees only itself.
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ import torch
 from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.dist_collectives import CollectiveRecorder
-from torchlint.runtime.probing import Probe
+from torchlint.probe import CollectiveRecorder, Probe
 
 #: Optimizer steps over which `find_unused_parameters=True` is measured.
 UNUSED_CHECK_STEPS = 3
@@ -43,7 +42,7 @@ class DistributedProbe(Probe):
     name = "distributed"
     order = 95
     #: TL803 (a collective under a rank condition) is confirmed in the parent, where the ranks'
-    #: collectives are compared (``runtime.dist_report``); here each collective line is noted.
+    #: collectives are compared (``runtime.distributed.report``); here each collective line is noted.
     confirms = ("TL803", "TL807")
     runtime_code = "TL723"
     summary = "collectives, parameters, samplers and DDP flags compared across ranks"

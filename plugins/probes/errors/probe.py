@@ -25,8 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchlint.runtime.frames import USER
-from torchlint.runtime.probing import Probe
+from torchlint.probe import USER, Probe
 
 #: torch's messages for operands whose shapes do not fit together.
 SHAPE_ERRORS = re.compile(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from torchlint.findings import Severity
 from torchlint.pluginmanager import hookimpl
-from torchlint.runtime.rules import RuntimeRule
+from torchlint.probe import RuntimeRule
 
 
 class ParameterWithoutGradient(RuntimeRule):

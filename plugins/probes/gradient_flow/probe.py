@@ -32,10 +32,10 @@ import torch
 from torch import nn
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.parameter_reads import by_device as _by_device, kept as _kept, norms as _norms, prefixes as _prefixes
-from torchlint.runtime.reach import SHOWN, counted, listed, models_in_reach, parameter_label, parameter_names
-from torchlint.runtime.probing import Probe
-from torchlint.runtime.steps import step_closure
+from torchlint.probe import (
+    SHOWN, Probe, by_device as _by_device, counted, kept as _kept, listed, models_in_reach,
+    norms as _norms, parameter_label, parameter_names, prefixes as _prefixes, step_closure,
+)
 
 #: Steps read before judging. Three: one step can legitimately skip a parameter (a branch
 #: taken at random, a warm-up), three in a row rarely do.

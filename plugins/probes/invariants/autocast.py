@@ -22,9 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.patches import Patches
-from torchlint.runtime.probing import Probe, op_name, tensors_in
+from torchlint.probe import Patches, Probe, Site, op_name, tensors_in
 
 _is_compiling = torch.compiler.is_compiling
 

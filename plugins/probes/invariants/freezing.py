@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from torch import nn
 
-from torchlint.runtime.frames import USER, FrameClassifier, frame_locals
+from torchlint.probe import USER, FrameClassifier, frame_locals
 
 FROZEN_KEY = re.compile(r"^(?:freeze|frozen|fix)_(?P<part>[a-z]\w*)$|^(?P<part2>[a-z]\w*)_(?:frozen|freeze)$", re.IGNORECASE)
 #: Class names of settings objects (`TrainConfig`, `Args`, `Hyperparameters`).

@@ -16,9 +16,7 @@ import torch
 from torch import nn
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.patches import Patches
-from torchlint.runtime.probing import Probe
+from torchlint.probe import Patches, Probe, Site
 
 _is_compiling = torch.compiler.is_compiling
 

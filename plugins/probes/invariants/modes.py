@@ -17,8 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchlint.runtime.patches import Patches
-from torchlint.runtime.probing import Probe
+from torchlint.probe import Patches, Probe
 
 _is_compiling = torch.compiler.is_compiling
 

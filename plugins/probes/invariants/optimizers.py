@@ -32,11 +32,10 @@ from torch.optim import optimizer as optimizer_hooks
 from torchlint.plugins.probes.invariants.clearing import ClearingWatch, watch
 from torchlint.plugins.probes.invariants.freezing import unapplied_freezes
 from torchlint.plugins.probes.invariants.schedule import FIRST, is_read
-from torchlint.runtime.frames import Site
-from torchlint.runtime.parameter_reads import kept, norms, prefixes
-from torchlint.runtime.probing import Probe
-from torchlint.runtime.reach import counted as _count, listed, models_in_reach, parameter_label, parameter_names
-from torchlint.runtime.steps import step_closure
+from torchlint.probe import (
+    Probe, Site, counted as _count, kept, listed, models_in_reach, norms, parameter_label,
+    parameter_names, prefixes, step_closure,
+)
 
 #: Read steps in a row, at the end of the run, that make a stall (TL752), after at least
 #: LEARNED_READS read steps at which the parameter learned.

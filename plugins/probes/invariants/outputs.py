@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from torchlint.runtime.probing import Probe
+from torchlint.probe import Probe
 
 #: Losses whose first argument is a batch of predictions, one row per sample.
 LOSSES = {

@@ -18,8 +18,7 @@ from typing import Any, Iterable
 import torch
 from torch.utils.data import DataLoader
 
-from torchlint.runtime.patches import Patches
-from torchlint.runtime.probing import Probe
+from torchlint.probe import Patches, Probe
 
 #: Methods that make samples: the names a generator they read shows up in.
 SAMPLING_METHODS = ("__getitem__", "__getitems__", "__iter__", "__next__", "__call__", "forward")

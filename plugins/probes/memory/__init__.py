@@ -15,7 +15,7 @@ from typing import Any
 
 from torchlint.findings import Severity
 from torchlint.pluginmanager import hookimpl
-from torchlint.runtime.rules import RuntimeRule
+from torchlint.probe import RuntimeRule
 
 #: The probe's name: its summary's key in the JSON report, and `--disable-probe memory`.
 NAME = "memory"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any, Callable
 
-from torchlint.runtime.frames import USER, Site, frame_locals
+from torchlint.probe import USER, Site, frame_locals
 
 #: Items of a container looked at, at most (a dataset held in a list is not read through).
 ITEMS = 100_000

@@ -24,8 +24,7 @@ from typing import Any, Callable
 
 import torch
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import tensors_in
+from torchlint.probe import Site, tensors_in
 
 Tensor = torch.Tensor
 

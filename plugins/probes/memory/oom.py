@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import torch
 from torch import nn
 
-from torchlint.runtime.storages import storages
+from torchlint.probe import storages
 
 #: torch's CPU allocator failing (a RuntimeError, not torch.OutOfMemoryError).
 CPU_FAILURE = "DefaultCPUAllocator: can't allocate memory"

@@ -25,9 +25,7 @@ from torch import nn
 from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.frames import USER, Site
-from torchlint.runtime.probing import Probe
-from torchlint.runtime.steps import on_optimizer_created
+from torchlint.probe import USER, Probe, Site, on_optimizer_created
 
 from . import DEFAULT_STEPS, NAME
 from .containers import find_holders, find_name

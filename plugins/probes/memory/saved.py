@@ -21,8 +21,7 @@ from typing import Any, Callable
 
 import torch
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.storages import storages
+from torchlint.probe import Site, storages
 
 _is_compiling = torch.compiler.is_compiling
 _top_hooks = torch._C._autograd._top_saved_tensors_default_hooks

@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchlint.runtime.html_kit import e, stacked_bars
-from torchlint.runtime.sections import where
+from torchlint.probe import e, stacked_bars, where
 
 from .units import human_bytes
 
@@ -21,7 +20,7 @@ MIB = float(1 << 20)
 def memory_section(result: dict[str, Any], cwd: Path) -> Any:
     """The HTML report always has the section (when anything was measured); the terminal
     report only when the probe reported a finding, which the figures then back."""
-    from torchlint.runtime.sections import RunSection
+    from torchlint.probe import RunSection
 
     if not (result.get("iterations") or result.get("modules") or result.get("lines")):
         return None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from torchlint.pluginmanager import hookimpl
-from torchlint.runtime.rules import RuntimeRule
+from torchlint.probe import RuntimeRule
 
 #: The probe's name, as `--disable-probe` and the JSON report know it.
 PROBE_NAME = "nonfinite"

@@ -37,9 +37,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 from torch.utils._pytree import tree_leaves, tree_map
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import Probe
-from torchlint.runtime.steps import on_optimizer_created
+from torchlint.probe import Probe, Site, on_optimizer_created
 
 from . import replay
 from .values import (EXPONENTIALS, LOGS, Culprit, Deliberate, Origin, Outside, all_finite, describe_input,

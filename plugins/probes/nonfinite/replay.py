@@ -31,7 +31,7 @@ from torch.nn.modules import module as module_hooks
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves, tree_map
 
-from torchlint.runtime.frames import LIBRARY, USER, Site
+from torchlint.probe import LIBRARY, USER, Site
 
 from .values import Culprit, Deliberate, Origin, Outside, describe_input, describe_output, is_float, judge, node_op, version_of
 from .window import Record
@@ -67,7 +67,7 @@ def unwrap(module: torch.nn.Module) -> torch.nn.Module:
 def out_of_sight(ctx: Any) -> Iterator[None]:
     """Take the probe dispatcher off the torch-function mode stack (other modes, a device
     mode's included, stay) and pause fake-cuda's sync log: the replay is not the program's."""
-    from torchlint.runtime.probing import ProbeDispatch
+    from torchlint.probe import ProbeDispatch
 
     count = torch._C._len_torch_function_stack()
     modes = [torch._C._get_function_stack_at(i) for i in range(count)]

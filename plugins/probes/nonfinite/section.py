@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchlint.runtime.html_kit import e
-from torchlint.runtime.sections import RunSection, where
+from torchlint.probe import RunSection, e, where
 
 CHECKED = ("model outputs", "losses", "backward passes")
 

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Union
 
 import torch
 
-from torchlint.runtime.frames import Site
+from torchlint.probe import Site
 
 Tensor = torch.Tensor
 

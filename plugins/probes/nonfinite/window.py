@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from torchlint.runtime.frames import Site
+from torchlint.probe import Site
 
 from .values import Origin, Outside, all_finite, is_float, judge, version_of
 

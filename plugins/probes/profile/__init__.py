@@ -10,7 +10,7 @@ from pathlib import Path
 
 from torchlint.findings import Severity
 from torchlint.pluginmanager import hookimpl
-from torchlint.runtime.rules import RuntimeRule
+from torchlint.probe import RuntimeRule
 
 
 class HotSpot(RuntimeRule):

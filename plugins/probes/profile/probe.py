@@ -24,11 +24,9 @@ import torch
 from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.compile_capture import ModelCapture
-from torchlint.runtime.frames import USER
-from torchlint.runtime.probing import Probe
-from torchlint.runtime.steps import on_optimizer_created
-from torchlint.runtime.profile_trace import LINE_PREFIX, MODULE_PREFIX, analyse, load_events
+from torchlint.probe import (
+    LINE_PREFIX, MODULE_PREFIX, USER, ModelCapture, Probe, analyse, load_events, on_optimizer_created,
+)
 
 HOT_SPOT_SHARE = 0.3
 
@@ -381,7 +379,7 @@ class ProfileProbe(Probe):
         share = hot["total_ms"] / attributed
         if share < HOT_SPOT_SHARE:
             return
-        from torchlint.runtime.frames import Site
+        from torchlint.probe import Site
 
         shapes = f", shapes {', '.join(hot['shapes'])}" if hot.get("shapes") else ""
         self.ctx.evidence(

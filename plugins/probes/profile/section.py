@@ -8,9 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchlint.runtime.html_kit import e, legend, split_bar, stacked_bars
-from torchlint.runtime.matching import display_path
-from torchlint.runtime.sections import RunSection, where
+from torchlint.probe import RunSection, display_path, e, legend, split_bar, stacked_bars, where
 
 
 def section(result: dict[str, Any], cwd: Path) -> RunSection:

@@ -37,7 +37,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim import lr_scheduler
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.patches import Patches
+from torchlint.probe import Patches
 
 #: Steps recorded one by one from the start, then every EVERY-th: a relation must hold at each
 #: recorded step, so the first steps (where most bugs show) are all there.

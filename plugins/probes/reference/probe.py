@@ -14,8 +14,7 @@ from typing import Any
 
 import torch
 
-from torchlint.runtime.frames import Site
-from torchlint.runtime.probing import Probe
+from torchlint.probe import Probe, Site
 
 from . import facts, store
 from .relations import Break, Relations, loss_trend

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from torchlint.runtime.probing import Probe, op_name
+from torchlint.probe import Probe, op_name
 
 Tensor = torch.Tensor
 

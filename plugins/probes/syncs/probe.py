@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch.optim import optimizer as optimizer_hooks
 
-from torchlint.runtime.probing import Probe
+from torchlint.probe import Probe
 
 #: Syncs per step at one line above which it is reported (one per step is logging).
 PER_STEP = 1

@@ -14,7 +14,7 @@ it (or to a line of torch); each is a bug more often than not:
   and warning.
 
 The warnings reach the probe through ``Probe.warned`` with the user line
-(``runtime.user_warnings``), even when the program filters warnings out.
+(``runtime.child.user_warnings``), even when the program filters warnings out.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from types import FrameType
 
 import torch
 
-from torchlint.runtime.probing import Probe
-from torchlint.runtime.user_warnings import TargetWarning
+from torchlint.probe import Probe, TargetWarning
 
 IMPLICIT_DIM = re.compile(r"Implicit dimension choice for (?P<op>\w+) has been deprecated")
 COPY_CONSTRUCT = re.compile(r"To copy construct from a tensor, it is recommended to use sourceTensor\.(?:detach\(\)\.)?clone\(\)")

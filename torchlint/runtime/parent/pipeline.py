@@ -1,0 +1,271 @@
+"""`torchlint run` from options to exit code: static check, child run, merge, report.
+
+The static check of the target and the files it imports runs while the child imports torch,
+so the two overlap; files the run imported beyond those are checked after it. Nothing here imports torch or the user's code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from torchlint.findings import Finding, Severity
+from torchlint.runtime.parent.defaults import DEFAULT_WATCH_STEPS
+from torchlint.runtime.parent.interrupts import Stopped, stopped_by_signals
+from torchlint.runtime.parent.matching import CONFIRMED, RUNTIME_ONLY, merge
+from torchlint.runtime.report.text import probe_results, status_of, write_json, write_text
+from torchlint.runtime.parent.runner import RunningChild, RunSpec
+from torchlint.runtime.parent.scope import import_closure, same_files
+from torchlint.runtime.parent.target import TargetError, parse_target
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    target: str
+    script_args: tuple[str, ...] = ()
+    device: str = "cpu"
+    fake_devices: int = 1
+    steps: int | None = None
+    #: Steps the probes watch every torch call for (None: the whole run); see `--watch-steps`.
+    watch_steps: int | None = DEFAULT_WATCH_STEPS
+    timeout: float = 300.0
+    quiet: bool = False
+    output_format: str = "text"
+    config_path: str | None = None
+    disabled_probes: tuple[str, ...] = ()
+    report_dir: str | None = None
+    nproc_per_node: int = 1  # ranks started through torch's launcher (runtime.distributed.launch)
+    #: The values of the options probes' plugins add (``--compile``, ``--profile``), by name.
+    plugin_options: dict[str, Any] = field(default_factory=dict)
+
+    def probe_options(self, cwd: Path) -> dict:
+        """What the probes read in the child as ``ctx.options``."""
+        options: dict = dict(self.plugin_options)
+        options["watch_steps"] = self.watch_steps
+        fake_devices = self.fake_devices
+        if self.nproc_per_node > 1:
+            options["distributed"] = {"nproc": self.nproc_per_node}
+            if self.device == "fake-cuda":
+                fake_devices = max(fake_devices, self.nproc_per_node)  # one simulated GPU per local rank
+        if fake_devices != 1:
+            options["fake_devices"] = fake_devices
+        if self.disabled_probes:
+            options["disabled_probes"] = list(self.disabled_probes)
+        if self.report_dir:
+            options["report_dir"] = str((cwd / self.report_dir).absolute())
+        return options
+
+
+def _error(message: str) -> int:
+    sys.stderr.write(f"torchlint: error: {message}\n")
+    return EXIT_ERROR
+
+
+def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
+    # --timeout is the user's wall clock: it starts before any work of our own (the static
+    # check, the child's torch import), and the child ends itself at the deadline.
+    deadline = time.monotonic() + options.timeout
+    try:
+        target = parse_target(options.target, cwd)
+    except TargetError as exc:
+        return _error(str(exc))
+    if target.entry and options.script_args:
+        return _error(f"{options.target} is an entry; arguments after -- are for scripts only")
+    if options.nproc_per_node > 1:
+        from torchlint.runtime.channel import HAS_ABSTRACT_SOCKETS
+
+        if not HAS_ABSTRACT_SOCKETS:
+            return _error("--nproc-per-node needs Linux: the ranks send their evidence through an abstract socket")
+
+    from torchlint.config import ConfigError
+    from torchlint.pluginmanager import PluginError
+    from torchlint.session import open_session
+
+    try:
+        session = open_session(Path(options.config_path) if options.config_path else None, target.path.parent, cwd)
+        enabled = session.enabled()
+    except (ConfigError, PluginError) as exc:
+        return _error(str(exc))
+
+    spec = RunSpec(
+        target=target,
+        args=options.script_args,
+        device=options.device,
+        steps=options.steps,
+        timeout=options.timeout,
+        quiet=options.quiet,
+        plugins=session.config.plugins,
+        project_root=str(session.config.root) if session.config.root else None,
+        options=options.probe_options(cwd),
+        deadline=deadline,
+    )
+    try:
+        with stopped_by_signals():
+            child = RunningChild(spec, cwd=cwd, monitor=_monitor(options))
+            try:
+                # Only the target and what it imports: a sibling script never used is not read.
+                closure = import_closure(target.path, _roots(session.config.root, target.path))
+                static, refuted = _static_findings(session, enabled, closure, cwd, options.quiet, options.device,
+                                                   f"{target.path.name} and the files it imports")
+            except BaseException:
+                child.kill()
+                raise
+            result = child.finish()
+            more = _imported_beyond(result, closure, [target.path.parent, *_roots(session.config.root, target.path)])
+            if more:
+                # What the run imported that no import statement showed (importlib, sys.path edits).
+                static, refuted = _static_findings(session, enabled, closure + more, cwd, options.quiet, options.device,
+                                                   f"{target.path.name}, its imports and {len(more)} more file(s) the run imported")
+    except Stopped as stop:
+        sys.stderr.write(f"torchlint: stopped by {stop.name}; the program and everything it started were stopped\n")
+        return stop.exit_code
+
+    error = result.first("error")
+    if error is not None:
+        return _error(error["message"])
+    if options.nproc_per_node > 1:
+        from torchlint.runtime.distributed.report import merge_ranks
+
+        findings, outcome = merge_ranks(static, result, world=options.nproc_per_node, enabled=enabled, cwd=cwd,
+                                        timeout=options.timeout, rules=session.rules, refuted=refuted)
+    else:
+        findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
+                                  rules=session.rules, refuted=refuted)
+    findings = _in_cells(findings, outcome, closure, cwd)
+    header = f"torchlint run {target.display} --device {options.device}"
+    if options.nproc_per_node > 1:
+        header += f" --nproc-per-node {options.nproc_per_node}"
+    results = _probe_results(result)
+    sections = _sections(session.pm, results, cwd)
+    target_info = {"path": str(target.path), "entry": target.entry, "device": options.device}
+    if options.output_format == "json":
+        import io
+        import json
+
+        buffer = io.StringIO()
+        write_json(findings, outcome, target_info, buffer)
+        document = json.loads(buffer.getvalue())
+        document.update(probe_results(document, results))
+        json.dump(document, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        write_text(findings, outcome, header, out)
+        for section in sections:
+            if section.text:
+                out.write("\n" + "\n".join(section.text) + "\n")
+    if options.report_dir:
+        from torchlint.runtime.report.html_page import write_report_dir
+
+        where = write_report_dir(Path(options.report_dir), findings=findings, outcome=outcome, header=header, results=results,
+                                 sections=sections, target=target_info, cwd=cwd)
+        if not options.quiet:
+            sys.stderr.write(f"torchlint: report written to {where}\n")
+    return EXIT_FINDINGS if any(_fails(f) for f in findings) else EXIT_CLEAN
+
+
+def _in_cells(findings: list[Finding], outcome, files: list[Path], cwd: Path) -> list[Finding]:
+    """Notebook findings (and the outcome's `nb.ipynb:47`) by cell. Until here every position,
+    static or from the run, counts lines of the joined cells: that is how static findings and
+    evidence are matched."""
+    notebooks = {}
+    for path in files:
+        if path.suffix.lower() == ".ipynb":
+            from torchlint.notebook import Notebook, NotebookError
+
+            try:
+                notebooks[os.path.realpath(path)] = Notebook.parse(path.read_bytes())
+            except (OSError, NotebookError):
+                continue
+    if not notebooks:
+        return findings
+    from torchlint.notebook.cells import mention_cells, to_cells
+
+    # the run names files by base name (`crash.ipynb:6`), the static check by display path
+    mentions = {os.path.basename(real): notebook for real, notebook in notebooks.items()}
+    mentions.update({os.path.relpath(real, cwd): notebook for real, notebook in notebooks.items()})
+    outcome.summary, outcome.short = mention_cells(outcome.summary, mentions), mention_cells(outcome.short, mentions)
+    return to_cells(findings, notebooks, key=lambda shown: os.path.realpath(cwd / shown), mentions=mentions)
+
+
+def _monitor(options: RunOptions):
+    """With several ranks, the parent watches their collectives while they run."""
+    if options.nproc_per_node <= 1:
+        return None
+    from torchlint.runtime.distributed.monitor import DivergenceMonitor
+
+    return DivergenceMonitor(options.nproc_per_node)
+
+
+def _probe_results(result) -> dict[str, dict]:
+    """The summaries the probes published (``ctx.publish``), by probe name, in the order they came."""
+    return {event["probe"]: event.get("data") or {} for event in result.events
+            if event.get("event") == "probe-result" and isinstance(event.get("probe"), str)}
+
+
+def _sections(pm, results: dict[str, dict], cwd: Path) -> list:
+    if not results:
+        return []
+    from torchlint.runtime.report.sections import sections_of
+
+    return sections_of(pm, results, cwd)
+
+
+def _fails(finding: Finding) -> bool:
+    status = status_of(finding)
+    return status == CONFIRMED or (status == RUNTIME_ONLY and finding.severity == Severity.ERROR)
+
+
+def _roots(root: Path | None, script: Path) -> list[Path]:
+    """Where imports are looked up besides the script's folder: the project root, when the
+    script is inside it."""
+    if root is None:
+        return []
+    try:
+        script.resolve().relative_to(root.resolve())
+    except ValueError:
+        return []
+    return [root]
+
+
+def _imported_beyond(result, closure: list[Path], project: list[Path]) -> list[Path]:
+    """The project's files the run imported that the closure missed (a library outside the
+    project, however it is installed, is not the project's)."""
+    event = result.first("imported")
+    if event is None:
+        return []
+    known = same_files(closure)
+    inside = tuple(os.path.join(os.path.realpath(folder), "") for folder in project)
+    return [Path(path) for path in event.get("files", ()) if isinstance(path, str) and os.path.realpath(path) not in known
+            and os.path.realpath(path).startswith(inside) and os.path.isfile(path)]
+
+
+def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, quiet: bool, device: str = "cpu",
+                     what: str = "") -> tuple[list[Finding], list[Finding]]:
+    """The static findings of ``files``, and those the project phase dropped (which the run's
+    evidence may prove after all)."""
+    from torchlint.config import ConfigError
+    from torchlint.static.engine import StaticEngine
+
+    try:
+        engine = StaticEngine(session.config, session.pm, session.rules, enabled)
+    except ConfigError as exc:
+        sys.stderr.write(f"torchlint: static check skipped: {exc}\n")
+        return [], []
+    if device != "cpu":
+        # Run on an accelerator, the project uses one, whatever its files say.
+        engine.assume_mentioned("cuda")
+    engine.map_cells = False  # evidence counts joined notebook lines; mapped after merging
+    # The files the program runs are its project here: a sibling script it never imports is
+    # not part of this run (and reading a whole tree cold would delay every `torchlint run`).
+    result = engine.check_paths(files, cwd=cwd, project_context=False)
+    if not quiet:
+        sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s): {what}\n")
+    return result.findings, engine.refuted
+
+
