@@ -133,10 +133,26 @@ def _torchlint_command(args_torchlint: str | None) -> list[str]:
     return [sys.executable, "-c", _RUN_TORCHLINT]
 
 
+_ISOLATING: dict[tuple[str, ...], list[str]] = {}
+
+
+def _isolated(torchlint: list[str]) -> list[str]:
+    """`--no-project-context` where the build has it: a program is its own project, though
+    it sits inside this repository (whose other files a check of some files would read)."""
+    key = tuple(torchlint)
+    if key not in _ISOLATING:
+        try:
+            shown = subprocess.run(torchlint + ["check", "--help"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            _ISOLATING[key] = ["--no-project-context"] if "--no-project-context" in shown.stdout else []
+        except (OSError, subprocess.TimeoutExpired):
+            _ISOLATING[key] = []
+    return _ISOLATING[key]
+
+
 def run_torchlint(target: Path, torchlint: list[str], timeout: float) -> tuple[list[Finding], str | None]:
     """Findings of the core rules on `target` (run from inside it), or an error message."""
     command = torchlint + [
-        "check", "--no-cache", "--exit-zero", "--select", ",".join(SCORED_RULES),
+        "check", "--no-cache", "--exit-zero", *_isolated(torchlint), "--select", ",".join(SCORED_RULES),
         "--output-format", "json", ".",
     ]
     try:
