@@ -53,25 +53,14 @@ def inductor_cache_dir() -> str:
     return os.path.join(base, "torchlint", "inductor")
 
 
-class TraceCollector(logging.Handler):
-    """Keeps the structured-trace records Dynamo emits (metadata + payload), as TORCH_TRACE would."""
-
-    KEEP = ("compilation_metrics", "artifact")
+class TraceLogHandler(logging.Handler):
+    """A handler on torch's structured-trace logger (what `TORCH_TRACE` writes), installed for
+    as long as it is wanted and removed with the logger's level put back."""
 
     def __init__(self) -> None:
         super().__init__(level=logging.DEBUG)
-        self.records: list[tuple[dict, Any]] = []
         self._logger: logging.Logger | None = None
         self._level = logging.NOTSET
-
-    def emit(self, record: logging.LogRecord) -> None:
-        metadata = getattr(record, "metadata", None)
-        if not isinstance(metadata, dict):
-            return
-        if "compilation_metrics" in metadata:
-            self.records.append((metadata, None))
-        elif "artifact" in metadata and metadata["artifact"].get("name") in ("dynamo_graph_break_reason", "recompile_reasons"):
-            self.records.append((metadata, getattr(record, "payload", None)))
 
     def install(self) -> None:
         from torch._logging._internal import trace_log
@@ -86,6 +75,25 @@ class TraceCollector(logging.Handler):
             self._logger.removeHandler(self)
             self._logger.setLevel(self._level)
             self._logger = None
+
+
+class TraceCollector(TraceLogHandler):
+    """Keeps the structured-trace records Dynamo emits (metadata + payload), as TORCH_TRACE would."""
+
+    KEEP = ("compilation_metrics", "artifact")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[tuple[dict, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        metadata = getattr(record, "metadata", None)
+        if not isinstance(metadata, dict):
+            return
+        if "compilation_metrics" in metadata:
+            self.records.append((metadata, None))
+        elif "artifact" in metadata and metadata["artifact"].get("name") in ("dynamo_graph_break_reason", "recompile_reasons"):
+            self.records.append((metadata, getattr(record, "payload", None)))
 
     def take(self) -> list[tuple[dict, Any]]:
         records, self.records = self.records, []

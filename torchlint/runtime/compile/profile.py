@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import torch
 
-from torchlint.runtime.compile.check import _eval_mode, _timed_pair, call, inductor_cache_dir, quiet_compiler_logs
+from torchlint.runtime.compile.check import TraceLogHandler, _eval_mode, _timed_pair, call, inductor_cache_dir, quiet_compiler_logs
 from torchlint.runtime.frames import USER, FrameClassifier, generated_dirs
 from torchlint.runtime.compile.kernel_attribution import (
     CALL_PREFIX, STACK_PREFIX, Graph, SourceFunctions, attribute, compare, graph_id_of, kernel_lines, kernel_stacks, kernel_stacks_from_nodes,
@@ -60,16 +60,14 @@ MAX_INFLATION = 6.0
 INDUCTOR_DEBUG = {"cpp.enable_kernel_profile": True, "trace.provenance_tracking_level": 1}
 
 
-class GraphArtifacts(logging.Handler):
+class GraphArtifacts(TraceLogHandler):
     """Each compiled graph's generated code, runnable repro and kernel stacks, read from
     Inductor's structured trace (emitted on a compile and on an FX graph cache hit alike)."""
 
     def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
+        super().__init__()
         self.graphs: list[Graph] = []
         self._current: Graph | None = None
-        self._logger: logging.Logger | None = None
-        self._level = logging.NOTSET
         #: node name -> stack trace, of the graph Dynamo handed Inductor last (see ``backend``)
         self.node_traces: dict[str, str] = {}
 
@@ -125,20 +123,6 @@ class GraphArtifacts(logging.Handler):
             return compile_fx(gm, example_inputs, config_patches=options or None)
 
         return inductor_noting_stacks
-
-    def install(self) -> None:
-        from torch._logging._internal import trace_log
-
-        self._logger = trace_log
-        self._level = trace_log.level
-        trace_log.setLevel(logging.DEBUG)
-        trace_log.addHandler(self)
-
-    def uninstall(self) -> None:
-        if self._logger is not None:
-            self._logger.removeHandler(self)
-            self._logger.setLevel(self._level)
-            self._logger = None
 
 
 class StackRanges(torch.overrides.TorchFunctionMode):
