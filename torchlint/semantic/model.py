@@ -461,7 +461,11 @@ class SemanticModel(Analysis):
         method = self._method()
         if method is None or func.value.value != method[1]:
             return False
-        return "def forward" in self.ctx.text
+        # once per file, not once per call: model code makes thousands of `self.<attr>(...)` calls
+        defines = self.memo.get("defines forward")
+        if defines is None:
+            defines = self.memo["defines forward"] = "def forward" in self.ctx.text
+        return defines
 
     def _note_method_call(self, node: cst.Call, name: str) -> None:
         """`trainer.train(model)`, `model.add_loss_op(nn.NLLLoss())` on a local name: kept for
