@@ -141,3 +141,18 @@ def test_a_warning_torch_hides_inside_torch_compile_is_no_finding(tmp_path):
     run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path, timeout=240)
     assert run.report["outcome"]["status"] == "completed", run.stderr[-3000:]
     assert [(f["code"], f["location"]["row"]) for f in run.findings("runtime only")] == [("TL715", 13)]
+
+
+def test_a_warning_is_reissued_without_globals_that_python_3_12_refuses(tmp_path):
+    """`runpy.run_path` runs the script as `__main__` with neither `__loader__` nor `__spec__`;
+    from Python 3.12 `warn_explicit(module_globals=...)` raises ValueError for such globals, so
+    the script's source line is read by file name instead. A module's own globals are kept."""
+    import runpy
+
+    from torchlint.runtime.child import user_warnings
+
+    (tmp_path / "train.py").write_text("step = 1\n")
+    script_globals = runpy.run_path(str(tmp_path / "train.py"), run_name="__main__")
+    assert script_globals["__loader__"] is None and script_globals["__spec__"] is None
+    assert user_warnings._loadable(script_globals) is None
+    assert user_warnings._loadable(vars(textwrap)) is vars(textwrap)

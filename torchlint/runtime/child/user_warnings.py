@@ -164,7 +164,7 @@ class UserWarnings:
             warnings.warn_explicit(msg.message, msg.category, at.f_code.co_filename, line,
                                    module=globals_.get("__name__") or "<string>",
                                    registry=globals_.setdefault("__warningregistry__", {}),
-                                   module_globals=globals_, source=msg.source)
+                                   module_globals=_loadable(globals_), source=msg.source)
         finally:
             self._local.reissuing = False
 
@@ -222,3 +222,15 @@ def own_dirs() -> list[str]:
     except ImportError:
         pass
     return dirs
+
+
+def _loadable(module_globals: dict) -> dict | None:
+    """The globals for ``warn_explicit`` to read the warning's source line through, or None
+    (linecache then reads the file by name). The script ``runpy.run_path`` runs as
+    ``__main__`` has neither ``__loader__`` nor ``__spec__``, and from Python 3.12
+    ``warn_explicit`` raises ValueError ("Module globals is missing a __spec__.loader") for
+    such globals instead of warning."""
+    spec = module_globals.get("__spec__")
+    if module_globals.get("__loader__") is None and getattr(spec, "loader", None) is None:
+        return None
+    return module_globals
