@@ -117,6 +117,17 @@ def test_an_nccl_ddp_script_runs_on_simulated_gpus_one_per_rank_with_gloo():
     assert "tensor([2., 2.], device='cuda:0')" in result.stderr and "tensor([2., 2.], device='cuda:1')" in result.stderr
 
 
+def test_one_rank_asked_for_is_still_started_by_the_launcher():
+    """`--nproc-per-node 1`, a DDP script on a one-GPU machine: it reads RANK and LOCAL_RANK,
+    so it runs under torch's launcher as one rank, not as a plain process."""
+    result = torchlint_run("train.py", "--nproc-per-node", "1", "--device", "fake-cuda", "--timeout", str(TIMEOUT),
+                           "--output-format", "json", cwd=EXAMPLES / "nccl_ddp", timeout=TIMEOUT + 60)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.findings() == [] and result.report["outcome"]["optimizer_steps"] == 2
+    assert result.report["outcome"]["world_size"] == 1
+    assert "tensor([1., 1.], device='cuda:0')" in result.stderr
+
+
 def test_ranks_that_all_wait_forever_are_stopped_at_the_timeout_with_each_ranks_line():
     result = run("all_ranks_wait", "")
     timeout = runtime_findings(result, "TL703")

@@ -29,15 +29,15 @@ MIN_BACKEND_TIMEOUT_S = 2.0
 
 
 def rank_of_environment() -> tuple[int, int, int] | None:
-    """(rank, local rank, world size) when torch's launcher started this process as one of
-    several ranks; None otherwise."""
+    """(rank, local rank, world size) when torch's launcher started this process as a rank
+    (one of one included: `--nproc-per-node 1`); None otherwise."""
     try:
         world = int(os.environ["WORLD_SIZE"])
         rank = int(os.environ["RANK"])
         local = int(os.environ.get("LOCAL_RANK", rank))
     except (KeyError, ValueError):
         return None
-    return (rank, local, world) if world > 1 else None
+    return (rank, local, world) if world >= 1 else None
 
 
 class RankedEvents:

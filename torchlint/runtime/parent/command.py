@@ -132,9 +132,9 @@ class WatchSteps(click.ParamType):
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) to use.")
 @click.option("--disable-probe", "disabled_probes", multiple=True, metavar="NAME",
               help="Run without this probe (repeatable); `torchlint plugins` lists the probes' plugins.")
-@click.option("--nproc-per-node", "nproc_per_node", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run the script on N ranks through torch's launcher (torchrun): probes in every rank, collectives "
-                   "compared across ranks, one report.")
+@click.option("--nproc-per-node", "nproc_per_node", type=click.IntRange(min=1), default=None,
+              help="Run the script on N ranks through torch's launcher (torchrun), N=1 included (a DDP script on one "
+                   "GPU): probes in every rank, collectives compared across ranks, one report.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False),
               help="Write report.html, findings.json and the probes' files (the profile's trace.json) to this folder.")
 def run(target, script_args, device, fake_devices, steps, watch_steps, timeout, quiet, output_format, config_path, disabled_probes,

@@ -40,7 +40,9 @@ class RunOptions:
     config_path: str | None = None
     disabled_probes: tuple[str, ...] = ()
     report_dir: str | None = None
-    nproc_per_node: int = 1  # ranks started through torch's launcher (runtime.distributed.launch)
+    #: Ranks started through torch's launcher (runtime.distributed.launch); None: one plain
+    #: process. One rank is still launched: a DDP script reads RANK, LOCAL_RANK and WORLD_SIZE.
+    nproc_per_node: int | None = None
     #: The values of the options probes' plugins add (``--compile``, ``--profile``), by name.
     plugin_options: dict[str, Any] = field(default_factory=dict)
 
@@ -49,7 +51,7 @@ class RunOptions:
         options: dict = dict(self.plugin_options)
         options["watch_steps"] = self.watch_steps
         fake_devices = self.fake_devices
-        if self.nproc_per_node > 1:
+        if self.nproc_per_node:
             options["distributed"] = {"nproc": self.nproc_per_node}
             if self.device == "fake-cuda":
                 fake_devices = max(fake_devices, self.nproc_per_node)  # one simulated GPU per local rank
@@ -77,7 +79,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         return _error(str(exc))
     if target.entry and options.script_args:
         return _error(f"{options.target} is an entry; arguments after -- are for scripts only")
-    if options.nproc_per_node > 1:
+    if options.nproc_per_node:
         from torchlint.runtime.channel import HAS_ABSTRACT_SOCKETS
 
         if not HAS_ABSTRACT_SOCKETS:
@@ -129,7 +131,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     error = result.first("error")
     if error is not None:
         return _error(error["message"])
-    if options.nproc_per_node > 1:
+    if options.nproc_per_node:
         from torchlint.runtime.distributed.report import merge_ranks
 
         findings, outcome = merge_ranks(static, result, world=options.nproc_per_node, enabled=enabled, cwd=cwd,
@@ -139,7 +141,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
                                   rules=session.rules, refuted=refuted)
     findings = _in_cells(findings, outcome, closure, cwd)
     header = f"torchlint run {target.display} --device {options.device}"
-    if options.nproc_per_node > 1:
+    if options.nproc_per_node:
         header += f" --nproc-per-node {options.nproc_per_node}"
     results = _probe_results(result)
     sections = _sections(session.pm, results, cwd)
@@ -195,7 +197,7 @@ def _in_cells(findings: list[Finding], outcome, files: list[Path], cwd: Path) ->
 
 def _monitor(options: RunOptions):
     """With several ranks, the parent watches their collectives while they run."""
-    if options.nproc_per_node <= 1:
+    if (options.nproc_per_node or 1) < 2:
         return None
     from torchlint.runtime.distributed.monitor import DivergenceMonitor
 
