@@ -137,7 +137,7 @@ def _digest(model: Any) -> list[list]:
                 if _sharded(tensor):
                     continue  # each rank holds its own shard: meant to differ
                 flat = tensor.detach().reshape(-1).to(torch.float64)
-                weights = torch.arange(1, flat.numel() + 1, dtype=torch.float64)
+                weights = torch.arange(1, flat.numel() + 1, dtype=torch.float64, device=flat.device)
                 rows.append([name, kind, float(flat.sum()), float((flat * weights).sum())])
     return rows
 
