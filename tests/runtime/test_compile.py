@@ -125,6 +125,34 @@ def test_structured_trace_records_are_deduplicated_with_counts():
     assert rc["function"] == "forward" and rc["reasons"] == ["tensor 'x' size mismatch at index 0. expected 3, actual 5"]
 
 
+MODE_PAYLOAD = """Graph break in user code at /venv/torch/utils/_device.py:122
+Graph Break Reason: Unsupported Tensor.item() call with capture_scalar_outputs=False
+
+User code traceback:
+  File "/src/train.py", line 30, in <module>
+    model(x)
+  File "/src/model.py", line 15, in refine_step
+    if h.abs().max().item() < 1e-6:
+  File "/venv/torch/utils/_device.py", line 122, in __torch_function__
+    return func(*args, **kwargs)
+
+Traceback (most recent call last):
+  File "/venv/torch/_dynamo/symbolic_convert.py", line 1950, in run
+"""
+
+
+def test_a_graph_break_under_a_torch_function_mode_is_placed_at_the_programs_line():
+    """`torch.set_default_device` puts a TorchFunctionMode between the program and the op, and
+    Dynamo calls the mode's frame "user code": the break belongs to the program's innermost line."""
+    from torchlint.runtime.compile.check import summarise_trace
+
+    artifact = {"artifact": {"name": "dynamo_graph_break_reason", "encoding": "string"}}
+    [gb] = summarise_trace([(artifact, MODE_PAYLOAD)], is_user=lambda path: path.startswith("/src/"))["graph_breaks"]
+    assert (gb["path"], gb["line"]) == ("/src/model.py", 15)
+    [gb] = summarise_trace([(artifact, MODE_PAYLOAD)])["graph_breaks"]  # without a classifier: Dynamo's word
+    assert (gb["path"], gb["line"]) == ("/venv/torch/utils/_device.py", 122)
+
+
 def test_the_first_failing_rung_names_the_stage_and_the_user_line(tmp_path):
     from torchlint.runtime.compile.check import CompileChecker
 

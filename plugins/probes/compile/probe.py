@@ -87,7 +87,7 @@ class CompileProbe(Probe):
             result["inputs"] = describe_inputs(*self.capture.calls[0])
             result["input_shapes"] = len(self.capture.calls)
             result.update(self._ladder(model, self.capture.calls, self.backend, {}, result["model"]))
-        program = summarise_trace(self.program_records)
+        program = summarise_trace(self.program_records, self._is_user)
         if program["graph_breaks"] or program["recompilations"]:
             result["graph_breaks"] = _merge(result.get("graph_breaks", []), program["graph_breaks"], ("path", "line", "reason"))
             result["recompilations"] = _merge(result.get("recompilations", []), program["recompilations"], ("path", "line", "function"))

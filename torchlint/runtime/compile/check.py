@@ -44,6 +44,7 @@ _GB_REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)", re.M)
 _GB_ID = re.compile(r"/gb/(gb\d+)\.html", re.I)
 _GB_HINT = re.compile(r"^\s*Hint: (?P<hint>.*)$", re.M)
 _GB_EXPLANATION = re.compile(r"^\s*Explanation: (?P<text>.*)$", re.M)
+_GB_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)', re.M)
 _FILE_LINE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 
 
@@ -116,10 +117,21 @@ class GraphBreak:
                 "hints": self.hints, "ref": self.ref, "count": self.count}
 
 
-def parse_graph_break(payload: str) -> GraphBreak | None:
+def parse_graph_break(payload: str, is_user: Callable[[str], bool] | None = None) -> GraphBreak | None:
+    """The graph break in one structured-trace payload. Dynamo names the innermost frame it was
+    tracing "user code", a torch file included (a TorchFunctionMode such as
+    ``torch.set_default_device``'s sits between the program and the op); with ``is_user``,
+    the break is placed at the innermost frame of its traceback that is the program's."""
     at = _GB_AT.search(payload or "")
     if at is None:
         return None
+    path, line = at.group("path"), int(at.group("line"))
+    if is_user is not None and not is_user(path):
+        traceback_text = payload.partition("User code traceback:")[2].partition("\n\n")[0]
+        for frame in reversed(list(_GB_FRAME.finditer(traceback_text))):
+            if is_user(frame.group("path")):
+                path, line = frame.group("path"), int(frame.group("line"))
+                break
     reason_match = _GB_REASON.search(payload)
     reason = reason_match.group("reason").strip() if reason_match else "graph break"
     # "Encountered graph break when attempting to trace CALL: ...:" is followed by the real title.
@@ -133,14 +145,15 @@ def parse_graph_break(payload: str) -> GraphBreak | None:
     hints = [m.group("hint").strip() for m in _GB_HINT.finditer(body.split("User code traceback:")[0])]
     ref = _GB_ID.search(payload)
     return GraphBreak(
-        path=at.group("path"), line=int(at.group("line")), reason=reason,
+        path=path, line=line, reason=reason,
         explanation=explanation.group("text").strip() if explanation else "",
         hints=hints, ref=ref.group(1).upper() if ref else None,
     )
 
 
-def summarise_trace(records: list[tuple[dict, Any]]) -> dict[str, Any]:
-    """Graph breaks (de-duplicated by line and reason, with counts) and recompilations."""
+def summarise_trace(records: list[tuple[dict, Any]], is_user: Callable[[str], bool] | None = None) -> dict[str, Any]:
+    """Graph breaks (de-duplicated by line and reason, with counts; at the program's own line
+    with ``is_user``, see ``parse_graph_break``) and recompilations."""
     breaks: dict[tuple[str, int, str], GraphBreak] = {}
     recompiles: dict[tuple[str, int, str], dict[str, Any]] = {}
     frames = 0
@@ -166,7 +179,7 @@ def summarise_trace(records: list[tuple[dict, Any]]) -> dict[str, Any]:
             continue
         artifact = metadata.get("artifact") or {}
         if artifact.get("name") == "dynamo_graph_break_reason" and isinstance(payload, str):
-            parsed = parse_graph_break(payload)
+            parsed = parse_graph_break(payload, is_user)
             if parsed is None:
                 continue
             key = (parsed.path, parsed.line, parsed.reason)
@@ -363,7 +376,7 @@ class CompileChecker:
                     break
                 compiled_ok = rung
                 if rung == "eager":
-                    trace = summarise_trace(entry.pop("_records"))
+                    trace = summarise_trace(entry.pop("_records"), self.is_user)
                     result["graph_breaks"] = trace["graph_breaks"]
                     result["recompilations"] = trace["recompilations"]
                     result["frames_compiled"] = trace["frames_compiled"]
