@@ -68,3 +68,27 @@ def test_running_out_of_gpu_memory_is_explained(tmp_path):
     (finding,) = [f for f in result.findings() if f["code"] == "TL738"]
     assert finding["location"]["row"] in (7, 8, 10)  # the allocation, the forward or the backward that ran out
     assert "TL702" not in {f["code"] for f in result.findings()}  # explained, not a bare crash
+
+
+def test_an_nccl_ddp_script_runs_on_the_gpu_with_nccl_itself():
+    """One rank, as the machine may have one GPU: NCCL itself, where fake-cuda runs it as gloo."""
+    result = torchlint_run("train.py", "--device", "cuda", "--nproc-per-node", "1", "--timeout", "150",
+                           "--output-format", "json", cwd=ROOT / "examples" / "distributed" / "runtime" / "nccl_ddp",
+                           timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    outcome = result.report["outcome"]
+    assert result.findings() == [] and outcome["optimizer_steps"] == 2
+    assert not outcome.get("distributed_notes")  # nothing stood in for NCCL
+    assert "tensor([1., 1.], device='cuda:0')" in result.stderr  # one rank's all_reduce of ones
+
+
+def test_the_silent_training_errors_are_caught_on_the_gpu():
+    """benchmarks/silent_errors.py on CUDA: every single-process program caught, every fixed twin
+    clean, as on the CPU (the script says which programs cannot run on one GPU, and why)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "silent_errors.py"), "--device", "cuda", "-j", "6"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert " 0 missed, 0/" in proc.stdout
