@@ -223,6 +223,30 @@ def test_an_edit_to_models_rechecks_the_open_training_script(tmp_path):
     run(scenario, tmp_path)
 
 
+def test_a_cold_project_answers_first_from_what_the_file_imports_then_from_the_whole_project(tmp_path):
+    """Nothing cached: the first diagnostics come from the open file, what it imports and the
+    cache (lsp/warmup.py), while `torchlint check` of the project fills the cache beside the
+    editor; then the server checks again, and the file gets what `check .` gives it. Here the
+    GPU checkpoint `load.py` reads is written by `save.py`, which it does not import: TL302
+    first, TL301 once the whole project is read."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "warm"\n')
+    (tmp_path / "save.py").write_text(
+        "import torch\nfrom torch import nn\n\nmodel = nn.Linear(4, 2).cuda()\ntorch.save(model.state_dict(), 'ckpt.pt')\n")
+    (tmp_path / "load.py").write_text(
+        "import torch\nfrom torch import nn\n\nmodel = nn.Linear(4, 2)\nmodel.load_state_dict(torch.load('ckpt.pt'))\n")
+
+    async def scenario(session: ServerSession):
+        session.open("load.py")
+        first = await session.diagnostics("load.py", lambda p: bool(p.diagnostics))
+        assert codes(first) == ["TL302"]
+        whole = await session.diagnostics("load.py", lambda p: "TL301" in codes(p), after=session.published.index(first) + 1)
+        assert codes(whole) == ["TL301"] and whole.version == 1
+        entries = [path for path in (tmp_path / ".torchlint_cache").rglob("*") if path.is_file()]
+        assert len(entries) >= 2  # the warm-up's results of save.py and load.py, for the next start
+
+    run(scenario, tmp_path)
+
+
 def test_configuration_is_read_and_reloaded(project):
     config = project / "torchlint.toml"
     config.write_text('ignore = ["TL401"]\n')

@@ -6,7 +6,8 @@ configuration file (else the file's project folder, else the editor's workspace 
 configured excludes and .gitignore. Open documents are checked from the editor's text; every
 other file from disk, through the same on-disk cache `check` fills (`.torchlint_cache/`), so
 the cross-file facts of `models.py` reach `train.py` whether or not `models.py` is open, and a
-second session starts warm.
+second session starts warm. The server's first check of a cold project does not wait for every
+file: see `lsp/warmup.py`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from torchlint.config import ConfigError, find_config_file
 from torchlint.lsp.documents import document_source, is_checked, is_notebook
@@ -23,6 +24,7 @@ from torchlint.pluginmanager import PluginError
 
 if TYPE_CHECKING:
     from torchlint.findings import Finding
+    from torchlint.lsp.warmup import ProjectWarmup
     from torchlint.notebook import Notebook
     from torchlint.static.chunks import ChunkParser
     from torchlint.rule import Rule
@@ -68,7 +70,7 @@ class ProjectCheck:
 class Project:
     """One configuration: its rules, its files, and each file's last result."""
 
-    def __init__(self, root: Path, config_file: Path | None, *, isolated: bool = False) -> None:
+    def __init__(self, root: Path, config_file: Path | None, *, isolated: bool = False, warm_up: bool = False) -> None:
         from torchlint.session import open_session
         from torchlint.static.engine import StaticEngine
 
@@ -99,6 +101,16 @@ class Project:
         self._parsers: dict[str, ChunkParser] = {}
         #: Each open document's last text that parsed, and its result (lsp/last_good.py).
         self._last_good: dict[str, tuple[str, FileResult]] = {}
+        #: Whether a result of every project file is to hand (remembered, or in the cache).
+        #: Until then a check reads the open documents, what they import and what is cached,
+        #: while a `torchlint check` of the project fills the cache (lsp/warmup.py); without a
+        #: usable cache (or without `warm_up`: a caller that wants the whole answer at once)
+        #: it checks every file itself.
+        self.complete = not (warm_up and self._cache.usable)
+        self.isolated = isolated
+        self.warmup: ProjectWarmup | None = None
+        #: Called (from the warm-up's thread) when the project became complete.
+        self.on_complete: Callable[[], None] | None = None
 
     def display(self, path: Path) -> str:
         """The path as `torchlint check` run in the root shows it (messages name files so)."""
@@ -143,12 +155,22 @@ class Project:
         for key in [key for key in self._last_good if key not in documents]:
             del self._last_good[key]
         results, contents, notebooks, open_notebooks = [], {}, {}, {}
+        imported: set[str] | None = None
+        deferred = 0
         for item in items:
             key = _key(item.path)
             if key in documents:
                 remembered = self._open_result(item.display, key, documents[key])
             else:
-                remembered = self._disk_result(item)
+                cached_only = False
+                if not self.complete:
+                    if imported is None:
+                        imported = self._imported_by(documents)
+                    cached_only = key not in imported
+                remembered = self._disk_result(item, cached_only=cached_only)
+                if remembered is _DEFERRED:
+                    deferred += 1
+                    continue
             if remembered is None:
                 continue
             results.append(remembered.result)
@@ -157,6 +179,11 @@ class Project:
                 notebooks[item.display] = remembered.notebook
                 if key in documents:
                     open_notebooks[key] = remembered.notebook
+        if deferred:
+            self._start_warmup()
+            items = [item for item in items if item.display in contents or _key(item.path) in documents]
+        elif not self.complete:
+            self.complete = True  # every file was to hand: nothing to warm
         checked = self.engine.finish_results(items, results, contents, notebooks)
         by_display = {item.display: _key(item.path) for item in items if _key(item.path) in documents}
         out = ProjectCheck({key: [] for key in documents}, open_notebooks)
@@ -194,7 +221,33 @@ class Project:
         self._remembered[key] = remembered
         return remembered
 
-    def _disk_result(self, item: Discovered) -> _Remembered | None:
+    def _imported_by(self, documents: dict[str, str]) -> set[str]:
+        """The project files the open documents import, at any depth (read with `ast` from
+        disk): the facts a first check cannot do without."""
+        from torchlint.runtime.parent.scope import import_closure
+
+        found: set[str] = set()
+        for key in documents:
+            if not is_notebook(Path(key)):
+                found.update(_key(path) for path in import_closure(Path(key), [self.root]))
+        return found
+
+    def _start_warmup(self) -> None:
+        if self.warmup is not None:
+            return
+        from torchlint.lsp.warmup import ProjectWarmup
+
+        def done(succeeded: bool) -> None:
+            # Succeeded or not: from now on the files still without a result are checked here.
+            self.complete = True
+            if self.on_complete is not None:
+                self.on_complete()
+
+        self.warmup = ProjectWarmup(self.root, isolated=self.isolated, done=done)
+
+    def _disk_result(self, item: Discovered, *, cached_only: bool = False) -> _Remembered | object | None:
+        """A file's result from disk: remembered, cached, or checked now (`cached_only`: not
+        checked now; `_DEFERRED` instead)."""
         from torchlint.static.cache import entry_key
         from torchlint.static.engine import FileResult
         from torchlint.static.engine_rules import FileNotChecked, engine_finding
@@ -226,10 +279,16 @@ class Project:
             except Exception:
                 result = None  # a damaged entry is a miss, as in `check`
         if result is None:
+            if cached_only:
+                return _DEFERRED
             result = self.engine.check_text(item.display, data.decode("utf-8")) if notebook is not None else self.engine.check_bytes(item.display, data)
             self._cache.put(digest, result.to_json())
         remembered = self._remembered[key] = _Remembered(stamp, _with_broken_cells(result, notebook), data, notebook)
         return remembered
+
+
+#: `_disk_result`'s answer for a file it was asked not to check now.
+_DEFERRED = object()
 
 
 def _not_checked(display: str, source) -> FileResult:
@@ -254,15 +313,22 @@ def _with_broken_cells(result: FileResult, notebook: Notebook | None) -> FileRes
 class LintWorkspace:
     """Every project the open documents belong to, found and built on first use."""
 
-    def __init__(self, folders: list[Path], *, isolated: bool = False) -> None:
+    def __init__(self, folders: list[Path], *, isolated: bool = False, warm_up: bool = False) -> None:
+        """`warm_up`: a project's first check answers from the open documents, what they
+        import and the cache, and reads the rest in the background (lsp/warmup.py): the
+        language server's way to its first diagnostics."""
         self.folders = [Path(_key(folder)) for folder in folders]
         self.isolated = isolated
+        self.warm_up = warm_up
         self._projects: dict[tuple[str, str | None], Project] = {}
         #: The configuration file of each folder holding a document, looked up once per
         #: configuration (the lookup reads every pyproject.toml up the tree).
         self._config_files: dict[Path, Path | None] = {}
         # Checks run in the server's worker thread, hovers and reloads in its event loop.
         self._lock = threading.RLock()
+        #: Called from a warm-up's thread when a project's files all have results: the
+        #: server checks the open documents again (lsp/warmup.py).
+        self.on_project_complete: Callable[[], None] | None = None
 
     def _config_file(self, path: Path) -> Path | None:
         if self.isolated:
@@ -295,7 +361,8 @@ class LintWorkspace:
         key = (str(root), str(config_file) if config_file else None)
         project = self._projects.get(key)
         if project is None or project.config_stamp != _stamp(config_file):
-            project = self._projects[key] = Project(root, config_file, isolated=self.isolated)
+            project = self._projects[key] = Project(root, config_file, isolated=self.isolated, warm_up=self.warm_up)
+            project.on_complete = lambda: self.on_project_complete and self.on_project_complete()
         return project
 
     def check(self, documents: dict[str, str]) -> ProjectCheck:
@@ -326,6 +393,12 @@ class LintWorkspace:
     def forget_files(self) -> None:
         for project in self.projects():
             project.forget_files()
+
+    def stop(self) -> None:
+        """The server is shutting down: no warm-up outlives it."""
+        for project in self.projects():
+            if project.warmup is not None:
+                project.warmup.stop()
 
 
 def path_key(path: Path) -> str:

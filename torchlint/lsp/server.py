@@ -85,6 +85,7 @@ class TorchlintServer(LanguageServer):
         #: code action or hover knows whether the findings it would use are current.
         self.changes = 0
         self._checked_at = -1
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop checks are started from
 
     # -- documents -----------------------------------------------------------------------
     def changed(self) -> None:
@@ -153,10 +154,17 @@ class TorchlintServer(LanguageServer):
             views[number - 1].findings.append(finding)
         return views
 
+    def project_completed(self) -> None:
+        """From a warm-up's thread: a project's files all have results now (lsp/warmup.py);
+        check the open documents again with all their project's facts."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.check_open_documents()))
+
     async def check_open_documents(self) -> None:
         """Check every open document from its current text and publish what changed."""
         if self.lint is None:
             return
+        self._loop = asyncio.get_running_loop()
         seen = self.changes
         units = self._units()
         texts = {unit.key: unit.text for unit in units}
@@ -235,7 +243,8 @@ def initialize(ls: TorchlintServer, params: types.InitializeParams) -> None:
     folders = [Path(to_fs_path(folder.uri)) for folder in params.workspace_folders or []]
     if not folders and params.root_uri:
         folders = [Path(to_fs_path(params.root_uri))]
-    ls.lint = LintWorkspace(folders, isolated=bool(options.get("isolated", False)))
+    ls.lint = LintWorkspace(folders, isolated=bool(options.get("isolated", False)), warm_up=True)
+    ls.lint.on_project_complete = ls.project_completed
     ls.docs_template = options.get("docsUrl") or None
     delay = options.get("debounceMs", DEFAULT_DEBOUNCE_MS)
     if isinstance(delay, (int, float)) and delay >= 0:
@@ -368,6 +377,8 @@ async def open_docs(ls: TorchlintServer, *arguments: Any) -> str | None:
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: TorchlintServer, *args: Any) -> None:
     ls.worker.shutdown(wait=False, cancel_futures=True)
+    if ls.lint is not None:
+        ls.lint.stop()
 
 
 def main() -> None:

@@ -66,6 +66,11 @@ class Cache:
         self.hits = 0
         self.misses = 0
 
+    @property
+    def usable(self) -> bool:
+        """Whether entries are read and written (else every lookup is a miss)."""
+        return self._usable
+
     @staticmethod
     def fingerprint(parts: dict[str, Any]) -> str:
         text = json.dumps({"torchlint": __version__, **parts}, sort_keys=True, default=str)
