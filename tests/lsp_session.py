@@ -1,6 +1,7 @@
 """A `torchlint server` subprocess driven by pygls' own LSP client, every wait bounded.
 
-Used by tests/test_server.py; benchmarks/lsp_latency.py drives the server the same way.
+Used by tests/test_server.py (benchmarks/lsp_latency.py speaks plain JSON-RPC, to drive ruff's
+server with the same bytes).
 """
 
 from __future__ import annotations
