@@ -53,3 +53,58 @@ def test_a_document_that_never_parsed_shows_only_its_syntax_error(tmp_path):
 def test_line_map_follows_insertions_and_deletions():
     mapping = _line_map("a\nb\nc\nd\n", "a\nnew\nb\nd\n")
     assert mapping == {1: 1, 2: 3, 4: 4}
+
+
+def notebook(*cells: str) -> str:
+    import json
+
+    return json.dumps({"cells": [{"cell_type": "code", "source": text, "metadata": {}, "outputs": [], "execution_count": None}
+                                 for text in cells],
+                       "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5})
+
+
+MODEL_CELL = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return F.softmax(self.fc(x), dim=1)
+
+state = torch.load("a.pt", weights_only=True)  # on cuda
+"""
+TRAIN_CELL = """model = Classifier()
+loss = nn.CrossEntropyLoss()(model(torch.randn(3, 4)), torch.tensor([0, 1, 1]))
+"""
+
+
+def codes_by_cell(found) -> list[tuple[int, str, int]]:
+    return sorted((f.cell, f.code, f.location.line) for f in found)
+
+
+def test_a_notebook_cell_being_typed_keeps_its_findings_and_those_of_the_cells_after_it(tmp_path):
+    path = tmp_path / "train.ipynb"
+    good = notebook(MODEL_CELL, TRAIN_CELL)
+    path.write_text(good)
+    project = Project(tmp_path, None, isolated=True)
+    key = str(path.resolve())
+    assert codes_by_cell(project.check({key: good}).findings[key]) == [(1, "TL301", 13), (2, "TL101", 2)]
+
+    # A line typed at the top of the first cell, not finished: that cell does not parse.
+    typing = notebook("y = torch.softmax(\n" + MODEL_CELL, TRAIN_CELL)
+    found = project.check({key: typing}).findings[key]
+    # The model the second cell uses is still known; the first cell keeps its finding, moved.
+    assert codes_by_cell(found) == [(1, "TL000", 1), (1, "TL301", 14), (2, "TL101", 2)]
+    assert all(f.fix is None for f in found if f.cell == 1 and f.code != "TL000")
+
+    # Its line edited as well: the finding there may no longer hold, and goes.
+    edited = notebook("y = torch.softmax(\n" + MODEL_CELL.replace('"a.pt"', '"b.pt"'), TRAIN_CELL)
+    assert codes_by_cell(project.check({key: edited}).findings[key]) == [(1, "TL000", 1), (2, "TL101", 2)]
+
+    # Parsed again: the real findings.
+    fixed = notebook("y = 1\n" + MODEL_CELL, TRAIN_CELL)
+    assert codes_by_cell(project.check({key: fixed}).findings[key]) == [(1, "TL301", 14), (2, "TL101", 2)]

@@ -24,6 +24,7 @@ from torchlint.pluginmanager import PluginError
 
 if TYPE_CHECKING:
     from torchlint.findings import Finding
+    from torchlint.lsp.last_good import GoodCells
     from torchlint.lsp.warmup import ProjectWarmup
     from torchlint.notebook import Notebook
     from torchlint.static.chunks import ChunkParser
@@ -101,6 +102,8 @@ class Project:
         self._parsers: dict[str, ChunkParser] = {}
         #: Each open document's last text that parsed, and its result (lsp/last_good.py).
         self._last_good: dict[str, tuple[str, FileResult]] = {}
+        #: Each open notebook's code cells as they last all parsed (lsp/last_good.py).
+        self._good_cells: dict[str, GoodCells] = {}
         #: Whether a result of every project file is to hand (remembered, or in the cache).
         #: Until then a check reads the open documents, what they import and what is cached,
         #: while a `torchlint check` of the project fills the cache (lsp/warmup.py); without a
@@ -154,6 +157,8 @@ class Project:
             del self._parsers[key]
         for key in [key for key in self._last_good if key not in documents]:
             del self._last_good[key]
+        for key in [key for key in self._good_cells if key not in documents]:
+            del self._good_cells[key]
         results, contents, notebooks, open_notebooks = [], {}, {}, {}
         imported: set[str] | None = None
         deferred = 0
@@ -205,18 +210,31 @@ class Project:
             return remembered
         from torchlint.static.chunks import ChunkParser
 
+        from torchlint.lsp import last_good
+
         parser = self._parsers.get(key)
         if parser is None:
             parser = self._parsers[key] = ChunkParser()
-        result = _with_broken_cells(self.engine.check_text(display, source.text, parser=parser), source.notebook)
-        if source.notebook is None:
-            from torchlint.lsp.last_good import carried_over, is_syntax_failure
-
-            if not is_syntax_failure(result):
+        notebook = source.notebook
+        stand_in = None
+        if notebook is not None and notebook.broken and key in self._good_cells:
+            stand_in = last_good.with_good_cells(notebook, self._good_cells[key])
+        if stand_in is not None:
+            # A cell does not parse (being typed): its last good text stands in for it.
+            stood, swapped = stand_in
+            checked = self.engine.check_text(display, stood.text, parser=parser)
+            result = last_good.cells_carried_over(checked, stood.notebook, notebook, swapped)
+            source = stood
+        else:
+            result = _with_broken_cells(self.engine.check_text(display, source.text, parser=parser), notebook)
+        if notebook is None:
+            if not last_good.is_syntax_failure(result):
                 self._last_good[key] = (source.text, result)
             elif key in self._last_good:
                 good_text, good = self._last_good[key]
-                result = carried_over(good_text, good, source.text, result)
+                result = last_good.carried_over(good_text, good, source.text, result)
+        elif not notebook.broken:
+            self._good_cells[key] = last_good.good_cells(notebook)
         remembered = _Remembered(text, result, source.text.encode("utf-8", "surrogatepass"), source.notebook)
         self._remembered[key] = remembered
         return remembered
