@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from torchlint.static.parsing import parse_module
 from torchlint.static.positions import Positions, Remembered
 
 # A line that can start a top-level statement: a name, a keyword or a decorator at column 0.
@@ -175,7 +176,7 @@ class ChunkParser:
         cuts = cut_points(text)
         if len(cuts) < 2:
             self._chunks = {}
-            return Parsed(cst.parse_module(text))
+            return Parsed(parse_module(text))
         kept: dict[str, _Chunk | None] = {}
         pieces: list[tuple[int, _Chunk]] = []  # (line of the chunk's first line, chunk)
         line = 1
@@ -194,7 +195,7 @@ class ChunkParser:
                 merged += 1
             if chunk is None:
                 self._chunks = kept
-                return Parsed(cst.parse_module(text))  # the whole text's own error, or its tree
+                return Parsed(parse_module(text))  # the whole text's own error, or its tree
             pieces.append((line, chunk))
             line += chunk.lines
             index += 1
@@ -208,7 +209,7 @@ class ChunkParser:
             chunk = self._chunks[piece]
         else:
             try:
-                module = cst.parse_module(piece)
+                module = parse_module(piece)
             except Exception:  # a syntax error, or a cut the scan got wrong: merge or give up
                 chunk = None
             else:
@@ -222,14 +223,14 @@ class ChunkParser:
         newline = first.default_newline
         indents = {chunk.module.default_indent for _, chunk in pieces if chunk.has_block}
         if len(indents) > 1 or any(chunk.module.default_newline != newline for _, chunk in pieces):
-            return Parsed(cst.parse_module(text))
+            return Parsed(parse_module(text))
         body: list[cst.CSTNode] = []
         starts: dict[int, int] = {}
         for number, (line, chunk) in enumerate(pieces):
             module = chunk.module
             statements = chunk.statements(number == 0)
             if statements is None or (number < len(pieces) - 1 and (module.footer or not module.has_trailing_newline)):
-                return Parsed(cst.parse_module(text))
+                return Parsed(parse_module(text))
             if statements:
                 starts[id(statements[0])] = line + (len(module.header) if number == 0 else 0)
             body.extend(statements)

@@ -276,6 +276,7 @@ class StaticEngine:
         import libcst as cst
 
         from torchlint.static.context import FileContext
+        from torchlint.static.parsing import parse_module
         from torchlint.static.rules_run import run_rules
 
         positions = None
@@ -284,7 +285,7 @@ class StaticEngine:
                 parsed = parser.parse(text)
                 module, positions = parsed.module, parsed.positions()
             else:
-                module = cst.parse_module(text)
+                module = parse_module(text)
         except cst.ParserSyntaxError as exc:
             line, column = _position(text, exc.raw_line, exc.raw_column + 1)
             # CPython's message, where it refuses the text too, reads better and places
