@@ -114,11 +114,6 @@ PREFLIGHT_MAP: dict[str, tuple[str, ...] | None] = {
 
 # (test name, peer code) -> why torchlint deliberately does not flag that expected line
 # (or reports the same bug elsewhere). Each was read; see benchmarks/README.md.
-_NO_BACKWARD = (
-    "nothing back-propagates the value and it is not a loss function's result (`compute(...)` "
-    "returns `criterion(...)` one call away): TL601 wants proof that it carries a graph "
-    "(precision first)"
-)
 _UNSEEDED = (
     "a file that seeds nothing made a choice (the launcher often seeds; the peer itself rates "
     "it a note); TL612 flags a file that seeds some generators and draws from another"
@@ -128,7 +123,6 @@ _EVAL_LOADER = (
     "not wrong (the peer rates it a warning too); TL808 flags training loaders"
 )
 PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
-    ("test_tg001_still_fires_when_the_helper_returns_a_live_tensor", "TG001"): _NO_BACKWARD,
     ("test_tg001_returning_a_bare_container_is_not_evidence_of_a_deferred_backward", "TG001"): (
         "a collecting function with no backward pass and no optimizer: its caller may run it "
         "under no_grad, or back-propagate the returned list"
