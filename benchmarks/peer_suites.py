@@ -138,11 +138,6 @@ PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
         "the Sequential ending in Softmax never reaches the loss in this snippet (the loss is "
         "only defined); TL101 reports where probabilities reach a loss, not name co-occurrence"
     ),
-    ("test_tg005_still_flags_a_real_softmax_layer_reaching_nll_loss", "TG005"): (
-        "`rnn` is a parameter of unknown type; `X.softmax(t)` returns probabilities whatever "
-        "X is (a tensor method or an nn.Softmax attribute), which the semantic model does not "
-        "yet use: noted for the semantic-model work"
-    ),
     ("test_tg006_flags_raw_logits_into_plain_bce", "TG006"): (
         "`model(x)` is of unknown range here (a model in another file may end in a sigmoid), "
         "and BCELoss raises at run time on inputs outside [0, 1]: not a silent bug"
