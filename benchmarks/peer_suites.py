@@ -129,7 +129,8 @@ PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
     ),
     ("test_tg003_flags_backward_without_zero_grad", "TG003"): (
         "the same bug; TL602 reports it at `optimizer.step()`, the call that applies the "
-        "accumulated gradients, not at `backward()`"
+        "accumulated gradients and names the optimizer nothing clears (a loop with two "
+        "optimizers has one backward pass per loss and one step per optimizer), not at `backward()`"
     ),
     ("test_tg004_flags_explicit_zero_workers", "TG004"): (
         "`num_workers=0` written out is a choice; TL405 flags a DataLoader that does not choose"
@@ -139,8 +140,9 @@ PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
         "only defined); TL101 reports where probabilities reach a loss, not name co-occurrence"
     ),
     ("test_tg006_flags_raw_logits_into_plain_bce", "TG006"): (
-        "`model(x)` is of unknown range here (a model in another file may end in a sigmoid), "
-        "and BCELoss raises at run time on inputs outside [0, 1]: not a silent bug"
+        "`model(x)` is of unknown range here (a model in another file may end in a sigmoid); "
+        "only its name says logits, and BCELoss raises at run time on inputs outside [0, 1]: "
+        "not a silent bug"
     ),
     ("test_tg006_flags_sequential_ending_in_sigmoid", "TG006"): (
         "the loss is never applied in this snippet; TL109 reports where BCEWithLogitsLoss "
