@@ -1254,15 +1254,21 @@ def _names_a_destination(call: cst.Call) -> bool:
     return False
 
 
+#: How many statements after `y = f(...)` the move `y = y.to(...)` may come.
+_MOVE_LOOKAHEAD = 6
+
+
 def _next_use_moves(ancestors: list, assign: cst.Assign, name: str) -> bool:
-    """The first later statement of the block that mentions `name` is `name = name.to(...)`
-    or `name = name.cuda()`."""
+    """The first of the next few statements of the block that mentions `name` is
+    `name = name.to(...)` or `name = name.cuda()`."""
     if len(ancestors) < 2 or type(ancestors[-1]) is not cst.SimpleStatementLine or len(ancestors[-1].body) != 1:
         return False
     line, block = ancestors[-1], ancestors[-2]
     statements = list(block.body) if type(block) in (cst.IndentedBlock, cst.Module) else []
-    later = statements[next((i for i, s in enumerate(statements) if s is line), len(statements)) + 1 :]
-    for statement in later:
+    start = next((i for i, s in enumerate(statements) if s is line), len(statements)) + 1
+    # A move "right away" is a few statements later; looking further would cost a walk of
+    # the rest of the block for every assignment of a call.
+    for statement in statements[start : start + _MOVE_LOOKAHEAD]:
         if not _mentions(statement, {name}):
             continue
         if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1 or type(statement.body[0]) is not cst.Assign:
