@@ -107,8 +107,10 @@ class TensorWithoutDevice(Rule):
     PyTorch mixes a 0-dim CPU tensor with tensors on any device), `__init__` (buffers are moved
     with the module), code under `with torch.device(...)`, files that call
     `torch.set_default_device`, dataset/sampler methods and collate functions (they build batches
-    on the CPU by design), a function whose every caller in the file moves its result to the
-    device (`preprocess(x).cuda()`, `fabric.to_device(jitter(batch))`), a project none of whose
+    on the CPU by design), a function (or a method, called as `self.name(...)`) whose every
+    caller in the file moves its result to the device (`preprocess(x).cuda()`,
+    `fabric.to_device(jitter(batch))`, `emb = embed(w)` then `emb = emb.to(device)` a few
+    statements later), a project none of whose
     files names an accelerator, a function that calls `.numpy()` (with no `.cpu()` first) on
     what its tensor parameters compute (CPU-only preprocessing: `.numpy()` raises on a device
     tensor), a CPU tensor passed to a method `torch.Tensor` does not have (the receiver, moved
