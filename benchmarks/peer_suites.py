@@ -114,11 +114,6 @@ PREFLIGHT_MAP: dict[str, tuple[str, ...] | None] = {
 
 # (test name, peer code) -> why torchlint deliberately does not flag that expected line
 # (or reports the same bug elsewhere). Each was read; see benchmarks/README.md.
-_NO_BACKWARD = (
-    "nothing back-propagates the value and it is not a loss function's result (`compute(...)` "
-    "returns `criterion(...)` one call away): TL601 wants proof that it carries a graph "
-    "(precision first)"
-)
 _UNSEEDED = (
     "a file that seeds nothing made a choice (the launcher often seeds; the peer itself rates "
     "it a note); TL612 flags a file that seeds some generators and draws from another"
@@ -128,14 +123,14 @@ _EVAL_LOADER = (
     "not wrong (the peer rates it a warning too); TL808 flags training loaders"
 )
 PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
-    ("test_tg001_still_fires_when_the_helper_returns_a_live_tensor", "TG001"): _NO_BACKWARD,
     ("test_tg001_returning_a_bare_container_is_not_evidence_of_a_deferred_backward", "TG001"): (
         "a collecting function with no backward pass and no optimizer: its caller may run it "
         "under no_grad, or back-propagate the returned list"
     ),
     ("test_tg003_flags_backward_without_zero_grad", "TG003"): (
         "the same bug; TL602 reports it at `optimizer.step()`, the call that applies the "
-        "accumulated gradients, not at `backward()`"
+        "accumulated gradients and names the optimizer nothing clears (a loop with two "
+        "optimizers has one backward pass per loss and one step per optimizer), not at `backward()`"
     ),
     ("test_tg004_flags_explicit_zero_workers", "TG004"): (
         "`num_workers=0` written out is a choice; TL405 flags a DataLoader that does not choose"
@@ -144,14 +139,10 @@ PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
         "the Sequential ending in Softmax never reaches the loss in this snippet (the loss is "
         "only defined); TL101 reports where probabilities reach a loss, not name co-occurrence"
     ),
-    ("test_tg005_still_flags_a_real_softmax_layer_reaching_nll_loss", "TG005"): (
-        "`rnn` is a parameter of unknown type; `X.softmax(t)` returns probabilities whatever "
-        "X is (a tensor method or an nn.Softmax attribute), which the semantic model does not "
-        "yet use: noted for the semantic-model work"
-    ),
     ("test_tg006_flags_raw_logits_into_plain_bce", "TG006"): (
-        "`model(x)` is of unknown range here (a model in another file may end in a sigmoid), "
-        "and BCELoss raises at run time on inputs outside [0, 1]: not a silent bug"
+        "`model(x)` is of unknown range here (a model in another file may end in a sigmoid); "
+        "only its name says logits, and BCELoss raises at run time on inputs outside [0, 1]: "
+        "not a silent bug"
     ),
     ("test_tg006_flags_sequential_ending_in_sigmoid", "TG006"): (
         "the loss is never applied in this snippet; TL109 reports where BCEWithLogitsLoss "

@@ -192,6 +192,18 @@ def path_text(module: cst.Module, call: cst.Call, name: str, position: int) -> s
     return module.code_for_node(arg.value).strip()
 
 
+def bound_path_text(ctx, call: cst.Call, name: str, position: int) -> str | None:
+    """For a path argument that is a name bound once in the enclosing function, the text of
+    the value bound (`checkpoint = os.path.join(out, f"{step}.pt")`; `torch.load(checkpoint)`
+    reads `os.path.join(out, f"{step}.pt")`), to match a save that spells the path out."""
+    arg = argument(call, name, position)
+    function = ctx.enclosing_function()
+    if arg is None or arg.star or type(arg.value) is not cst.Name or function is None:
+        return None
+    values = _path_bindings(function).get(arg.value.value, [])
+    return ctx.module.code_for_node(values[0]).strip() if len(values) == 1 else None
+
+
 def file_name_pattern(ctx, call: cst.Call, name: str, position: int) -> str | None:
     """The file name a path argument spells, with `{}` for its computed parts:
     `data_dir / "train.pt"` -> "train.pt", `os.path.join(root, "meta.bin")` -> "meta.bin",

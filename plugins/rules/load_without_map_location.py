@@ -11,6 +11,7 @@ from ._accelerators import ACCELERATOR_TOKENS, cuda_only_script, project_uses_ac
 from ._calls import argument, has_star_args, with_keyword
 from ._checkpoints import (
     SAVE_FUNCTIONS,
+    bound_path_text,
     CheckpointNames,
     ScriptOrder,
     availability_guarded,
@@ -780,6 +781,44 @@ class LoadWithoutMapLocation(Rule):
             """,
             note="a parameter named torch is not the module",
         ),
+        Good(
+            """
+            import os
+            import torch
+
+            def main(args, accelerator, model, loader):
+                model = model.to(accelerator.device)
+                for step, batch in enumerate(loader):
+                    accelerator.backward(model(batch))
+                    accelerator.save(model.state_dict(), os.path.join(args.output_dir, f"{step}_lora.pt"))
+
+                def reload(pipe, step):
+                    checkpoint = os.path.join(args.output_dir, f"{step}_lora.pt")
+                    pipe.load_state_dict(torch.load(checkpoint))
+
+                reload(model, step)
+            """,
+            note="`accelerator.save` is torch.save; the load's path name is bound to the path saved earlier in this run",
+        ),
+        Bad(
+            """
+            import os
+            import torch
+
+            def main(args, accelerator, model, loader):
+                model = model.to(accelerator.device)
+                for step, batch in enumerate(loader):
+                    accelerator.backward(model(batch))
+                    accelerator.save(model.state_dict(), os.path.join(args.output_dir, f"{step}_lora.pt"))
+
+                def reload(pipe):
+                    checkpoint = os.path.join(args.resume_dir, "lora.pt")
+                    pipe.load_state_dict(torch.load(checkpoint))  # error
+
+                reload(model)
+            """,
+            note="the path loaded is not the one this run saved",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -790,11 +829,14 @@ class LoadWithoutMapLocation(Rule):
         self._cuda_only: bool | None = None
         self._calls_seen = 0
         self._loads: list[tuple[object, str, str | None, str | None, str | None, int, cst.Call]] = []
+        #: load call -> the text of the one value its path name is bound to in its function
+        #: (`checkpoint = os.path.join(out, "x.pt")`, then `torch.load(checkpoint)`)
+        self._spelled_paths: dict[int, tuple[str, ...]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         self._calls_seen += 1
         qualname = self.names.qualname(node.func)
-        if qualname in SAVE_FUNCTIONS:
+        if qualname in SAVE_FUNCTIONS or _accelerator_save(node):
             self._note_save(node)
             return
         if qualname not in LOAD_FUNCTIONS:
@@ -819,6 +861,9 @@ class LoadWithoutMapLocation(Rule):
         name = file_name_pattern(self.ctx, node, "f", 0)
         model = loaded_into_model(self.ctx, node)
         self._loads.append((handle, self._function_name(), path_text(self.ctx.module, node, "f", 0), name, model, self._calls_seen, node))
+        bound = bound_path_text(self.ctx, node, "f", 0)
+        if bound is not None:
+            self._spelled_paths[id(node)] = (bound,)
 
     def flags(self, node: cst.Call) -> bool:
         """Whether this rule reports `node` while reading its file (the project phase may
@@ -902,7 +947,8 @@ class LoadWithoutMapLocation(Rule):
 
     def finish(self) -> None:
         for handle, function, loaded, name, model, at, node in self._loads:
-            if loaded is not None and self.order.saved_before(function, loaded, at):
+            spelled = self._spelled_paths.get(id(node), ())
+            if any(self.order.saved_before(function, text, at) for text in (loaded, *spelled) if text is not None):
                 self.withdraw(handle)  # the same process wrote it just before
                 continue
             # Every load this file reports, for the project phase (and for TL302, which
@@ -1163,3 +1209,16 @@ def _tensor_free_annotation(annotation: cst.BaseExpression) -> bool:
             return False
         return all(type(element.slice) is cst.Index and _tensor_free_annotation(element.slice.value) for element in annotation.slice)
     return False
+
+
+def _accelerator_save(node: cst.Call) -> bool:
+    """`accelerator.save(obj, path)`: accelerate's `Accelerator.save` is `torch.save` run on
+    the main process, with torch.save's argument order."""
+    func = node.func
+    return (
+        type(func) is cst.Attribute
+        and func.attr.value == "save"
+        and type(func.value) is cst.Name
+        and func.value.value == "accelerator"
+        and len(node.args) >= 2
+    )

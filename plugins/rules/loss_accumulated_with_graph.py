@@ -27,8 +27,9 @@ class LossAccumulatedWithGraph(Rule):
     the call to the function or method it runs.
 
     Also flagged without a visible backward pass: the result of a loss function
-    (`loss = criterion(...)`, `compute_loss(...)`) collected in a loop that steps or zeroes
-    an optimizer (grad is on there, so it carries the step's graph).
+    (`loss = criterion(...)`, `compute_loss(...)`, or a helper of this file that returns one
+    as it is) collected in a loop that steps or zeroes an optimizer (grad is on there, so it
+    carries the step's graph).
 
     Also flagged: `losses.append(loss.mean())` (a reduction, cast or move keeps the graph),
     `cache[i] = loss` keyed by the loop's own variable, and in a Lightning `training_step`
@@ -256,6 +257,41 @@ class LossAccumulatedWithGraph(Rule):
             """,
             note="a loss function's result in a loop that steps an optimizer; its backward runs elsewhere",
         ),
+        Bad(
+            """
+            def compute(model, batch, y, criterion):
+                return criterion(model(batch), y)
+
+            def run(model, loader, criterion, optimizer):
+                losses = []
+                for batch, y in loader:
+                    loss = compute(model, batch, y, criterion)
+                    optimizer.zero_grad()
+                    losses.append(loss)  # error
+                return losses
+            """,
+            note="a helper of this file returns the loss function's result, in a loop that zeroes an optimizer",
+        ),
+        Good(
+            """
+            def compute(model, batch, y, criterion):
+                loss = criterion(model(batch), y)
+                loss = loss.item()
+                return loss
+
+            def measure(model, batch, y, criterion):
+                return criterion(model(batch), y).item()
+
+            def run(model, loader, criterion, optimizer):
+                losses, scores = [], []
+                for batch, y in loader:
+                    optimizer.zero_grad()
+                    losses.append(compute(model, batch, y, criterion))
+                    score = measure(model, batch, y, criterion)
+                    scores.append(score)
+            """,
+            note="helpers that return the loss as a number",
+        ),
         Good(
             """
             import torch
@@ -374,9 +410,11 @@ class LossAccumulatedWithGraph(Rule):
             if not self._detached_in_loop(loop, loss):
                 self._report(node, total, loss, why)
             return
+        # A helper's result counts as a loss function's result where the loop trains.
+        trains = _steps_optimizer(loop) and not under_grad_off(self.ctx.ancestors)
         for name, call, index in fed:
             if not self._detached_in_loop(loop, name):
-                self.fed_by_calls.append(_FedByCall(node, total, name, self.model.value(call.func), index))
+                self.fed_by_calls.append(_FedByCall(node, total, name, self.model.value(call.func), index, trains))
 
     def _check_training_step(self, node: cst.CSTNode, total: str, added: set[str]) -> None:
         """Lightning's `training_step` runs once per step with grad enabled, and Lightning
@@ -390,10 +428,16 @@ class LossAccumulatedWithGraph(Rule):
             self._report(node, total, losses[0], " (Lightning back-propagates what `training_step` returns, then calls it again next step)")
 
     def finish(self) -> None:
+        # The callees are looked up once the whole file is read: a helper may be defined below
+        # the loop that calls it.
         for fed in self.fed_by_calls:
             for info in self.model.functions_called(fed.callee):
+                helper = info.node.name.value
                 if _returns_after_backward(info.node, fed.index):
-                    self._report(fed.node, fed.total, fed.name, f" (`{info.node.name.value}` calls `.backward()` on it and returns it)")
+                    self._report(fed.node, fed.total, fed.name, f" (`{helper}` calls `.backward()` on it and returns it)")
+                    break
+                if fed.in_training_loop and fed.index is None and _returns_loss_call(info.node):
+                    self._report(fed.node, fed.total, fed.name, f" (`{helper}` returns a loss function's result, in a loop that steps an optimizer)")
                     break
 
     def _report(self, node: cst.CSTNode, total: str, loss: str, why: str) -> None:
@@ -446,6 +490,9 @@ class _FedByCall:
     name: str
     callee: Value
     index: int | None  # the element of a returned tuple, or None for the whole result
+    #: the loop steps or zeroes an optimizer with grad on, so a loss computed in the callee
+    #: carries the step's graph even when its backward pass runs elsewhere
+    in_training_loop: bool = False
 
 
 def _returns_after_backward(function: cst.FunctionDef, index: int | None) -> bool:
@@ -491,10 +538,43 @@ def _loss_call_results(function: cst.CSTNode) -> set[str]:
     names: set[str] = set()
     for node in loop_nodes(function):
         if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name and type(node.value) is cst.Call:
-            callee = (dotted_name(node.value.func) or "").rpartition(".")[2].lower()
-            if "loss" in callee or "criterion" in callee:
+            if _is_loss_callee(node.value.func):
                 names.add(node.targets[0].target.value)
     return names
+
+
+def _returns_loss_call(function: cst.FunctionDef) -> bool:
+    """Whether every value `function` returns is a loss function's result, as it is:
+    `return criterion(model(x), y)` or `loss = self.loss_fn(...); return loss` (not
+    `return loss.item()`, not a tuple)."""
+    loss_names = _loss_call_results(function)
+    returns = [node.value for node in loop_nodes(function) if type(node) is cst.Return and node.value is not None]
+    if not returns:
+        return False
+    for value in returns:
+        if type(value) is cst.Name and value.value in loss_names and _assigned_once(function, value.value):
+            continue
+        if type(value) is cst.Call and _is_loss_callee(value.func):
+            continue
+        return False
+    return True
+
+
+def _assigned_once(function: cst.FunctionDef, name: str) -> bool:
+    """`loss = criterion(...)` is the only binding of `name` (no `loss = loss.item()` later)."""
+    count = 0
+    for node in loop_nodes(function):
+        if type(node) is cst.Assign:
+            count += sum(1 for target in node.targets for n in iter_nodes(target.target) if type(n) is cst.Name and n.value == name)
+        elif type(node) in (cst.AugAssign, cst.AnnAssign) and type(node.target) is cst.Name and node.target.value == name:
+            count += 1
+    return count == 1
+
+
+def _is_loss_callee(func: cst.BaseExpression) -> bool:
+    """`criterion(...)`, `self.loss_fn(...)`, `compute_loss(...)`: named as a loss."""
+    callee = (dotted_name(func) or "").rpartition(".")[2].lower()
+    return "loss" in callee or "criterion" in callee
 
 
 def _returned_names(function: cst.FunctionDef) -> set[str]:

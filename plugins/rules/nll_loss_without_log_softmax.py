@@ -331,4 +331,48 @@ class NllLossWithoutLogSoftmax(LossInputRule):
             },
             note="cross-file: the model returns log_softmax",
         ),
+        Bad(
+            """
+            import torch.nn as nn
+
+            class RNN(nn.Module):
+                def __init__(self, hidden_size, output_size):
+                    super().__init__()
+                    self.softmax = nn.Softmax(dim=1)
+
+            criterion = nn.NLLLoss()
+
+            def train(rnn, logits, target):
+                probs = rnn.softmax(logits)
+                return criterion(probs, target)  # error
+            """,
+            note="`rnn` is a parameter nobody here passes; the one class of this file with a `softmax` attribute makes it nn.Softmax",
+        ),
+        Good(
+            """
+            import torch.nn as nn
+
+            class RNN(nn.Module):
+                def __init__(self, hidden_size, output_size):
+                    super().__init__()
+                    self.softmax = nn.LogSoftmax(dim=1)
+
+            class Head(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.out = nn.Softmax(dim=1)
+                    self.act = nn.LogSoftmax(dim=1)
+
+            class Other(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.act = nn.Softmax(dim=1)
+
+            criterion = nn.NLLLoss()
+
+            def train(rnn, logits, target):
+                return criterion(rnn.softmax(logits), target) + criterion(rnn.act(logits), target)
+            """,
+            note="the char-RNN tutorial names its nn.LogSoftmax `softmax`; classes that disagree about an attribute say nothing",
+        ),
     ]

@@ -107,8 +107,10 @@ class TensorWithoutDevice(Rule):
     PyTorch mixes a 0-dim CPU tensor with tensors on any device), `__init__` (buffers are moved
     with the module), code under `with torch.device(...)`, files that call
     `torch.set_default_device`, dataset/sampler methods and collate functions (they build batches
-    on the CPU by design), a function whose every caller in the file moves its result to the
-    device (`preprocess(x).cuda()`, `fabric.to_device(jitter(batch))`), a project none of whose
+    on the CPU by design), a function (or a method, called as `self.name(...)`) whose every
+    caller in the file moves its result to the device (`preprocess(x).cuda()`,
+    `fabric.to_device(jitter(batch))`, `emb = embed(w)` then `emb = emb.to(device)` a few
+    statements later), a project none of whose
     files names an accelerator, a function that calls `.numpy()` (with no `.cpu()` first) on
     what its tensor parameters compute (CPU-only preprocessing: `.numpy()` raises on a device
     tensor), a CPU tensor passed to a method `torch.Tensor` does not have (the receiver, moved
@@ -272,6 +274,47 @@ class TensorWithoutDevice(Rule):
                     model(fabric.to_device(jitter(img)))
             """,
             note="CPU preprocessing whose every caller moves the result to the device",
+        ),
+        Good(
+            """
+            import torch
+
+            def embed(w, dim=256):
+                assert w.ndim == 1
+                freqs = torch.exp(torch.arange(dim // 2) * -0.01)
+                return w[:, None] * freqs[None, :]
+
+            class Pipeline:
+                def guidance(self, w, dim=256):
+                    assert w.ndim == 1
+                    freqs = torch.exp(torch.arange(dim // 2) * -0.01)
+                    return w[:, None] * freqs[None, :]
+
+                def __call__(self, latents, scale, device="cuda"):
+                    cond = self.guidance(torch.tensor([scale - 1.0])).to(device=device)
+                    w = torch.rand((latents.shape[0],))
+                    emb = embed(w)
+                    emb = emb.to(device=latents.device, dtype=latents.dtype)
+                    return self.unet(latents, cond, emb)
+            """,
+            note="a method whose every `self.` call moves its result; a result moved by the next statement that uses it",
+        ),
+        Bad(
+            """
+            import torch
+
+            def embed(w, dim=256):
+                assert w.ndim == 1
+                freqs = torch.exp(torch.arange(dim // 2) * -0.01)  # error
+                return w[:, None] * freqs[None, :]
+
+            def run(unet, latents, scale):
+                w = torch.full((latents.shape[0],), scale, device="cuda")
+                emb = embed(w)
+                emb = emb.to(torch.float16)
+                return unet(latents, emb)
+            """,
+            note="a dtype cast is no move: `w` is on the latents' device",
         ),
         Good(
             """
@@ -828,6 +871,9 @@ class TensorWithoutDevice(Rule):
             return
         if type(func) is cst.Name:
             self._calls[short] = self._calls.get(short, 0) + 1
+        elif _on_self(func):
+            key = f"self.{short}"
+            self._calls[key] = self._calls.get(key, 0) + 1
         if short in ("cuda", "to") or short in MOVING_FUNCTIONS:
             moved = _moved_call(node)
             if moved is not None:
@@ -836,6 +882,14 @@ class TensorWithoutDevice(Rule):
             self._with_factories.add(id(function) if function is not None else None)
         elif function is not None:
             self._called.setdefault(id(function), set()).add(short)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`y = name(...)` whose next use in the block is `y = y.to(device)`: moved right away."""
+        if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name or type(node.value) is not cst.Call:
+            return
+        callee = _called(node.value.func)
+        if callee is not None and _next_use_moves(self.ctx.ancestors, node, node.targets[0].target.value):
+            self._moved[callee] = self._moved.get(callee, 0) + 1
 
     def finish(self) -> None:
         if not self._enabled or not self._with_factories:
@@ -896,7 +950,7 @@ class TensorWithoutDevice(Rule):
             setup = self._forward_setup(node, cls, scan, qualname)
         elif _runs_in_data_loading(node, cls) or id(node) in self._preparing:
             return None
-        elif cls is None and self._every_caller_moves_the_result(node.name.value):
+        elif self._every_caller_moves_the_result(node.name.value if cls is None else f"self.{node.name.value}"):
             return None  # CPU preprocessing: `preprocess(x).cuda()`, `fabric.to_device(jitter(b))`
         else:
             setup = self._helper_setup(node, scan, qualname)
@@ -996,9 +1050,11 @@ class TensorWithoutDevice(Rule):
         return returns
 
     def _every_caller_moves_the_result(self, name: str) -> bool:
-        """Every call of the module-level function `name` in this file hands its result
-        straight to a move: `name(...).cuda()`, `name(...).to(...)`, `x.to_device(name(...))`."""
-        if self.ctx.text.count(f"{name}(") < 2:
+        """Every call of the module-level function `name` (or of the method, as `self.name`)
+        in this file hands its result straight to a move: `name(...).cuda()`,
+        `name(...).to(...)`, `x.to_device(name(...))`, or `y = name(...)` whose next use is
+        `y = y.to(...)`."""
+        if self.ctx.text.count(f"{name}(") < (1 if name.startswith("self.") else 2):
             return False  # only its own `def name(`: no caller in this file
         calls, moved = self._calls, self._moved
         return calls.get(name, 0) > 0 and moved.get(name, 0) == calls[name]
@@ -1171,9 +1227,67 @@ def _moved_call(node: cst.Call) -> Optional[str]:
     elif (func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")) in MOVING_FUNCTIONS:
         first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
         inner = first if isinstance(first, cst.Call) else None
-    if inner is not None and isinstance(inner.func, cst.Name):
-        return inner.func.value
+    return _called(inner.func) if inner is not None else None
+
+
+def _on_self(func: cst.BaseExpression) -> bool:
+    """`self.name`: a method of the class the call is written in."""
+    return type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"
+
+
+def _called(func: cst.BaseExpression) -> Optional[str]:
+    """The key `_calls` counts a call under: `name` for `name(...)`, `self.name` for `self.name(...)`."""
+    if type(func) is cst.Name:
+        return func.value
+    if _on_self(func):
+        return f"self.{func.attr.value}"
     return None
+
+
+def _names_a_destination(call: cst.Call) -> bool:
+    """`.to(device=...)`, `.to(device)`, `.to(other)`: not `.to(torch.float16)` / `.to(dtype=...)`."""
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == "device":
+                return True
+            continue
+        if not (dotted_name(arg.value) or "").startswith("torch."):
+            return True
+    return False
+
+
+#: How many statements after `y = f(...)` the move `y = y.to(...)` may come.
+_MOVE_LOOKAHEAD = 6
+
+
+def _next_use_moves(ancestors: list, assign: cst.Assign, name: str) -> bool:
+    """The first of the next few statements of the block that mentions `name` is
+    `name = name.to(...)` or `name = name.cuda()`."""
+    if len(ancestors) < 2 or type(ancestors[-1]) is not cst.SimpleStatementLine or len(ancestors[-1].body) != 1:
+        return False
+    line, block = ancestors[-1], ancestors[-2]
+    statements = list(block.body) if type(block) in (cst.IndentedBlock, cst.Module) else []
+    start = next((i for i, s in enumerate(statements) if s is line), len(statements)) + 1
+    # A move "right away" is a few statements later; looking further would cost a walk of
+    # the rest of the block for every assignment of a call.
+    for statement in statements[start : start + _MOVE_LOOKAHEAD]:
+        if not _mentions(statement, {name}):
+            continue
+        if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1 or type(statement.body[0]) is not cst.Assign:
+            return False
+        moved = statement.body[0]
+        value = moved.value
+        return (
+            len(moved.targets) == 1
+            and type(moved.targets[0].target) is cst.Name
+            and moved.targets[0].target.value == name
+            and type(value) is cst.Call
+            and type(value.func) is cst.Attribute
+            and type(value.func.value) is cst.Name
+            and value.func.value.value == name
+            and (value.func.attr.value == "cuda" or (value.func.attr.value == "to" and _names_a_destination(value)))
+        )
+    return False
 
 
 def _is_dotted_name(text: str) -> bool:

@@ -39,6 +39,7 @@ from torchlint.semantic.values import (
     GRAD,
     IDENTITY,
     LEAF,
+    LOGPROB,
     MULTI_VIEW,
     PROB,
     Applied,
@@ -846,7 +847,8 @@ class SemanticModel(Analysis):
                 if type(owner) is Instance and owner.ref.local:
                     found |= self._resolve_attr(owner.ref.name, value.name, depth)
                 elif type(owner) is External:
-                    found.add(External(("attr", owner.ref, value.name)))
+                    duck = self._attr_of_every_class(value.name, depth) if owner.ref[0] == "param" else set()
+                    found |= duck or {External(("attr", owner.ref, value.name))}
                 elif type(owner) is NNModule:
                     found |= self._layer_parameter(owner, value.name)
                 elif type(owner) is Tensor and value.name in api.VIEW_ATTRIBUTES and owner.kind in (LEAF, MULTI_VIEW):
@@ -1012,6 +1014,21 @@ class SemanticModel(Analysis):
             if attr in info.methods:
                 return {BoundMethod(info.node.name.value, attr)}
         return set()
+
+    def _attr_of_every_class(self, attr: str, depth: int) -> set:
+        """`rnn.softmax(x)` where `rnn` is a parameter no caller here passes: when every class
+        of this file that assigns `self.<attr>` assigns a softmax or log-softmax layer, of one
+        kind, that is what the attribute is (the char-RNN tutorial's `self.softmax =
+        nn.LogSoftmax(dim=1)` gives log-probabilities, so the kind comes from the layer, never
+        from the name). An attribute no class here assigns stays unknown."""
+        layers: set = set()
+        for info in self.classes.values():
+            for assigned in info.attrs.get(attr, ()):
+                for layer in self.resolve(assigned, depth):
+                    if type(layer) is not Layer or layer.kind not in (PROB, LOGPROB):
+                        return set()
+                    layers.add(layer)
+        return layers if len({layer.kind for layer in layers}) == 1 else set()
 
     def _resolve_param(self, param: Param, depth: int) -> set:
         """The join of what every call site in this file passes for the parameter."""
