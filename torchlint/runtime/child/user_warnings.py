@@ -208,17 +208,3 @@ class UserWarnings:
                 fallback = frame
             frame = frame.f_back
         return fallback
-
-
-def own_dirs() -> list[str]:
-    """torchlint's folders (the engine and the built-in plugins)."""
-    import torchlint
-
-    dirs = [os.path.dirname(torchlint.__file__)]
-    try:
-        import torchlint.plugins as builtin_plugins
-
-        dirs.extend(builtin_plugins.__path__)
-    except ImportError:
-        pass
-    return dirs

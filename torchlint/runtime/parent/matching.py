@@ -298,8 +298,7 @@ def _timed_out(child: ChildResult, stopped: dict | None, far: str, cwd: Path, ti
 
 
 def _user_file(path: str) -> bool:
-    from torchlint.runtime.frames import USER, FrameClassifier
-    from torchlint.runtime.child.user_warnings import own_dirs
+    from torchlint.runtime.frames import USER, FrameClassifier, own_dirs
 
     global _PARENT_FRAMES
     if _PARENT_FRAMES is None:
