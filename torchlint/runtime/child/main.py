@@ -44,7 +44,7 @@ class Progress:
 
 
 def main() -> int:
-    from torchlint.runtime.parent.lifetime import die_with_parent
+    from torchlint.runtime.lifetime import die_with_parent
     from torchlint.runtime.parent.runner import SPEC_ENV
     from torchlint.runtime.parent.supervisor import ENV_PARENT
 
