@@ -45,8 +45,7 @@ class Progress:
 
 def main() -> int:
     from torchlint.runtime.lifetime import die_with_parent
-    from torchlint.runtime.parent.runner import SPEC_ENV
-    from torchlint.runtime.parent.supervisor import ENV_PARENT
+    from torchlint.runtime.child_env import ENV_PARENT, SPEC_ENV
 
     # Never outlive the supervisor; the target does not see our settings.
     parent = os.environ.pop(ENV_PARENT, None)

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from torchlint.runtime.channel import EvidenceChannel
+from torchlint.runtime.child_env import SPEC_ENV
 from torchlint.runtime.parent.supervisor import TERMINATE_GRACE_S
 from torchlint.runtime.parent.target import Target
 from torchlint.runtime.child.watchdog import PARENT_GRACE_S
 
 OUTPUT_TAIL_BYTES = 64 * 1024
-SPEC_ENV = "TORCHLINT_RUN_SPEC"
-MONITOR_POLL_S = 0.25  # the child reads its RunSpec here (and removes it)
+MONITOR_POLL_S = 0.25
 
 
 @dataclass(frozen=True)
