@@ -261,7 +261,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
 
 def _report_imports(events: EventWriter, ctx: Any) -> None:
     """The user's files the program imported: the report covers them (``runtime.parent.scope``)."""
-    from torchlint.runtime.parent.scope import imported_files
+    from torchlint.runtime.child.imported_files import imported_files
 
     try:
         events.emit("imported", files=imported_files(ctx.frames))

@@ -86,7 +86,7 @@ class Watchdog:
         self.events.emit("timed-out", phase=self.phase, at=at, stack=stack, threads=threads,
                          seconds=round(time.monotonic() - self.started, 3), **counts)
         if self.frames is not None and self.phase == TARGET:
-            from torchlint.runtime.parent.scope import imported_files
+            from torchlint.runtime.child.imported_files import imported_files
 
             self.events.emit("imported", files=imported_files(self.frames))
         stream = sys.__stderr__
