@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import every_rule
 from torchlint.findings import Finding, Location
-from torchlint.runtime.parent.matching import merge
+from torchlint.runtime.merge.matching import merge
 from torchlint.runtime.parent.runner import ChildResult
 
 START = {"event": "start", "probes": [{"name": "device", "confirms": ["TL201"], "runtime_code": "TL701"},
