@@ -23,7 +23,7 @@ from typing import Any
 
 from torchlint.findings import Evidence, Finding, Location, Severity
 from torchlint.runtime.rules import ENGINE_RUNTIME_RULES
-from torchlint.runtime.parent.runner import ChildResult
+from torchlint.runtime.merge.child_result import ChildResult
 
 CONFIRMED, NOT_REPRODUCED, NOT_REACHED, NOT_PROBED = "confirmed", "not reproduced", "not reached", "not probed"
 RUNTIME_ONLY = "runtime only"
