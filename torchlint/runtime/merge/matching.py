@@ -276,7 +276,7 @@ def _timed_out(child: ChildResult, stopped: dict | None, far: str, cwd: Path, ti
     at = stopped.get("at") if stopped else None
     data: dict[str, Any] = {}
     if stopped is None:
-        from torchlint.runtime.child.watchdog import user_line_from_dump
+        from torchlint.runtime.merge.faulthandler_dump import user_line_from_dump
 
         found = user_line_from_dump(child.output_tail, _user_file)
         at = list(found) if found else None
