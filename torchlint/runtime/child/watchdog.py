@@ -12,7 +12,7 @@ only in Python hooks, which need the interpreter lock the watchdog holds.
 
 A target stuck in C code that holds the interpreter lock never lets the thread run:
 ``faulthandler`` then dumps every thread's stack to stderr a second later and exits, and the
-parent reads the main thread's user line from that dump (``user_line_from_dump``).
+parent reads the main thread's user line from that dump (``runtime.merge.faulthandler_dump``).
 """
 
 from __future__ import annotations
