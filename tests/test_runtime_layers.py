@@ -1,4 +1,5 @@
-"""No import cycle among the modules of ``torchlint.runtime``.
+"""The modules of ``torchlint.runtime`` are layered: no import cycle among them, and a
+subpackage imports only from the subpackages below it (``LAYERS``).
 
 Every import counts, function-level ones included: a lazy import still ties two modules
 together, and a circle through one is a circle the next refactoring trips on. The one kind
@@ -12,6 +13,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = ROOT / "torchlint" / "runtime"
+PACKAGE = "torchlint.runtime"
+
+#: The subpackages of torchlint.runtime, lowest first. A module may import from its own
+#: subpackage, from the shared modules at the top of runtime/ (the layer below them all) and
+#: from the subpackages listed before its own; never from one listed after it (the order and
+#: why: torchlint/runtime/README.md).
+LAYERS = ["devices", "merge", "report", "compile", "distributed", "child", "parent"]
 
 
 def module_name(path: Path) -> str:
@@ -79,6 +87,57 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if module not in state and (cycle := visit(module)):
             return cycle
     return None
+
+
+def layer_of(module: str, layers: list[str]) -> str:
+    """The subpackage `module` belongs to, or "" for the shared modules at the top of runtime/."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 or (len(parts) == 3 and parts[2] in layers) else ""
+
+
+def rank_of(layer: str, layers: list[str]) -> int:
+    return 0 if layer == "" else layers.index(layer) + 1
+
+
+def upward_imports(graph: dict[str, set[str]], layers: list[str]) -> list[str]:
+    """Each import of a module from a layer above its own, in words."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        own = layer_of(module, layers)
+        for other in sorted(imported):
+            above = layer_of(other, layers)
+            if rank_of(above, layers) > rank_of(own, layers):
+                where = f"runtime/{own}/" if own else "the top of runtime/"
+                found.append(f"{module} imports {other}: {above}/ is above {where} in LAYERS")
+    return found
+
+
+def test_every_runtime_subpackage_has_a_layer():
+    subpackages = sorted(path.parent.name for path in RUNTIME.glob("*/__init__.py"))
+    assert sorted(LAYERS) == subpackages, "declare each subpackage of torchlint/runtime/ in LAYERS, once"
+
+
+def test_runtime_subpackages_import_only_from_layers_below():
+    offending = upward_imports(runtime_graph(), LAYERS)
+    assert not offending, "imports against the layer order:\n" + "\n".join(offending)
+
+
+def test_the_layer_check_names_an_upward_import():
+    graph = {
+        f"{PACKAGE}.frames": set(),
+        f"{PACKAGE}.devices.meta": {f"{PACKAGE}.frames", f"{PACKAGE}.child.probing"},
+        f"{PACKAGE}.child.probing": {f"{PACKAGE}.devices.meta", f"{PACKAGE}.child.steps"},
+        f"{PACKAGE}.child.steps": {f"{PACKAGE}.child"},
+        f"{PACKAGE}.child": set(),
+    }
+    assert upward_imports(graph, ["devices", "child"]) == [
+        f"{PACKAGE}.devices.meta imports {PACKAGE}.child.probing: child/ is above runtime/devices/ in LAYERS",
+    ]
+    graph[f"{PACKAGE}.frames"] = {f"{PACKAGE}.devices"}
+    assert upward_imports(graph, ["devices", "child"]) == [
+        f"{PACKAGE}.devices.meta imports {PACKAGE}.child.probing: child/ is above runtime/devices/ in LAYERS",
+        f"{PACKAGE}.frames imports {PACKAGE}.devices: devices/ is above the top of runtime/ in LAYERS",
+    ]
 
 
 def test_no_import_cycle_among_runtime_modules():

@@ -42,7 +42,7 @@ _HOME = {
     "RuntimeRule": "torchlint.runtime.rules",
     "Probe": "torchlint.runtime.child.probing",
     "ProbeDispatch": "torchlint.runtime.child.probing",
-    "op_name": "torchlint.runtime.child.probing",
+    "op_name": "torchlint.runtime.op_names",
     "tensors_in": "torchlint.runtime.child.probing",
     "passes_tensor": "torchlint.runtime.child.probing",
     "Site": "torchlint.runtime.frames",
@@ -67,7 +67,7 @@ _HOME = {
     "TargetWarning": "torchlint.runtime.child.user_warnings",
     "RunSection": "torchlint.runtime.report.sections",
     "where": "torchlint.runtime.report.sections",
-    "display_path": "torchlint.runtime.parent.matching",
+    "display_path": "torchlint.runtime.merge.matching",
     "e": "torchlint.runtime.report.html_kit",
     "clip": "torchlint.runtime.report.html_kit",
     "legend": "torchlint.runtime.report.html_kit",
@@ -122,10 +122,11 @@ if TYPE_CHECKING:  # for type checkers and editors only; at run time each name l
     from torchlint.runtime.distributed.collectives import CollectiveRecorder
     from torchlint.runtime.frames import LIBRARY, USER, FrameClassifier, Site, frame_locals
     from torchlint.runtime.report.html_kit import clip, e, legend, paired_bars, split_bar, stacked_bars
-    from torchlint.runtime.parent.matching import display_path
+    from torchlint.runtime.merge.matching import display_path
     from torchlint.runtime.parameter_reads import by_device, kept, norms, prefixes
     from torchlint.runtime.patches import Patches
-    from torchlint.runtime.child.probing import Probe, ProbeDispatch, op_name, passes_tensor, tensors_in
+    from torchlint.runtime.child.probing import Probe, ProbeDispatch, passes_tensor, tensors_in
+    from torchlint.runtime.op_names import op_name
     from torchlint.runtime.profile_trace import LINE_PREFIX, MODULE_PREFIX, analyse, load_events
     from torchlint.runtime.reach import SHOWN, counted, listed, models_in_reach, parameter_label, parameter_names
     from torchlint.runtime.rules import RuntimeRule

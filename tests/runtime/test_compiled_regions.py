@@ -43,7 +43,7 @@ def under_probes():
     from torchlint.runtime.child.main import _chosen_probes, _uninstall
     from torchlint.runtime.compile.regions import CompiledRegions, Ownership
     from torchlint.runtime.child.steps import StepCounter
-    from torchlint.runtime.child.user_warnings import own_dirs
+    from torchlint.runtime.frames import own_dirs
 
     recorder = Recorder()
     ctx = ProbeContext(recorder, default_classifier(), CpuMode(), progress=lambda message: None)

@@ -12,7 +12,7 @@ import pytest
 from conftest import every_rule
 from torchlint.runtime.distributed.report import merge_ranks
 from torchlint.runtime.report.text import write_json, write_text
-from torchlint.runtime.parent.runner import ChildResult
+from torchlint.runtime.merge.child_result import ChildResult
 
 SCRIPT = "/p/train.py"
 RULES = every_rule()

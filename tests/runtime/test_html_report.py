@@ -13,7 +13,7 @@ import pytest
 from torchlint.findings import Evidence, Finding, Location, Severity
 from torchlint.pluginmanager import make_plugin_manager
 from torchlint.runtime.report.html_page import write_report_dir
-from torchlint.runtime.parent.matching import Outcome
+from torchlint.runtime.merge.matching import Outcome
 from torchlint.runtime.report.sections import sections_of
 
 RESULTS = {

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from conftest import every_rule
 from torchlint.findings import Finding, Location
-from torchlint.runtime.parent.matching import merge
-from torchlint.runtime.parent.runner import ChildResult
+from torchlint.runtime.merge.matching import merge
+from torchlint.runtime.merge.child_result import ChildResult
 
 START = {"event": "start", "probes": [{"name": "device", "confirms": ["TL201"], "runtime_code": "TL701"},
                                       {"name": "loss", "confirms": ["TL101"], "runtime_code": "TL704"}]}

@@ -14,8 +14,8 @@ from torchlint.plugins.rules.load_without_map_location import BOTH_KEYWORDS, Loa
 from torchlint.plugins.rules.load_without_weights_only import LoadWithoutWeightsOnly
 from torchlint.plugins.rules.numpy_on_device_or_grad_tensor import NumpyOnDeviceOrGradTensor
 from torchlint.plugins.rules.tensor_without_device import TensorWithoutDevice
-from torchlint.runtime.parent.matching import merge
-from torchlint.runtime.parent.runner import ChildResult
+from torchlint.runtime.merge.matching import merge
+from torchlint.runtime.merge.child_result import ChildResult
 
 RULES = {rule.code: rule for rule in (FloatClassIndexTarget, InplaceOnGradTensor, LoadWithoutMapLocation, LoadWithoutWeightsOnly,
                                       NumpyOnDeviceOrGradTensor, TensorWithoutDevice)}

@@ -124,6 +124,20 @@ class FrameClassifier:
         return absolute
 
 
+def own_dirs() -> list[str]:
+    """torchlint's folders (the engine and the built-in plugins)."""
+    import torchlint
+
+    dirs = [os.path.dirname(torchlint.__file__)]
+    try:
+        import torchlint.plugins as builtin_plugins
+
+        dirs.extend(builtin_plugins.__path__)
+    except ImportError:
+        pass
+    return dirs
+
+
 def generated_dirs() -> tuple[str, ...]:
     """The folders of the code torch writes and runs (Inductor's cache: the compiled graphs'
     Python wrappers and kernels): its frames are torch's, never the user line a finding or a

@@ -3,5 +3,6 @@
 ``main`` (``python -m torchlint.runtime.child.main``) picks the device mode, installs the probes
 and runs the target (``notebook_run`` for a notebook); ``probing`` is the one TorchFunctionMode
 that feeds every probe, ``steps`` counts optimizer steps and forward calls, ``user_warnings``
-hands torch's warnings to the probes, ``processes`` notes processes the program starts, and
-``watchdog`` says where the target was when its time ran out."""
+hands torch's warnings to the probes, ``processes`` notes processes the program starts,
+``watchdog`` says where the target was when its time ran out, and ``imported_files`` lists the
+user's files the program imported."""

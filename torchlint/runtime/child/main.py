@@ -44,9 +44,8 @@ class Progress:
 
 
 def main() -> int:
-    from torchlint.runtime.parent.lifetime import die_with_parent
-    from torchlint.runtime.parent.runner import SPEC_ENV
-    from torchlint.runtime.parent.supervisor import ENV_PARENT
+    from torchlint.runtime.lifetime import die_with_parent
+    from torchlint.runtime.child_env import ENV_PARENT, SPEC_ENV
 
     # Never outlive the supervisor; the target does not see our settings.
     parent = os.environ.pop(ENV_PARENT, None)
@@ -125,10 +124,10 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     from torchlint.runtime.compile.regions import CompiledRegions, Ownership
     from torchlint.runtime.devices.errors import SimulationLimit
     from torchlint.runtime.distributed.rank import rank_setup
-    from torchlint.runtime.frames import default_classifier
+    from torchlint.runtime.frames import default_classifier, own_dirs
     from torchlint.runtime.child.probing import ProbeContext, ProbeDispatch, WarningDispatch
     from torchlint.runtime.child.processes import ProcessWatch
-    from torchlint.runtime.child.user_warnings import UserWarnings, own_dirs
+    from torchlint.runtime.child.user_warnings import UserWarnings
     from torchlint.runtime.child.steps import StepCounter, StepLimitReached
 
     ctx = ProbeContext(events, default_classifier(), mode, progress)
@@ -262,7 +261,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
 
 def _report_imports(events: EventWriter, ctx: Any) -> None:
     """The user's files the program imported: the report covers them (``runtime.parent.scope``)."""
-    from torchlint.runtime.parent.scope import imported_files
+    from torchlint.runtime.child.imported_files import imported_files
 
     try:
         events.emit("imported", files=imported_files(ctx.frames))
@@ -414,8 +413,7 @@ def _first_differentiable(value: Any, torch: Any) -> Any:
 def _user_traceback(exc: BaseException, ctx: Any) -> str:
     """The traceback `python train.py` would print: from the target's first frame on, and
     without torchlint's frames (its modes and probes sit between the user's code and torch)."""
-    from torchlint.runtime.frames import format_user_exception
-    from torchlint.runtime.child.user_warnings import own_dirs
+    from torchlint.runtime.frames import format_user_exception, own_dirs
 
     return format_user_exception(exc, ctx.frames, tuple(own_dirs()))
 

@@ -513,12 +513,6 @@ def _overrides(probe: Probe, hook: str) -> bool:
     return getattr(type(probe), hook) is not getattr(Probe, hook)
 
 
-def op_name(func: Any) -> str:
-    """`add` for Tensor.__add__, `cross_entropy` for F.cross_entropy."""
-    name = getattr(func, "__name__", None) or repr(func)
-    return name.strip("_") or name
-
-
 def tensors_in(args: tuple, kwargs: dict) -> Iterable[torch.Tensor]:
     """Tensor arguments, including those inside a list or tuple argument (torch.cat)."""
     for value in (*args, *kwargs.values()):

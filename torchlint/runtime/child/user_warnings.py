@@ -210,20 +210,6 @@ class UserWarnings:
         return fallback
 
 
-def own_dirs() -> list[str]:
-    """torchlint's folders (the engine and the built-in plugins)."""
-    import torchlint
-
-    dirs = [os.path.dirname(torchlint.__file__)]
-    try:
-        import torchlint.plugins as builtin_plugins
-
-        dirs.extend(builtin_plugins.__path__)
-    except ImportError:
-        pass
-    return dirs
-
-
 def _loadable(module_globals: dict) -> dict | None:
     """The globals for ``warn_explicit`` to read the warning's source line through, or None
     (linecache then reads the file by name). The script ``runpy.run_path`` runs as

@@ -12,7 +12,7 @@ only in Python hooks, which need the interpreter lock the watchdog holds.
 
 A target stuck in C code that holds the interpreter lock never lets the thread run:
 ``faulthandler`` then dumps every thread's stack to stderr a second later and exits, and the
-parent reads the main thread's user line from that dump (``user_line_from_dump``).
+parent reads the main thread's user line from that dump (``runtime.merge.faulthandler_dump``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import faulthandler
 import linecache
 import os
-import re
 import sys
 import threading
 import time
@@ -86,7 +85,7 @@ class Watchdog:
         self.events.emit("timed-out", phase=self.phase, at=at, stack=stack, threads=threads,
                          seconds=round(time.monotonic() - self.started, 3), **counts)
         if self.frames is not None and self.phase == TARGET:
-            from torchlint.runtime.parent.scope import imported_files
+            from torchlint.runtime.child.imported_files import imported_files
 
             self.events.emit("imported", files=imported_files(self.frames))
         stream = sys.__stderr__
@@ -131,22 +130,3 @@ class Watchdog:
             if stack:
                 alive.append({"name": thread.name, "at": stack[-1][:2]})
         return alive
-
-
-_DUMP_THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):\n((?:  File .*\n?)+)", re.MULTILINE)
-_DUMP_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)', re.MULTILINE)
-
-
-def user_line_from_dump(output: str, is_user: Any) -> tuple[str, int] | None:
-    """The main thread's innermost user line in faulthandler's dump (the last one in
-    ``output``): the thread whose stack holds the child's ``main``."""
-    blocks = list(_DUMP_THREAD.finditer(output))
-    for block in reversed(blocks):
-        frames = [(m["path"], int(m["line"]), m["function"]) for m in _DUMP_FRAME.finditer(block.group(1))]
-        if not any(path.endswith(os.path.join("runtime", "child", "main.py")) for path, _, _ in frames):
-            continue
-        for path, line, _ in frames:  # most recent first
-            if is_user(path):
-                return path, line
-        return None
-    return None

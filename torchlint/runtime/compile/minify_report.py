@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from torchlint.runtime.report.html_kit import e
-from torchlint.runtime.parent.matching import display_path
+from torchlint.runtime.merge.matching import display_path
 
 #: The debug dump's files worth a click, in the order a user opens them.
 DEBUG_FILES = ("fx_graph_runnable.py", "output_code.py")

@@ -25,7 +25,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._device import _device_constructors
 
 from torchlint.runtime.devices.errors import SimulationLimit
-from torchlint.runtime.child.probing import op_name
+from torchlint.runtime.op_names import op_name
 
 Tensor = torch.Tensor
 

@@ -23,8 +23,8 @@ from typing import Any
 from torchlint.findings import Evidence, Finding, Severity
 from torchlint.runtime.distributed.divergence import Divergence, Side, timelines_of
 from torchlint.plugins.probes.distributed import RULES as DISTRIBUTED_RULES
-from torchlint.runtime.parent.matching import CONFIRMED, RUNTIME_ONLY, Outcome, _runtime_finding, display_path, merge
-from torchlint.runtime.parent.runner import ChildResult
+from torchlint.runtime.merge.matching import CONFIRMED, RUNTIME_ONLY, Outcome, _runtime_finding, display_path, merge
+from torchlint.runtime.merge.child_result import ChildResult
 
 _FAILED = ("raised", "exited")
 _ORDINALS = {1: "st", 2: "nd", 3: "rd"}

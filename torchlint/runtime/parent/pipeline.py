@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from torchlint.findings import Finding, Severity
 from torchlint.runtime.parent.defaults import DEFAULT_WATCH_STEPS
 from torchlint.runtime.parent.interrupts import Stopped, stopped_by_signals
-from torchlint.runtime.parent.matching import CONFIRMED, RUNTIME_ONLY, merge
+from torchlint.runtime.merge.matching import CONFIRMED, RUNTIME_ONLY, merge
 from torchlint.runtime.report.text import probe_results, status_of, write_json, write_text
 from torchlint.runtime.parent.runner import RunningChild, RunSpec
 from torchlint.runtime.parent.scope import import_closure, same_files

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from torchlint.runtime.channel import EvidenceChannel
+from torchlint.runtime.child_env import SPEC_ENV
+from torchlint.runtime.merge.child_result import ChildResult
 from torchlint.runtime.parent.supervisor import TERMINATE_GRACE_S
 from torchlint.runtime.parent.target import Target
 from torchlint.runtime.child.watchdog import PARENT_GRACE_S
 
 OUTPUT_TAIL_BYTES = 64 * 1024
-SPEC_ENV = "TORCHLINT_RUN_SPEC"
-MONITOR_POLL_S = 0.25  # the child reads its RunSpec here (and removes it)
+MONITOR_POLL_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -60,20 +61,6 @@ class RunSpec:
             "timeout": self.timeout,
             "deadline": self.deadline,
         }
-
-
-@dataclass
-class ChildResult:
-    events: list[dict[str, Any]]
-    returncode: int | None
-    timed_out: bool
-    seconds: float
-    script: str = ""
-    output_tail: str = ""
-    signal_name: str | None = field(default=None)
-
-    def first(self, kind: str) -> dict[str, Any] | None:
-        return next((e for e in self.events if e["event"] == kind), None)
 
 
 class _OutputPump(threading.Thread):

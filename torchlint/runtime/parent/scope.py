@@ -21,8 +21,7 @@ import ast
 import os
 from pathlib import Path
 
-#: Enough for any real project; a runaway closure (a vendored tree) stops here.
-MAX_FILES = 2000
+from torchlint.runtime.child.imported_files import MAX_FILES
 
 
 def import_closure(target: Path, roots: list[Path]) -> list[Path]:
@@ -108,17 +107,3 @@ def _module_files(dotted: str, search: list[Path], parents: bool = True) -> list
 def same_files(paths: list[str] | list[Path]) -> set[str]:
     return {os.path.realpath(str(p)) for p in paths}
 
-
-def imported_files(frames: object) -> list[str]:
-    """Child side: the user's files among the modules the program imported (``frames``: the
-    child's FrameClassifier, which tells user files from torch, torchlint and libraries)."""
-    import sys
-
-    from torchlint.runtime.frames import USER
-
-    files = set()
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if isinstance(path, str) and path.endswith(".py") and frames.verdict(path) == USER:  # type: ignore[attr-defined]
-            files.add(os.path.abspath(path))
-    return sorted(files)[:MAX_FILES]

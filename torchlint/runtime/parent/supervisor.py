@@ -20,11 +20,11 @@ import subprocess
 import sys
 import time
 
-from torchlint.runtime.parent.lifetime import adopt_orphans, die_with_parent, kill_descendants, reap_children
+from torchlint.runtime.child_env import ENV_PARENT
+from torchlint.runtime.lifetime import adopt_orphans, die_with_parent, kill_descendants, reap_children
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 TERMINATE_GRACE_S = 2.0
-ENV_PARENT = "TORCHLINT_RUN_SUPERVISOR"
 
 
 class _Stop(Exception):

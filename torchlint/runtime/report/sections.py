@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchlint.runtime.parent.matching import display_path
+from torchlint.runtime.merge.matching import display_path
 
 
 @dataclass(frozen=True)

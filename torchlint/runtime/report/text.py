@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from torchlint.findings import Finding
 from torchlint.notebook.cells import location_text
-from torchlint.runtime.parent.matching import CONFIRMED, NOT_PROBED, NOT_REACHED, NOT_REPRODUCED, RUNTIME_ONLY, Outcome
+from torchlint.runtime.merge.matching import CONFIRMED, NOT_PROBED, NOT_REACHED, NOT_REPRODUCED, RUNTIME_ONLY, Outcome
 
 STATUS_ORDER = (CONFIRMED, RUNTIME_ONLY, NOT_REPRODUCED, NOT_REACHED, NOT_PROBED)
 

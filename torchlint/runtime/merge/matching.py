@@ -23,7 +23,7 @@ from typing import Any
 
 from torchlint.findings import Evidence, Finding, Location, Severity
 from torchlint.runtime.rules import ENGINE_RUNTIME_RULES
-from torchlint.runtime.parent.runner import ChildResult
+from torchlint.runtime.merge.child_result import ChildResult
 
 CONFIRMED, NOT_REPRODUCED, NOT_REACHED, NOT_PROBED = "confirmed", "not reproduced", "not reached", "not probed"
 RUNTIME_ONLY = "runtime only"
@@ -276,7 +276,7 @@ def _timed_out(child: ChildResult, stopped: dict | None, far: str, cwd: Path, ti
     at = stopped.get("at") if stopped else None
     data: dict[str, Any] = {}
     if stopped is None:
-        from torchlint.runtime.child.watchdog import user_line_from_dump
+        from torchlint.runtime.merge.faulthandler_dump import user_line_from_dump
 
         found = user_line_from_dump(child.output_tail, _user_file)
         at = list(found) if found else None
@@ -298,8 +298,7 @@ def _timed_out(child: ChildResult, stopped: dict | None, far: str, cwd: Path, ti
 
 
 def _user_file(path: str) -> bool:
-    from torchlint.runtime.frames import USER, FrameClassifier
-    from torchlint.runtime.child.user_warnings import own_dirs
+    from torchlint.runtime.frames import USER, FrameClassifier, own_dirs
 
     global _PARENT_FRAMES
     if _PARENT_FRAMES is None:
