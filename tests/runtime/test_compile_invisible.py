@@ -38,6 +38,20 @@ def run_plainly(program: str, env: dict) -> subprocess.CompletedProcess:
                           env=dict(os.environ, **env))
 
 
+@pytest.fixture(scope="module")
+def plain_runs(inductor_cache):
+    """Each program run plainly once, however many devices compare against it (a run with
+    Inductor costs seconds of CPU)."""
+    runs: dict[str, subprocess.CompletedProcess] = {}
+
+    def plain(program: str) -> subprocess.CompletedProcess:
+        if program not in runs:
+            runs[program] = run_plainly(program, inductor_cache)
+        return runs[program]
+
+    return plain
+
+
 def in_torchlints_files(finding: dict, cwd: Path) -> bool:
     path = (cwd / finding["filename"]).resolve()
     return any(path.is_relative_to(own.resolve()) for own in OWN)
@@ -51,8 +65,8 @@ def in_torchlints_files(finding: dict, cwd: Path) -> bool:
 @pytest.mark.parametrize("program, raises, device", [("uint8.py", None, "cpu"), ("float_neg_bug.py", "AssertionError", "cpu"),
                                                      ("train_step.py", None, "cpu"), ("uint8.py", None, "fake-cuda"),
                                                      ("train_step.py", None, "fake-cuda")])
-def test_a_program_that_compiles_itself_runs_the_same_under_torchlint(program, raises, device, inductor_cache):
-    plain = run_plainly(program, inductor_cache)
+def test_a_program_that_compiles_itself_runs_the_same_under_torchlint(program, raises, device, inductor_cache, plain_runs):
+    plain = plain_runs(program)
     assert exception_line(plain.stderr) == raises, plain.stderr[-3000:]  # the program is what it claims
     printed = plain.stdout.splitlines()
     assert printed, plain.stderr[-3000:]
