@@ -151,6 +151,10 @@ def test_a_graph_break_under_a_torch_function_mode_is_placed_at_the_programs_lin
     assert (gb["path"], gb["line"]) == ("/src/model.py", 15)
     [gb] = summarise_trace([(artifact, MODE_PAYLOAD)])["graph_breaks"]  # without a classifier: Dynamo's word
     assert (gb["path"], gb["line"]) == ("/venv/torch/utils/_device.py", 122)
+    # A break torch's own function makes on purpose (the optimizer's step) stays where Dynamo puts it.
+    inside_step = MODE_PAYLOAD.replace("in __torch_function__", "in step").replace("_device.py", "optimizer.py")
+    [gb] = summarise_trace([(artifact, inside_step)], is_user=lambda path: path.startswith("/src/"))["graph_breaks"]
+    assert (gb["path"], gb["line"]) == ("/venv/torch/utils/optimizer.py", 122)
 
 
 def test_the_first_failing_rung_names_the_stage_and_the_user_line(tmp_path):

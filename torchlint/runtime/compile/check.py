@@ -44,7 +44,9 @@ _GB_REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)", re.M)
 _GB_ID = re.compile(r"/gb/(gb\d+)\.html", re.I)
 _GB_HINT = re.compile(r"^\s*Hint: (?P<hint>.*)$", re.M)
 _GB_EXPLANATION = re.compile(r"^\s*Explanation: (?P<text>.*)$", re.M)
-_GB_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)', re.M)
+_GB_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)', re.M)
+#: Frames through which a mode or tensor subclass intercepts the program's own operation.
+_INTERCEPTING = ("__torch_function__", "__torch_dispatch__")
 _FILE_LINE = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 
 
@@ -118,20 +120,24 @@ class GraphBreak:
 
 
 def parse_graph_break(payload: str, is_user: Callable[[str], bool] | None = None) -> GraphBreak | None:
-    """The graph break in one structured-trace payload. Dynamo names the innermost frame it was
-    tracing "user code", a torch file included (a TorchFunctionMode such as
-    ``torch.set_default_device``'s sits between the program and the op); with ``is_user``,
-    the break is placed at the innermost frame of its traceback that is the program's."""
+    """The graph break in one structured-trace payload, where Dynamo places it ("user code":
+    the innermost frame it was tracing, torch's own files included: `optimizer.step()`'s
+    deliberate break is in torch/optim). One exception, with ``is_user``: when that frame is a
+    mode's or tensor subclass's ``__torch_function__``/``__torch_dispatch__`` (a TorchFunctionMode
+    such as ``torch.set_default_device``'s sits between the program and every op), the break is
+    the program's own operation, placed at the innermost frame of its traceback that is the
+    program's."""
     at = _GB_AT.search(payload or "")
     if at is None:
         return None
     path, line = at.group("path"), int(at.group("line"))
     if is_user is not None and not is_user(path):
-        traceback_text = payload.partition("User code traceback:")[2].partition("\n\n")[0]
-        for frame in reversed(list(_GB_FRAME.finditer(traceback_text))):
-            if is_user(frame.group("path")):
-                path, line = frame.group("path"), int(frame.group("line"))
-                break
+        frames = list(_GB_FRAME.finditer(payload.partition("User code traceback:")[2].partition("\n\n")[0]))
+        if frames and frames[-1].group("function") in _INTERCEPTING:
+            for frame in reversed(frames):
+                if is_user(frame.group("path")):
+                    path, line = frame.group("path"), int(frame.group("line"))
+                    break
     reason_match = _GB_REASON.search(payload)
     reason = reason_match.group("reason").strip() if reason_match else "graph break"
     # "Encountered graph break when attempting to trace CALL: ...:" is followed by the real title.
