@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import torchlint_run
-from torchlint.runtime.parent.scope import import_closure
+from torchlint.static.import_closure import import_closure
 
 UNUSED_LOAD = """
 import torch

@@ -242,7 +242,7 @@ class Project:
     def _imported_by(self, documents: dict[str, str]) -> set[str]:
         """The project files the open documents import, at any depth (read with `ast` from
         disk): the facts a first check cannot do without."""
-        from torchlint.runtime.parent.scope import import_closure
+        from torchlint.static.import_closure import import_closure
 
         found: set[str] = set()
         for key in documents:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 
-#: Enough for any real project; a runaway closure (a vendored tree) stops here.
-MAX_FILES = 2000
+from torchlint.static.import_closure import MAX_FILES
 
 
 def imported_files(frames: object) -> list[str]:

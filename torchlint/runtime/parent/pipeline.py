@@ -19,7 +19,8 @@ from torchlint.runtime.parent.interrupts import Stopped, stopped_by_signals
 from torchlint.runtime.merge.matching import CONFIRMED, RUNTIME_ONLY, merge
 from torchlint.runtime.report.text import probe_results, status_of, write_json, write_text
 from torchlint.runtime.parent.runner import RunningChild, RunSpec
-from torchlint.runtime.parent.scope import import_closure, same_files
+from torchlint.runtime.parent.scope import same_files
+from torchlint.static.import_closure import import_closure
 from torchlint.runtime.parent.target import TargetError, parse_target
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
