@@ -201,14 +201,18 @@ class FloatClassIndexTarget(LocalTags):
     def visit_Module(self, node: cst.Module) -> None:
         """Names (and `self.<attr>`s) the file only ever assigns one kind of loss module."""
         seen: dict[str, set[Optional[str]]] = {}
+        # Exact types, not isinstance: libcst's classes are ABCs (slow to test) and never
+        # subclassed, and this loop meets every node of the file.
+        other_bindings = (cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr)
         for item in iter_nodes(node):
-            if isinstance(item, cst.Assign):
+            kind = type(item)
+            if kind is cst.Assign:
                 label = self._loss_module_label(item.value)
                 for target in item.targets:
                     key = _target_key(target.target)
                     if key is not None:
                         seen.setdefault(key, set()).add(label)
-            elif isinstance(item, (cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr)):
+            elif kind in other_bindings:
                 key = _target_key(item.target)
                 if key is not None:
                     seen.setdefault(key, set()).add(None)
@@ -253,15 +257,14 @@ class FloatClassIndexTarget(LocalTags):
 
     def _call_tag(self, call: cst.Call):
         qualname = self.ctx.qualname(call.func)
-        text = f"`{_short(self.ctx.module.code_for_node(call.func))}(...)`"
         if qualname is not None:
-            if qualname in INDEX_FUNCTIONS and not _keepdim(call):
-                return Indices(text)
-            if qualname in FACTORIES and (_int_dtype(call, self.ctx) or _int_literals(call, qualname)):
-                return Indices(text)
-            if qualname == "torch.LongTensor":
-                return Indices(text)
-            return None
+            indices = (
+                (qualname in INDEX_FUNCTIONS and not _keepdim(call))
+                or (qualname in FACTORIES and (_int_dtype(call, self.ctx) or _int_literals(call, qualname)))
+                or qualname == "torch.LongTensor"
+            )
+            # Spelled out only when it is the answer: generating code is the costliest step here.
+            return Indices(f"`{_short(self.ctx.module.code_for_node(call.func))}(...)`") if indices else None
         func = call.func
         if not isinstance(func, cst.Attribute):
             return None

@@ -156,11 +156,10 @@ class LoopInvariantDeviceCopy(Rule):
         loop = loops[0]
         if self._under_if_in(loop):
             return
-        code = self.ctx.module.code_for_node(node)
         if isinstance(func.value, cst.Call) and self._constant_factory(func.value):
             self.report(
                 node,
-                f"`{code}` builds the same constant on the host and copies it to the device on every step: "
+                f"`{self.ctx.module.code_for_node(node)}` builds the same constant on the host and copies it to the device on every step: "
                 f"create it once, before the loop, with `device=`",
             )
             return
@@ -169,7 +168,7 @@ class LoopInvariantDeviceCopy(Rule):
             return
         self.report(
             node,
-            f"`{code}` runs on every step for a `{receiver}` the loop never changes: move it to the device once, "
+            f"`{self.ctx.module.code_for_node(node)}` runs on every step for a `{receiver}` the loop never changes: move it to the device once, "
             f"before the loop",
         )
 
