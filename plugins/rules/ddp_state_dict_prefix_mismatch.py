@@ -199,6 +199,22 @@ class DdpStateDictPrefixMismatch(Rule):
         self.names = CheckpointNames(ctx)
         #: (save or load, the call, its function or the module, the class of a method)
         self._events: list[tuple[str, cst.Call, cst.CSTNode, cst.ClassDef | None]] = []
+        #: one reader per scope: a method's reader is asked again for every `self.<model>`
+        self._readers: dict[tuple[int, int], _ScopeReader] = {}
+        self._file_handles_prefixes: bool | None = None
+
+    def reader(self, scope: cst.CSTNode, owner: cst.ClassDef | None) -> _ScopeReader:
+        key = (id(scope), id(owner))  # a method read as a class's assignments has no owner
+        reader = self._readers.get(key)
+        if reader is None:
+            reader = self._readers[key] = _ScopeReader(self, scope, owner)
+        return reader
+
+    def file_mentions_prefix_handling(self) -> bool:
+        if self._file_handles_prefixes is None:
+            text = self.ctx.text
+            self._file_handles_prefixes = any(word in text for word in _PREFIX_HANDLING)
+        return self._file_handles_prefixes
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.names.qualname(node.func) in SAVE_FUNCTIONS:
@@ -213,11 +229,8 @@ class DdpStateDictPrefixMismatch(Rule):
     def finish(self) -> None:
         if not self._events:
             return
-        scopes = {}
         for kind, node, scope, owner in self._events:
-            reader = scopes.get(id(scope))
-            if reader is None:
-                reader = scopes[id(scope)] = _ScopeReader(self, scope, owner)
+            reader = self.reader(scope, owner)
             if kind == "save":
                 for key, state in reader.saved(node):
                     path = _path_text(self.ctx.module, node, "f", 1)
@@ -295,11 +308,11 @@ class _ScopeReader:
         """Whether this scope's text handles `module.` prefixes. The file's text is asked first:
         generating a function's code costs more than the rest of this rule, and most files
         never mention the words."""
-        text = self.rule.ctx.text
-        if not any(word in text for word in _PREFIX_HANDLING):
+        if not self.rule.file_mentions_prefix_handling():
             return False
-        if type(self.scope) is cst.FunctionDef:
-            text = self.rule.ctx.module.code_for_node(self.scope.body)
+        if type(self.scope) is not cst.FunctionDef:
+            return True
+        text = self.rule.ctx.module.code_for_node(self.scope.body)
         return any(word in text for word in _PREFIX_HANDLING)
 
     # -- which models are wrapped -----------------------------------------------------------------
@@ -345,7 +358,7 @@ class _ScopeReader:
         for method in self.owner.body.body:
             if type(method) is not cst.FunctionDef:
                 continue
-            reader = _ScopeReader(self.rule, method, None)
+            reader = self.rule.reader(method, None)
             for node, target, value, _ in reader.assignments:
                 if target == name:
                     states.add(reader.state(value, node, 1))
@@ -422,7 +435,9 @@ def _walk(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, bool]]:
     """Every node of a scope in source order (not entering nested scopes), with whether it
     sits under a branch of the scope."""
     stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
-    from torchlint.static.walker import _child_fields
+    from torchlint.static.walker import _child_fields, _node_types
+
+    node_types = _node_types()  # a set lookup: `isinstance` on libcst's ABCs is this loop's cost
 
     while stack:
         node, conditional = stack.pop()
@@ -434,6 +449,6 @@ def _walk(root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, bool]]:
         for field in _child_fields(type(node)):
             value = getattr(node, field)
             for child in value if type(value) in (list, tuple) else (value,):
-                if isinstance(child, cst.CSTNode):
+                if type(child) in node_types:
                     children.append((child, inner))
         stack.extend(reversed(children))
