@@ -237,10 +237,10 @@ class AccumulatedLossNotDivided(Rule):
 def _modulo_ifs(loop: cst.CSTNode) -> list[tuple[cst.If, cst.BaseExpression]]:
     found = []
     for node in loop_nodes(loop):
-        if isinstance(node, cst.If):
+        if type(node) is cst.If:
             for part in iter_nodes(node.test):
-                if isinstance(part, cst.BinaryOperation) and isinstance(part.operator, cst.Modulo):
-                    if not (isinstance(part.right, cst.Integer) and part.right.value == "1"):
+                if type(part) is cst.BinaryOperation and type(part.operator) is cst.Modulo:
+                    if not (type(part.right) is cst.Integer and part.right.value == "1"):
                         found.append((node, part.right))
                     break
     return found

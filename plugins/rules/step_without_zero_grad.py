@@ -233,19 +233,22 @@ def _stepped_optimizer(call: cst.Call) -> str | None:
 
 
 def _clears_gradients(loop: cst.CSTNode) -> bool:
+    # Exact types (libcst's classes are ABCs, never subclassed): this meets every node of
+    # every training loop.
     for node in loop_nodes(loop, into_closures=True):
-        if isinstance(node, cst.Name) and _CLEARING.search(node.value):
-            return True
-        if isinstance(node, cst.Attribute):
+        kind = type(node)
+        if kind is cst.Name:
+            if _CLEARING.search(node.value):
+                return True
+        elif kind is cst.Attribute:
             if _CLEARING.search(node.attr.value):
                 return True
             if node.attr.value in ("zero_", "detach_", "fill_") and _mentions_grad(node.value):
                 return True
-        if isinstance(node, cst.Assign) and any(
-            isinstance(t.target, cst.Attribute) and t.target.attr.value == "grad" for t in node.targets
-        ):
-            return True
-        if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value == "set_to_none":
+        elif kind is cst.Assign:
+            if any(type(t.target) is cst.Attribute and t.target.attr.value == "grad" for t in node.targets):
+                return True
+        elif kind is cst.Arg and node.keyword is not None and node.keyword.value == "set_to_none":
             return True
     return False
 

@@ -36,26 +36,32 @@ def dotted_name(node: cst.BaseExpression | cst.ImportFrom) -> str | None:
 def _iter_statements(body, into_scopes: bool = True) -> Iterator[cst.CSTNode]:
     """Every statement, recursing into compound statements (def and class too, unless
     `into_scopes` is False: then a nested def or class is yielded but not entered)."""
+    # Exact types throughout (libcst's classes are ABCs, never subclassed): every statement
+    # of every file passes here.
     stack = list(reversed(body))
+    scopes = (cst.FunctionDef, cst.ClassDef)
+    blocks = (cst.IndentedBlock, cst.SimpleStatementSuite)
+    tries = (cst.Try, cst.TryStar)
     while stack:
         statement = stack.pop()
         yield statement
-        if isinstance(statement, cst.SimpleStatementLine):
+        kind = type(statement)
+        if kind is cst.SimpleStatementLine:
             stack.extend(reversed(statement.body))
             continue
-        if not into_scopes and type(statement) in (cst.FunctionDef, cst.ClassDef):
+        if not into_scopes and kind in scopes:
             continue
         children = []
         inner = getattr(statement, "body", None)
-        if isinstance(inner, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        if type(inner) in blocks:
             children.extend(inner.body)
         for attribute in ("orelse", "finalbody"):
             extra = getattr(statement, attribute, None)
             if extra is not None:
                 children.append(extra)
-        if isinstance(statement, (cst.Try, cst.TryStar)):
+        if kind in tries:
             children.extend(statement.handlers)
-        if isinstance(statement, cst.Match):
+        if kind is cst.Match:
             for case in statement.cases:
                 children.extend(case.body.body)
         stack.extend(reversed(children))
@@ -91,7 +97,8 @@ class AliasTable:
         other_bindings: set[str] = set()
         star = False
         for statement in _iter_statements(module.body):
-            if isinstance(statement, cst.Import):
+            kind = type(statement)
+            if kind is cst.Import:
                 for alias in statement.names:
                     full = dotted_name(alias.name)
                     if full is None:
@@ -101,7 +108,7 @@ class AliasTable:
                     else:
                         top = full.split(".")[0]
                         self._bind(top, top, ambiguous)
-            elif isinstance(statement, cst.ImportFrom):
+            elif kind is cst.ImportFrom:
                 module_name = _import_from_module(statement)
                 if isinstance(statement.names, cst.ImportStar):
                     star = True
