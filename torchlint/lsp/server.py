@@ -34,6 +34,7 @@ from pygls.uris import to_fs_path
 
 from torchlint import __version__
 from torchlint.lsp import convert
+from torchlint.lsp.collector import BetweenChecks
 from torchlint.lsp.debounce import Debouncer
 from torchlint.lsp.documents import PYTHON_CELL_LANGUAGES, SyncedCell, is_checked, is_config_file, is_notebook, notebook_json
 from torchlint.lsp.framing import answering_protocol
@@ -86,6 +87,7 @@ class TorchlintServer(LanguageServer):
         self.changes = 0
         self._checked_at = -1
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop checks are started from
+        self.collector = BetweenChecks()
 
     # -- documents -----------------------------------------------------------------------
     def changed(self) -> None:
@@ -188,6 +190,8 @@ class TorchlintServer(LanguageServer):
                 if self._text_document(view.uri) is not None:  # not closed while it was checked
                     self.publish(view)
         self._checked_at = max(self._checked_at, seen)
+        # In the worker, so that it runs between two checks and never inside one.
+        await self.run_in_worker(self.collector.after_check)
 
     def publish(self, view: View) -> None:
         diagnostics = [convert.diagnostic(f, view, lambda code: self.docs_uri(view.path, code)) for f in view.findings]
