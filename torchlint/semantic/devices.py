@@ -275,7 +275,11 @@ def iter_params(function: cst.FunctionDef) -> Iterator[cst.Param]:
 def annotation_text(module: cst.Module, param: cst.Param) -> Optional[str]:
     if param.annotation is None:
         return None
-    return module.code_for_node(param.annotation.annotation)
+    annotation = param.annotation.annotation
+    # `Tensor`, `torch.Tensor`: spelled from the names, without generating code (the
+    # costliest way to read a parameter; the spaces it would keep mean nothing here).
+    spelled = dotted_name(annotation) if type(annotation) in (cst.Name, cst.Attribute) else None
+    return spelled if spelled is not None else module.code_for_node(annotation)
 
 
 def is_tensor_annotation(text: str) -> bool:
@@ -472,11 +476,18 @@ class Flow:
 
     # -- expressions ------------------------------------------------------------------------
     def value(self, node: cst.BaseExpression) -> Value:
-        if isinstance(node, cst.Name):
+        # Exact types (libcst's classes are ABCs, never subclassed): every expression of a
+        # read function passes here, most of them names, attributes, calls and literals.
+        kind = type(node)
+        if kind is cst.Name:
             return self.env.get(node.value)
-        if isinstance(node, cst.Attribute):
+        if kind is cst.Attribute:
             return self.attribute(node)
-        if isinstance(node, cst.Subscript):
+        if kind is cst.Call:
+            return self.call(node)
+        if kind in _NO_DEVICE_VALUE:
+            return None
+        if kind is cst.Subscript:
             return self.subscript(node)
         if isinstance(node, cst.BinaryOperation):
             left = self.value(node.left)
@@ -510,8 +521,6 @@ class Flow:
                 if isinstance(candidate, Cpu):
                     return candidate
             return body if body is not None else orelse
-        if isinstance(node, cst.Call):
-            return self.call(node)
         if isinstance(node, (cst.Tuple, cst.List)):
             return Seq(tuple(self.value(element.value) for element in node.elements))
         if isinstance(node, cst.StarredElement):
@@ -933,6 +942,10 @@ def _named(value: Value, name: str) -> Value:
 
 #: When the arms of an `if` disagree, the joined value is the first kind here that one of
 #: them holds: a CPU tensor on any path is a CPU tensor on that path.
+#: Literals: no tensor, nothing inside them to read.
+_NO_DEVICE_VALUE = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis})
+
+
 def _rank(value: Value) -> int:
     if isinstance(value, Cpu):
         return 0
