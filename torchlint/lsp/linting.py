@@ -143,9 +143,11 @@ class Project:
             return False
         return not is_excluded(Path(_key(path)), self.config, self.root)
 
-    def check(self, documents: dict[str, str]) -> ProjectCheck:
+    def check(self, documents: dict[str, str], interrupt: Callable[[], None] | None = None) -> ProjectCheck:
         """Check the project with `documents` (by _key(path): editor text, a notebook's
-        JSON) in place of their files on disk; return the findings of those documents."""
+        JSON) in place of their files on disk; return the findings of those documents.
+        `interrupt` raises to abandon the check (torchlint.static.interrupt): it is called
+        between files and, within a file, as the rules run."""
         from torchlint.static.discover import Discovered
 
         items = list(self._discovered())
@@ -163,9 +165,11 @@ class Project:
         imported: set[str] | None = None
         deferred = 0
         for item in items:
+            if interrupt is not None:
+                interrupt()
             key = _key(item.path)
             if key in documents:
-                remembered = self._open_result(item.display, key, documents[key])
+                remembered = self._open_result(item.display, key, documents[key], interrupt)
             else:
                 cached_only = False
                 if not self.complete:
@@ -189,6 +193,8 @@ class Project:
             items = [item for item in items if item.display in contents or _key(item.path) in documents]
         elif not self.complete:
             self.complete = True  # every file was to hand: nothing to warm
+        if interrupt is not None:
+            interrupt()
         checked = self.engine.finish_results(items, results, contents, notebooks)
         by_display = {item.display: _key(item.path) for item in items if _key(item.path) in documents}
         out = ProjectCheck({key: [] for key in documents}, open_notebooks)
@@ -198,7 +204,7 @@ class Project:
                 out.findings[key].append(finding)
         return out
 
-    def _open_result(self, display: str, key: str, text: str) -> _Remembered | None:
+    def _open_result(self, display: str, key: str, text: str, interrupt: Callable[[], None] | None = None) -> _Remembered | None:
         remembered = self._remembered.get(key)
         if remembered is not None and remembered.stamp == text:
             return remembered
@@ -222,11 +228,11 @@ class Project:
         if stand_in is not None:
             # A cell does not parse (being typed): its last good text stands in for it.
             stood, swapped = stand_in
-            checked = self.engine.check_text(display, stood.text, parser=parser)
+            checked = self.engine.check_text(display, stood.text, parser=parser, interrupt=interrupt)
             result = last_good.cells_carried_over(checked, stood.notebook, notebook, swapped)
             source = stood
         else:
-            result = _with_broken_cells(self.engine.check_text(display, source.text, parser=parser), notebook)
+            result = _with_broken_cells(self.engine.check_text(display, source.text, parser=parser, interrupt=interrupt), notebook)
         if notebook is None:
             if not last_good.is_syntax_failure(result):
                 self._last_good[key] = (source.text, result)
@@ -383,8 +389,9 @@ class LintWorkspace:
             project.on_complete = lambda: self.on_project_complete and self.on_project_complete()
         return project
 
-    def check(self, documents: dict[str, str]) -> ProjectCheck:
-        """Findings of each document (by _key(path): its editor text), each project once."""
+    def check(self, documents: dict[str, str], interrupt: Callable[[], None] | None = None) -> ProjectCheck:
+        """Findings of each document (by _key(path): its editor text), each project once;
+        `interrupt` as for Project.check."""
         grouped: dict[int, tuple[Project, dict[str, str]]] = {}
         for key, text in documents.items():
             project = self.project_for(Path(key))
@@ -392,7 +399,7 @@ class LintWorkspace:
                 grouped.setdefault(id(project), (project, {}))[1][key] = text
         found = ProjectCheck({key: [] for key in documents})
         for project, texts in grouped.values():
-            checked = project.check(texts)
+            checked = project.check(texts, interrupt)
             found.findings.update(checked.findings)
             found.notebooks.update(checked.notebooks)
         return found

@@ -2,7 +2,9 @@
 
 Documents are checked from the editor's text on open and on change (see debounce.py for how
 edits are coalesced), in one worker thread so that the protocol keeps being read while a file
-is checked, and checks never overlap (an engine is not thread-safe). Every check re-runs the
+is checked, and checks never overlap (an engine is not thread-safe). A change that arrives
+during a check abandons it (torchlint.static.interrupt): its diagnostics would be out of
+date, and the check of the new text starts as soon as it stops. Every check re-runs the
 project phase of each project with an open document, so an edit to `models.py` re-checks the
 open `train.py` that imports it.
 
@@ -12,7 +14,8 @@ notebook, and each cell's document gets its own diagnostics, fixes and hovers. A
 without it can open the `.ipynb` file as text: findings are then shown on the cell's line in
 the JSON (see views.py).
 
-Settings (the client's `initializationOptions`): `debounceMs` (150), `isolated` (read no
+Settings (the client's `initializationOptions`): `debounceMs` (0: with checks abandoned when
+the text changes, waiting for typing to pause only adds latency), `isolated` (read no
 configuration file, as `check --isolated`: a configuration's `plugins` imports code from the
 workspace), `docsUrl` (a template such as `https://example.org/rules/{code}.html`).
 """
@@ -40,8 +43,9 @@ from torchlint.lsp.documents import PYTHON_CELL_LANGUAGES, SyncedCell, is_checke
 from torchlint.lsp.framing import answering_protocol
 from torchlint.lsp.linting import LintWorkspace, ProjectCheck, path_key
 from torchlint.lsp.views import CellView, NotebookFileView, PythonView, View
+from torchlint.static.interrupt import CheckInterrupted
 
-DEFAULT_DEBOUNCE_MS = 150
+DEFAULT_DEBOUNCE_MS = 0
 _WATCHED = ("**/pyproject.toml", "**/torchlint.toml", "**/.torchlint.toml", "**/*.py", "**/*.pyi", "**/*.ipynb")
 #: Jupyter notebooks, their Python cells: what the client is asked to synchronize.
 NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
@@ -162,8 +166,12 @@ class TorchlintServer(LanguageServer):
         if self._loop is not None:
             self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.check_open_documents()))
 
-    async def check_open_documents(self) -> None:
-        """Check every open document from its current text and publish what changed."""
+    async def check_open_documents(self, *, interruptible: bool = True) -> None:
+        """Check every open document from its current text and publish what changed.
+
+        `interruptible`: a change that arrives during the check abandons it (its diagnostics
+        would be out of date before they were published); the debouncer then runs the next
+        check at once, for the new text."""
         if self.lint is None:
             return
         self._loop = asyncio.get_running_loop()
@@ -171,8 +179,15 @@ class TorchlintServer(LanguageServer):
         units = self._units()
         texts = {unit.key: unit.text for unit in units}
         started = time.perf_counter()
+
+        def interrupt() -> None:
+            if self.changes != seen:  # read from the worker thread: an int, set by the event loop
+                raise CheckInterrupted
+
         try:
-            found = await self.run_in_worker(self.lint.check, texts)
+            found = await self.run_in_worker(self.lint.check, texts, interrupt if interruptible else None)
+        except CheckInterrupted:
+            return
         except Exception as exc:  # a crash must not take the editor's server down
             log.exception("check failed")
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"torchlint: check failed: {exc!r}"))
@@ -227,7 +242,7 @@ class TorchlintServer(LanguageServer):
             return None
         view = self.checked.get(unquote(uri))
         if view is None or self._checked_at < self.changes:
-            await self.check_open_documents()
+            await self.check_open_documents(interruptible=False)  # the answer needs this text's findings
             view = self.checked.get(unquote(uri))
         return view
 

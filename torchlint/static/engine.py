@@ -11,7 +11,7 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from torchlint.config import Config
 from torchlint.findings import Finding
@@ -226,9 +226,12 @@ class StaticEngine:
         seen: dict[str, bool] = {}
         return any(_rule_wants_file(rule, text, seen) for rule in self.active_rules)
 
-    def check_text(self, path: str, text: str, parser: ChunkParser | None = None) -> FileResult:
+    def check_text(
+        self, path: str, text: str, parser: ChunkParser | None = None, interrupt: Callable[[], None] | None = None
+    ) -> FileResult:
         """`parser`: reuse the statements of an earlier version of the same file (the
-        language server's re-check after an edit) instead of parsing all of it."""
+        language server's re-check after an edit) instead of parsing all of it. `interrupt`:
+        called as the rules run; it raises (torchlint.static.interrupt) to abandon the check."""
         result = FileResult(path)
         seen: dict[str, bool] = {}
         candidates = [rule for rule in self.active_rules if _rule_wants_file(rule, text, seen)]
@@ -237,7 +240,7 @@ class StaticEngine:
         if candidates and within_libcst_bounds(text):
             # The text proves libcst survives it, so libcst alone parses it (and reports its
             # syntax errors through CPython's message): `ast` would cost a fifth more.
-            return self._check_with_libcst(result, path, text, candidates, parser=parser)
+            return self._check_with_libcst(result, path, text, candidates, parser=parser, interrupt=interrupt)
         # Otherwise CPython parses first: syntax errors are reported whatever rules are
         # enabled, and code nested deeper than libcst survives never reaches libcst.
         tree, problem = _parse_with_python(text)
@@ -247,7 +250,7 @@ class StaticEngine:
             from torchlint.static.nesting import shallow_by_tokens
 
             if shallow_by_tokens(text):
-                return self._check_with_libcst(result, path, text, candidates, python_problem=problem)
+                return self._check_with_libcst(result, path, text, candidates, python_problem=problem, interrupt=interrupt)
         if problem is not None:
             result.findings.append(engine_finding(FileNotChecked, path, *problem))
             return result
@@ -260,7 +263,7 @@ class StaticEngine:
             result.findings.append(engine_finding(FileNotChecked, path, message, deepest_line(tree)))
             return result
         del tree
-        return self._check_with_libcst(result, path, text, candidates, parser=parser)
+        return self._check_with_libcst(result, path, text, candidates, parser=parser, interrupt=interrupt)
 
     def _check_with_libcst(
         self,
@@ -270,6 +273,7 @@ class StaticEngine:
         candidates: list[type[Rule]],
         python_problem: tuple[str, int, int] | None = None,
         parser: ChunkParser | None = None,
+        interrupt: Callable[[], None] | None = None,
     ) -> FileResult:
         """Parse with libcst and run `candidates`. When CPython already refused the text,
         its error (with its position) is what a libcst failure reports."""
@@ -304,7 +308,7 @@ class StaticEngine:
 
         ctx = FileContext(path, text, module, [], self.config, positions=positions)
         ctx.enabled_codes = self.enabled
-        crashes = run_rules(ctx, candidates)
+        crashes = run_rules(ctx, candidates, interrupt)
         if self._wants_file_facts:
             for facts in self.pm.hook.torchlint_file_facts(ctx=ctx):
                 if facts:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from torchlint.analysis import Analysis, analyses_for
 from torchlint.static.engine_rules import RuleCrashed, engine_finding
@@ -21,8 +21,12 @@ if TYPE_CHECKING:
     from torchlint.static.context import FileContext
 
 
-def run_rules(ctx: FileContext, rules: list[type[Rule]]) -> list[Finding]:
-    """Walk `ctx.module` once for `rules`; their reports land in `ctx`. Returns the crashes."""
+def run_rules(ctx: FileContext, rules: list[type[Rule]], interrupt: Callable[[], None] | None = None) -> list[Finding]:
+    """Walk `ctx.module` once for `rules`; their reports land in `ctx`. Returns the crashes.
+
+    `interrupt` is called between top-level statements and between the rules' `finish()`:
+    raising from it (a BaseException such as torchlint.static.interrupt.CheckInterrupted,
+    which no rule's failure handling catches) abandons the file."""
     crashes: list[Finding] = []
 
     def crashed(label: str, exc: BaseException, skipped: list[str] = ()) -> None:
@@ -55,8 +59,10 @@ def run_rules(ctx: FileContext, rules: list[type[Rule]]) -> list[Finding]:
 
     # Analyses first: a rule's handler for a node sees them already updated for that node.
     dispatcher = Dispatcher([*ctx.analyses.values(), *instances], on_error, ancestors=ctx.ancestors)
-    dispatcher.walk(ctx.module)
+    dispatcher.walk_module(ctx.module, interrupt)
     for target in [*ctx.analyses.values(), *instances]:
+        if interrupt is not None:
+            interrupt()
         if dispatcher.is_active(target):  # not after a crash: its state is half-built
             try:
                 target.finish()

@@ -195,6 +195,31 @@ class Dispatcher:
             stack.extend(children)
 
 
+    def walk_module(self, module: cst.Module, before_statement: Callable[[], None] | None = None) -> None:
+        """`walk(module)`, calling `before_statement()` before each top-level statement: a
+        caller that may give up on the file (the language server, when the text changed
+        again) raises from it, and the walk stops there."""
+        if before_statement is None:
+            self.walk(module)
+            return
+        self._dispatch(self._visit, "visit_", module)
+        self.ancestors.append(module)
+        try:
+            for statement in module.body:
+                before_statement()
+                self.walk(statement)
+        finally:
+            self.ancestors.pop()
+        self._dispatch(self._leave, "leave_", module)
+
+    def _dispatch(self, table: dict, prefix: str, node: cst.CSTNode) -> None:
+        for target, handler in self._handlers(table, prefix, type(node)):
+            try:
+                handler(node)
+            except Exception as exc:
+                self._disable(target, exc, node)
+
+
 _LEAVE = object()
 
 
