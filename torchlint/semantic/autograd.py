@@ -1,0 +1,259 @@
+"""What autograd records and saves, asked of code: the questions in-place rules put to it.
+
+Which tensor an in-place write modifies through views (`view_root`), whether a backward can
+run through a name (`backward_mode_and_sinks`: the names reaching a forward's return or a
+backward call), which layers save their output and which are built in place. Reads names
+only, never imports torch; the tables it reads are torchlint.semantic.torch_api's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from torchlint.semantic import torch_api as api
+from torchlint.semantic.grad_mode import children, is_backward_call
+from torchlint.semantic.values import SAVED_KINDS
+from torchlint.static.names import dotted_name
+
+#: Methods and attributes that return a view sharing the receiver's storage (and version).
+VIEW_METHODS = frozenset(
+    {
+        "view", "view_as", "reshape", "reshape_as", "t", "transpose", "permute", "squeeze", "unsqueeze",
+        "expand", "expand_as", "narrow", "select", "flatten", "unflatten", "diagonal", "movedim", "moveaxis",
+        "swapaxes", "swapdims", "contiguous", "unfold", "as_strided",
+    }
+)
+
+
+VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
+
+
+@dataclass
+class Scope:
+    function: Optional[cst.FunctionDef]
+    owner: Optional[cst.ClassDef]
+    grad_switched_off: bool = False  # a `torch.set_grad_enabled(False)` statement ran
+    backward_mode: Optional[str] = None  # "forward", "backward" or "" once computed
+    sinks: Optional[frozenset[str]] = None  # names whose values reach backward / the return
+
+
+def _parameter_names(function: cst.FunctionDef) -> set[str]:
+    params = function.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    names.discard("self")
+    return names
+
+
+def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def _is_true(arg: Optional[cst.Arg | cst.BaseExpression]) -> bool:
+    value = arg.value if isinstance(arg, cst.Arg) else arg
+    return isinstance(value, cst.Name) and value.value == "True"
+
+
+def _built_inplace(call: cst.Call, qualname: str) -> bool:
+    """`nn.ReLU(inplace=True)`, `nn.Dropout(0.1, True)`: a layer taking `inplace`, built so."""
+    position = api.INPLACE_POSITION.get("torch.nn." + qualname.rpartition(".")[2])
+    if position is None:
+        return False
+    flag = _keyword(call, "inplace")
+    if flag is None:
+        positional = [a for a in call.args if a.keyword is None]
+        if position >= len(positional):
+            return False
+        flag = positional[position]
+    return _is_true(flag)
+
+
+def _module_saves_output(qualname: str, inplace: bool) -> bool:
+    return (
+        api.LAYERS.get(qualname) in SAVED_KINDS
+        or qualname in api.SAVED_OUTPUT_LAYERS
+        or (inplace and qualname in api.SAVED_WHEN_INPLACE_LAYERS)
+    )
+
+
+def _is_basic_index(node: cst.Subscript) -> bool:
+    """Integer, slice, None and `...` indexing returns a view; anything else may copy."""
+    for element in node.slice:
+        index = element.slice
+        if isinstance(index, cst.Slice):
+            continue
+        value = index.value
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+            value = value.expression
+        if isinstance(value, (cst.Integer, cst.Ellipsis)) or (isinstance(value, cst.Name) and value.value == "None"):
+            continue
+        return False
+    return True
+
+
+def _view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.BaseExpression]:
+    """The tensor an in-place write on `expr` modifies, through views (basic indexing,
+    `.view()`, `.t()`, `.T`): a name, an attribute (`self.fc.weight`), or a call returning
+    several views (`x.chunk(2)[0]`). None through anything that copies (`x[mask]`,
+    `x.clone()`) or leaves autograd (`.data`, `.grad`, `.detach()`)."""
+    if index_target and isinstance(expr, cst.Subscript):
+        expr = expr.value  # `w[mask] = v` writes into w whatever the index
+    while True:
+        if isinstance(expr, cst.Subscript) and _is_basic_index(expr):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
+            if expr.func.attr.value in api.MAY_COPY_METHODS:
+                return expr  # a view or a copy: the model tells what that means
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRIBUTES:
+            expr = expr.value
+        else:
+            break
+    if isinstance(expr, cst.Name):
+        return expr
+    if isinstance(expr, cst.Attribute):
+        return None if expr.attr.value in ("data", "grad") else expr
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if method in api.MULTI_OUTPUT_VIEW_METHODS or (dotted_name(func) or "").rpartition(".")[2] in api.MULTI_OUTPUT_VIEW_METHODS:
+            return expr
+    return None
+
+
+def _mentions_grad_of(expr: cst.CSTNode, name: str) -> bool:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if (
+            isinstance(node, cst.Attribute)
+            and node.attr.value == "grad"
+            and isinstance(node.value, cst.Name)
+            and node.value.value == name
+        ):
+            return True
+        stack.extend(children(node))
+    return False
+
+
+def backward_mode_and_sinks(scope: Scope, module: cst.Module) -> tuple[str, Optional[frozenset[str]]]:
+    """("forward", names reaching the return) for an nn.Module forward, ("backward", names
+    reaching a backward call) for code that calls backward, ("", None) elsewhere."""
+    function = scope.function
+    if function is not None and is_forward_method(function, scope.owner):
+        body: cst.CSTNode = function.body
+        mode = "forward"
+    else:
+        body = function.body if function is not None else module
+        mode = "backward"
+    flow = _FlowCollector(mode)
+    if function is None:
+        for statement in module.body:
+            if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                flow.read(statement)
+    else:
+        flow.read(body)
+    if not flow.sinks:
+        return "", None
+    return mode, frozenset(_close_over(flow.sinks, flow.edges))
+
+
+def is_forward_method(function: cst.FunctionDef, owner: Optional[cst.ClassDef]) -> bool:
+    """`forward` (and timm-style `forward_features`, `_forward_impl`) of a class with bases."""
+    name = function.name.value.lstrip("_")
+    return owner is not None and bool(owner.bases) and name.startswith("forward")
+
+
+def _close_over(sinks: set[str], edges: dict[str, set[str]]) -> set[str]:
+    reached = set(sinks)
+    stack = list(sinks)
+    while stack:
+        for source in edges.get(stack.pop(), ()):
+            if source not in reached:
+                reached.add(source)
+                stack.append(source)
+    return reached
+
+
+def _names_in(node: Optional[cst.CSTNode]) -> set[str]:
+    found: set[str] = set()
+    if node is None:
+        return found
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Name):
+            found.add(item.value)
+        elif isinstance(item, cst.Attribute):
+            stack.append(item.value)  # `x.shape`: x, never the attribute name
+            continue
+        elif isinstance(item, cst.Lambda):
+            continue
+        else:
+            stack.extend(children(item))
+    return found
+
+
+class _FlowCollector:
+    """Which names feed which (assignments, `a.append(b)`, `a[k] = b`), and the sinks: names in
+    return values (forward) or in backward calls. Nested functions and classes are skipped."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.sinks: set[str] = set()
+        self.edges: dict[str, set[str]] = {}
+
+    def read(self, root: cst.CSTNode) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
+                continue
+            self._read_node(node)
+            stack.extend(children(node))
+
+    def _read_node(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                self._flow(target.target, node.value)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            self._flow(node.target, node.value)
+        elif isinstance(node, cst.For):
+            self._flow(node.target, node.iter)
+        elif isinstance(node, cst.Return) and self.mode == "forward":
+            self.sinks |= _names_in(node.value)
+        elif isinstance(node, cst.Call):
+            self._read_call(node)
+
+    def _flow(self, target: cst.BaseExpression, value: Optional[cst.CSTNode]) -> None:
+        sources = _names_in(value)
+        for name in _target_roots(target):
+            self.edges.setdefault(name, set()).update(sources)
+
+    def _read_call(self, node: cst.Call) -> None:
+        func = node.func
+        if self.mode == "backward" and is_backward_call(node):
+            if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+                self.sinks |= _names_in(func.value)
+            for arg in node.args:
+                self.sinks |= _names_in(arg.value)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert", "update", "add"):
+            for name in _target_roots(func.value):
+                self.edges.setdefault(name, set()).update(*(_names_in(arg.value) for arg in node.args))
+
+
+def _target_roots(target: cst.BaseExpression) -> Iterator[str]:
+    while isinstance(target, (cst.Subscript, cst.Attribute)):
+        target = target.value
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_roots(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_roots(target.value)
