@@ -9,19 +9,17 @@ from torchlint.findings import Severity
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.model import SemanticModel
-from torchlint.semantic.values import LEAF, MULTI_VIEW, SAVED_KINDS, Origin, Tensor
+from torchlint.semantic.values import Origin, Tensor
 from torchlint.static.names import dotted_name
 from torchlint.semantic.autograd import (
+    Autograd,
     Scope,
     _built_inplace,
     _is_true,
     _keyword,
     _mentions_grad_of,
     _module_saves_output,
-    _names_in,
-    _parameter_names,
     _view_root,
-    backward_mode_and_sinks,
 )
 from torchlint.semantic.grad_mode import (
     function_grad_effect,
@@ -808,6 +806,7 @@ class InplaceOnGradTensor(Rule):
         self.file_grad_off = False
         self.called_without_grad: set[str] = set()
         self.model: SemanticModel = ctx.analysis(SemanticModel)
+        self.autograd = Autograd(self.model)
         #: In-place writes this rule's own saved-output flow knows nothing about: the semantic
         #: model decides in finish() (leaves, multi-output views, a submodule's output, a
         #: helper's argument).
@@ -970,18 +969,6 @@ class InplaceOnGradTensor(Rule):
         the written tensor may be."""
         self.ask(node, target, op, fix, operands, index_target=index_target)
 
-    def backward_can_reach(self, scope: Scope, name: str) -> bool:
-        """Only where a backward can run through this code: an nn.Module's forward (the value
-        reaches the return) or a function that calls backward (the value reaches the loss)."""
-        if scope.backward_mode is None:
-            scope.backward_mode, scope.sinks = backward_mode_and_sinks(scope, self.ctx.module)
-        if not scope.backward_mode or scope.sinks is None:
-            return False
-        return name.partition(".")[0] in scope.sinks
-
-    def owns_layers(self, owner: Optional[cst.ClassDef]) -> bool:
-        return owner is not None and self.model.owns_layers(owner.name.value)
-
     def note_called_without_grad(self, node: cst.Call) -> None:
         """Functions called (or passed along, as to `model.apply(fn)`) under no_grad."""
         for expr in (node.func, *(arg.value for arg in node.args)):
@@ -1023,7 +1010,7 @@ class InplaceOnGradTensor(Rule):
                 continue  # the function is called under no_grad in this file
             if asked.layer is not None and not self.inplace_layer(asked):
                 continue
-            values = {v for v in self.model.resolve(asked.value) if type(v) is Tensor}
+            values = self.autograd.tensors(asked.value)
             if not values:
                 message = self.leaf_message(asked, values)
                 if message is not None:
@@ -1033,7 +1020,7 @@ class InplaceOnGradTensor(Rule):
             if message is not None:
                 self.report(asked.node, message)
                 continue
-            saved = self.saved_output(asked, values)
+            saved = self.autograd.saved_for_backward(values, asked.scope, asked.name, asked.training)
             if saved is None:
                 continue
             key = (id(saved.node), saved.path, saved.line, saved.text)
@@ -1057,18 +1044,11 @@ class InplaceOnGradTensor(Rule):
     def leaf_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
         """A leaf that requires grad: the model says so, or the update reads its `.grad`
         (`p -= lr * p.grad`: only a leaf that requires grad has one)."""
-        # A leaf copied (`.clone()`, `.detach()`) or handed back by a call is not vouched for.
-        leaves = [v for v in values if v.kind == LEAF and v.recorded]
-        if leaves and asked.dotted is not None:
-            scope = asked.scope.function or self.ctx.module
-            if self.model.frozen_path(scope, asked.dotted):
-                return None  # `conv.weight.requires_grad = False` in this function
-            owner = asked.scope.owner
-            if owner is not None and asked.dotted.startswith("self.") and self.model.frozen(owner.name.value, asked.dotted[5:]):
-                return None  # `self.embed.weight.requires_grad = False` somewhere in the class
-        if leaves:
-            origin = min(leaves, key=lambda v: (self.origin_line(v), v.origin.text)).origin
-            what = f"{origin.text} at line {self.origin_line_of(origin)}"
+        origin = self.autograd.leaf_requiring_grad(values)
+        if origin is not None and asked.dotted is not None and self.autograd.requires_grad_turned_off(asked.scope, asked.dotted):
+            return None
+        if origin is not None:
+            what = f"{origin.text} at line {self.autograd.origin_line(origin)}"
         elif asked.name is not None and any(_mentions_grad_of(expr, asked.name) for expr in asked.operands):
             what = f"`{asked.name}`, whose `.grad` it reads"
         else:
@@ -1080,93 +1060,29 @@ class InplaceOnGradTensor(Rule):
         )
 
     def view_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
-        views = [v for v in values if v.kind == MULTI_VIEW and v.recorded]
-        if not views:
+        origin = self.autograd.several_views_of(values)
+        if origin is None:
             return None
-        origin = min(views, key=lambda v: (self.origin_line(v), v.origin.text)).origin
         return (
-            f"in-place {asked.op} on one of the several views {origin.text} (line {self.origin_line_of(origin)}) "
+            f"in-place {asked.op} on one of the several views {origin.text} (line {self.autograd.origin_line(origin)}) "
             f"returns, of a tensor that requires grad: raises 'is a view and is being modified inplace ... a "
             f"function that returns multiple views'; {asked.fix}, or `.clone()` the piece first"
         )
-
-    def saved_output(self, asked: Asked, values: set[Tensor]) -> Optional[Origin]:
-        """The output autograd saved that the write modifies, where a backward can run through
-        it: in an nn.Module's forward (the value reaches the return) or in code that calls
-        backward (it reaches the loss); or an argument a caller passes (a helper's)."""
-        scope, name = asked.scope, asked.name
-        if name is None or not asked.training:
-            return None
-        saved = [v for v in values if v.kind in SAVED_KINDS and v.recorded and (not v.from_layer or self.built_here(v.origin))]
-        if not saved:
-            return None
-        function = scope.function
-
-        def made_here(value: Tensor) -> bool:
-            if function is None:
-                return True
-            if value.origin.node is None or value.origin.path:
-                return False
-            first, _, last, _ = self.ctx.position(function)
-            return first <= self.line(value.origin.node) <= last
-
-        if self.backward_can_reach(scope, name):
-            # A layer-less module (a transform) may well get inputs without grad: outputs it
-            # computes from its bare arguments are not taken to require grad.
-            candidates = [v for v in saved if not (made_here(v) and self.from_arguments_only(scope, v.origin))]
-        elif function is not None and name in _parameter_names(function):
-            candidates = [v for v in saved if not made_here(v)]  # a helper's argument: what callers pass
-        else:
-            return None  # neither on the way to backward here, nor an argument a caller passes
-        if not candidates:
-            return None
-        return min(candidates, key=lambda v: (self.origin_line(v), v.origin.text)).origin
 
     def report_saved(self, asked: Asked, origin: Origin) -> None:
         via = f", returned by `{origin.via}.forward`" if origin.via else ""
         fix_node = _out_of_place(asked.node)
         self.report(
             asked.node,
-            f"in-place {asked.op} on the output of {origin.text} (line {self.origin_line_of(origin)}{via}), which "
+            f"in-place {asked.op} on the output of {origin.text} (line {self.autograd.origin_line(origin)}{via}), which "
             f"autograd saves for backward; backward will fail with 'modified by an inplace operation'; {asked.fix}",
             fix=None if fix_node is None else NodeFix("Rewrite as an out-of-place assignment", UNSAFE, ((asked.node, fix_node),)),
         )
-
-    def built_here(self, origin: Origin) -> bool:
-        """A layer's output is trusted when the layer is the one thing some `self.<attr>` of a
-        class here is built as: timm's `nn.ReLU() if relu else nn.Identity()` hangs on
-        arguments the model does not evaluate."""
-        return origin.node is not None and id(origin.node) in self.model.sole_layers()
-
-    def from_arguments_only(self, scope: Scope, origin: Origin) -> bool:
-        """In a forward of a module that owns no layers, an op reading nothing but the
-        function's never-reassigned arguments (`img.exp()` in a transform)."""
-        if scope.backward_mode != "forward" or self.owns_layers(scope.owner) or scope.function is None:
-            return False
-        call = origin.node
-        if not isinstance(call, cst.Call):
-            return False
-        names: set[str] = set()
-        for arg in call.args:
-            names |= _names_in(arg.value)
-        if isinstance(call.func, cst.Attribute) and self.ctx.qualname(call.func) is None:
-            names |= _names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
-        arguments = _parameter_names(scope.function)
-        return bool(names) and names <= arguments and not any(self.model.bound_in(scope.function, n) for n in names)
-
-    def origin_line(self, value: Tensor) -> int:
-        return self.origin_line_of(value.origin)
-
-    def origin_line_of(self, origin) -> int:
-        return origin.line or (self.line(origin.node) if origin.node is not None else 0)
 
     # -- small helpers ------------------------------------------------------------------------
     def source(self, node: cst.CSTNode) -> str:
         text = self.ctx.module.code_for_node(node).strip()
         return text if len(text) <= 40 else text[:37] + "..."
-
-    def line(self, node: cst.CSTNode) -> int:
-        return self.ctx.position(node)[0]
 
     def rewrite_hint(self, target: cst.BaseExpression, symbol: str) -> str:
         if isinstance(target, cst.Subscript):

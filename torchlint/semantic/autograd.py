@@ -15,7 +15,8 @@ import libcst as cst
 
 from torchlint.semantic import torch_api as api
 from torchlint.semantic.grad_mode import children, is_backward_call
-from torchlint.semantic.values import SAVED_KINDS
+from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.values import LEAF, MULTI_VIEW, SAVED_KINDS, Origin, Tensor
 from torchlint.static.names import dotted_name
 
 #: Methods and attributes that return a view sharing the receiver's storage (and version).
@@ -257,3 +258,113 @@ def _target_roots(target: cst.BaseExpression) -> Iterator[str]:
             yield from _target_roots(element.value)
     elif isinstance(target, cst.StarredElement):
         yield from _target_roots(target.value)
+
+
+class Autograd:
+    """Questions about autograd in one file, answered from its semantic model: is this a leaf
+    that requires grad, one of several views, an output autograd saved for backward, and can
+    a backward run through it here. Values are the model's may-sets (`model.resolve`)."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.ctx = model.ctx
+
+    def tensors(self, value) -> set[Tensor]:
+        """The tensors with a known property `value` may be."""
+        return {v for v in self.model.resolve(value) if type(v) is Tensor}
+
+    def leaf_requiring_grad(self, values: set[Tensor]) -> Optional[Origin]:
+        """Where the leaf that requires grad among `values` was made (a Parameter, a layer's
+        `weight`, `requires_grad=True`)."""
+        # A leaf copied (`.clone()`, `.detach()`) or handed back by a call is not vouched for.
+        leaves = [v for v in values if v.kind == LEAF and v.recorded]
+        return self.first(leaves) if leaves else None
+
+    def requires_grad_turned_off(self, scope: Scope, dotted: str) -> bool:
+        """`conv.weight.requires_grad = False` in this function, or `self.embed.weight
+        .requires_grad = False` somewhere in the class."""
+        if self.model.frozen_path(scope.function or self.ctx.module, dotted):
+            return True
+        owner = scope.owner
+        return owner is not None and dotted.startswith("self.") and self.model.frozen(owner.name.value, dotted[5:])
+
+    def several_views_of(self, values: set[Tensor]) -> Optional[Origin]:
+        """The `chunk`/`split`/`unbind` call, of a tensor that requires grad, one of whose
+        several views `values` may be."""
+        views = [v for v in values if v.kind == MULTI_VIEW and v.recorded]
+        return self.first(views) if views else None
+
+    def saved_for_backward(self, values: set[Tensor], scope: Scope, name: Optional[str], training: bool) -> Optional[Origin]:
+        """The output autograd saved that a write on `name` modifies, where a backward can run
+        through it: in an nn.Module's forward (the value reaches the return) or in code that
+        calls backward (it reaches the loss); or an argument a caller passes (a helper's)."""
+        if name is None or not training:
+            return None
+        saved = [v for v in values if v.kind in SAVED_KINDS and v.recorded and (not v.from_layer or self.built_here(v.origin))]
+        if not saved:
+            return None
+        function = scope.function
+
+        def made_here(value: Tensor) -> bool:
+            if function is None:
+                return True
+            if value.origin.node is None or value.origin.path:
+                return False
+            first, _, last, _ = self.ctx.position(function)
+            return first <= self.line(value.origin.node) <= last
+
+        if self.backward_reaches(scope, name):
+            # A layer-less module (a transform) may well get inputs without grad: outputs it
+            # computes from its bare arguments are not taken to require grad.
+            candidates = [v for v in saved if not (made_here(v) and self.from_arguments_only(scope, v.origin))]
+        elif function is not None and name in _parameter_names(function):
+            candidates = [v for v in saved if not made_here(v)]  # a helper's argument: what callers pass
+        else:
+            return None  # neither on the way to backward here, nor an argument a caller passes
+        if not candidates:
+            return None
+        return self.first(candidates)
+
+    def backward_reaches(self, scope: Scope, name: str) -> bool:
+        """Only where a backward can run through this code: an nn.Module's forward (the value
+        reaches the return) or a function that calls backward (the value reaches the loss)."""
+        if scope.backward_mode is None:
+            scope.backward_mode, scope.sinks = backward_mode_and_sinks(scope, self.ctx.module)
+        if not scope.backward_mode or scope.sinks is None:
+            return False
+        return name.partition(".")[0] in scope.sinks
+
+    def built_here(self, origin: Origin) -> bool:
+        """A layer's output is trusted when the layer is the one thing some `self.<attr>` of a
+        class here is built as: timm's `nn.ReLU() if relu else nn.Identity()` hangs on
+        arguments the model does not evaluate."""
+        return origin.node is not None and id(origin.node) in self.model.sole_layers()
+
+    def from_arguments_only(self, scope: Scope, origin: Origin) -> bool:
+        """In a forward of a module that owns no layers, an op reading nothing but the
+        function's never-reassigned arguments (`img.exp()` in a transform)."""
+        if scope.backward_mode != "forward" or self.owns_layers(scope.owner) or scope.function is None:
+            return False
+        call = origin.node
+        if not isinstance(call, cst.Call):
+            return False
+        names: set[str] = set()
+        for arg in call.args:
+            names |= _names_in(arg.value)
+        if isinstance(call.func, cst.Attribute) and self.ctx.qualname(call.func) is None:
+            names |= _names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
+        arguments = _parameter_names(scope.function)
+        return bool(names) and names <= arguments and not any(self.model.bound_in(scope.function, n) for n in names)
+
+    def owns_layers(self, owner: Optional[cst.ClassDef]) -> bool:
+        return owner is not None and self.model.owns_layers(owner.name.value)
+
+    def first(self, values: list[Tensor]) -> Origin:
+        """The origin of the value made first in the file (messages name one, stably)."""
+        return min(values, key=lambda v: (self.origin_line(v.origin), v.origin.text)).origin
+
+    def origin_line(self, origin: Origin) -> int:
+        return origin.line or (self.line(origin.node) if origin.node is not None else 0)
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.ctx.position(node)[0]
