@@ -8,18 +8,15 @@ import libcst as cst
 from torchlint.findings import Severity
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
-from torchlint.semantic.model import SemanticModel
-from torchlint.semantic.values import Origin, Tensor
-from torchlint.static.names import dotted_name
 from torchlint.semantic.autograd import (
     Autograd,
     Scope,
-    _built_inplace,
-    _is_true,
-    _keyword,
-    _mentions_grad_of,
-    _module_saves_output,
-    _view_root,
+    built_inplace,
+    is_true,
+    keyword_argument,
+    layer_saves_output,
+    reads_grad_of,
+    view_root,
 )
 from torchlint.semantic.grad_mode import (
     function_grad_effect,
@@ -27,6 +24,9 @@ from torchlint.semantic.grad_mode import (
     statement_grad_switch,
     with_grad_effect,
 )
+from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.values import Origin, Tensor
+from torchlint.static.names import dotted_name
 
 # What autograd saves, which layers take `inplace` and which ops return several views are the
 # semantic model's tables (torchlint.semantic.torch_api), each entry checked with torch 2.13.
@@ -910,9 +910,9 @@ class InplaceOnGradTensor(Rule):
             if not (isinstance(before, cst.Call) and isinstance(after, cst.Call)):
                 continue
             first, second = self.ctx.qualname(before.func), self.ctx.qualname(after.func)
-            if first is None or second is None or not _built_inplace(after, second):
+            if first is None or second is None or not built_inplace(after, second):
                 continue
-            if not _module_saves_output(first, _built_inplace(before, first)):
+            if not layer_saves_output(first, built_inplace(before, first)):
                 continue
             short = second.replace("torch.nn.", "nn.")
             self.report(
@@ -927,11 +927,11 @@ class InplaceOnGradTensor(Rule):
         self.inplace(node, func.value, f"`{method}`", fix, [arg.value for arg in node.args], index_target=False)
 
     def check_torch_call(self, node: cst.Call, qualname: str) -> None:
-        out = _keyword(node, "out")
+        out = keyword_argument(node, "out")
         if out is not None:
             self.inplace(node, out.value, "`out=`", "drop `out=` and assign the result", [], index_target=False)
         first = _first_argument(node)
-        inplace_functional = qualname.startswith("torch.nn.functional.") and _is_true(_keyword(node, "inplace"))
+        inplace_functional = qualname.startswith("torch.nn.functional.") and is_true(keyword_argument(node, "inplace"))
         inplace_function = qualname.endswith("_") and qualname.rpartition(".")[0] in ("torch", "torch.nn.functional")
         if first is None or not (inplace_functional or inplace_function):
             return
@@ -950,7 +950,7 @@ class InplaceOnGradTensor(Rule):
         fix = "build the module without `inplace=True`"
         if isinstance(func, cst.Call):
             qualname = self.ctx.qualname(func.func)
-            if qualname is not None and qualname.startswith("torch.nn.") and _built_inplace(func, qualname):
+            if qualname is not None and qualname.startswith("torch.nn.") and built_inplace(func, qualname):
                 label = f"`{self.source(func)}` (`{qualname.replace('torch.nn.', 'nn.')}(inplace=True)`{_dropout_note(qualname)})"
                 self.inplace(node, first, label, fix, [], index_target=False)
             return
@@ -993,7 +993,7 @@ class InplaceOnGradTensor(Rule):
         Decided in finish(), once the model has read the whole file."""
         if not self.grad_enabled():
             return
-        root = _view_root(target, index_target=index_target)
+        root = view_root(target, index_target=index_target)
         if root is None:
             return
         scope = self.scopes[-1]
@@ -1049,7 +1049,7 @@ class InplaceOnGradTensor(Rule):
             return None
         if origin is not None:
             what = f"{origin.text} at line {self.autograd.origin_line(origin)}"
-        elif asked.name is not None and any(_mentions_grad_of(expr, asked.name) for expr in asked.operands):
+        elif asked.name is not None and any(reads_grad_of(expr, asked.name) for expr in asked.operands):
             what = f"`{asked.name}`, whose `.grad` it reads"
         else:
             return None
@@ -1102,7 +1102,7 @@ def _first_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
     for arg in call.args:
         if arg.keyword is None and not arg.star:
             return arg.value
-    found = _keyword(call, "input")
+    found = keyword_argument(call, "input")
     return found.value if found is not None else None
 
 

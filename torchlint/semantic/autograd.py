@@ -1,9 +1,16 @@
 """What autograd records and saves, asked of code: the questions in-place rules put to it.
 
-Which tensor an in-place write modifies through views (`view_root`), whether a backward can
-run through a name (`backward_mode_and_sinks`: the names reaching a forward's return or a
-backward call), which layers save their output and which are built in place. Reads names
-only, never imports torch; the tables it reads are torchlint.semantic.torch_api's.
+Syntax-level questions, answered from the expression alone: which tensor an in-place write
+modifies through views (`view_root`), which layers save their output (`layer_saves_output`)
+and which are built in place (`built_inplace`), whether an update reads a name's `.grad`
+(`reads_grad_of`), and which names reach a forward's return or a backward call
+(`backward_mode_and_sinks`).
+
+Value questions, answered from the file's semantic model by `Autograd`: is this a leaf that
+requires grad (`leaf_requiring_grad`), one of several views (`several_views_of`), an output
+autograd saved for backward that a backward can run through (`saved_for_backward`,
+`backward_reaches`). Reads names only, never imports torch; the tables it reads are
+torchlint.semantic.torch_api's, each entry checked with torch 2.13.
 """
 
 from __future__ import annotations
@@ -27,13 +34,14 @@ VIEW_METHODS = frozenset(
         "swapaxes", "swapdims", "contiguous", "unfold", "as_strided",
     }
 )
-
-
 VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
 
 
 @dataclass
 class Scope:
+    """A function (or the module, or a class body) being read, with what the questions found
+    out about it: whether grad was switched off in it, and the names a backward reaches."""
+
     function: Optional[cst.FunctionDef]
     owner: Optional[cst.ClassDef]
     grad_switched_off: bool = False  # a `torch.set_grad_enabled(False)` statement ran
@@ -41,40 +49,40 @@ class Scope:
     sinks: Optional[frozenset[str]] = None  # names whose values reach backward / the return
 
 
-def _parameter_names(function: cst.FunctionDef) -> set[str]:
+def parameter_names(function: cst.FunctionDef) -> set[str]:
     params = function.params
     names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     names.discard("self")
     return names
 
 
-def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+def keyword_argument(call: cst.Call, name: str) -> Optional[cst.Arg]:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg
     return None
 
 
-def _is_true(arg: Optional[cst.Arg | cst.BaseExpression]) -> bool:
+def is_true(arg: Optional[cst.Arg | cst.BaseExpression]) -> bool:
     value = arg.value if isinstance(arg, cst.Arg) else arg
     return isinstance(value, cst.Name) and value.value == "True"
 
 
-def _built_inplace(call: cst.Call, qualname: str) -> bool:
+def built_inplace(call: cst.Call, qualname: str) -> bool:
     """`nn.ReLU(inplace=True)`, `nn.Dropout(0.1, True)`: a layer taking `inplace`, built so."""
     position = api.INPLACE_POSITION.get("torch.nn." + qualname.rpartition(".")[2])
     if position is None:
         return False
-    flag = _keyword(call, "inplace")
+    flag = keyword_argument(call, "inplace")
     if flag is None:
         positional = [a for a in call.args if a.keyword is None]
         if position >= len(positional):
             return False
         flag = positional[position]
-    return _is_true(flag)
+    return is_true(flag)
 
 
-def _module_saves_output(qualname: str, inplace: bool) -> bool:
+def layer_saves_output(qualname: str, inplace: bool) -> bool:
     return (
         api.LAYERS.get(qualname) in SAVED_KINDS
         or qualname in api.SAVED_OUTPUT_LAYERS
@@ -82,7 +90,7 @@ def _module_saves_output(qualname: str, inplace: bool) -> bool:
     )
 
 
-def _is_basic_index(node: cst.Subscript) -> bool:
+def is_basic_index(node: cst.Subscript) -> bool:
     """Integer, slice, None and `...` indexing returns a view; anything else may copy."""
     for element in node.slice:
         index = element.slice
@@ -97,7 +105,7 @@ def _is_basic_index(node: cst.Subscript) -> bool:
     return True
 
 
-def _view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.BaseExpression]:
+def view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.BaseExpression]:
     """The tensor an in-place write on `expr` modifies, through views (basic indexing,
     `.view()`, `.t()`, `.T`): a name, an attribute (`self.fc.weight`), or a call returning
     several views (`x.chunk(2)[0]`). None through anything that copies (`x[mask]`,
@@ -105,7 +113,7 @@ def _view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.
     if index_target and isinstance(expr, cst.Subscript):
         expr = expr.value  # `w[mask] = v` writes into w whatever the index
     while True:
-        if isinstance(expr, cst.Subscript) and _is_basic_index(expr):
+        if isinstance(expr, cst.Subscript) and is_basic_index(expr):
             expr = expr.value
         elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
             if expr.func.attr.value in api.MAY_COPY_METHODS:
@@ -127,7 +135,7 @@ def _view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.
     return None
 
 
-def _mentions_grad_of(expr: cst.CSTNode, name: str) -> bool:
+def reads_grad_of(expr: cst.CSTNode, name: str) -> bool:
     stack = [expr]
     while stack:
         node = stack.pop()
@@ -181,7 +189,7 @@ def _close_over(sinks: set[str], edges: dict[str, set[str]]) -> set[str]:
     return reached
 
 
-def _names_in(node: Optional[cst.CSTNode]) -> set[str]:
+def names_in(node: Optional[cst.CSTNode]) -> set[str]:
     found: set[str] = set()
     if node is None:
         return found
@@ -227,12 +235,12 @@ class _FlowCollector:
         elif isinstance(node, cst.For):
             self._flow(node.target, node.iter)
         elif isinstance(node, cst.Return) and self.mode == "forward":
-            self.sinks |= _names_in(node.value)
+            self.sinks |= names_in(node.value)
         elif isinstance(node, cst.Call):
             self._read_call(node)
 
     def _flow(self, target: cst.BaseExpression, value: Optional[cst.CSTNode]) -> None:
-        sources = _names_in(value)
+        sources = names_in(value)
         for name in _target_roots(target):
             self.edges.setdefault(name, set()).update(sources)
 
@@ -240,12 +248,12 @@ class _FlowCollector:
         func = node.func
         if self.mode == "backward" and is_backward_call(node):
             if isinstance(func, cst.Attribute) and func.attr.value == "backward":
-                self.sinks |= _names_in(func.value)
+                self.sinks |= names_in(func.value)
             for arg in node.args:
-                self.sinks |= _names_in(arg.value)
+                self.sinks |= names_in(arg.value)
         if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert", "update", "add"):
             for name in _target_roots(func.value):
-                self.edges.setdefault(name, set()).update(*(_names_in(arg.value) for arg in node.args))
+                self.edges.setdefault(name, set()).update(*(names_in(arg.value) for arg in node.args))
 
 
 def _target_roots(target: cst.BaseExpression) -> Iterator[str]:
@@ -317,7 +325,7 @@ class Autograd:
             # A layer-less module (a transform) may well get inputs without grad: outputs it
             # computes from its bare arguments are not taken to require grad.
             candidates = [v for v in saved if not (made_here(v) and self.from_arguments_only(scope, v.origin))]
-        elif function is not None and name in _parameter_names(function):
+        elif function is not None and name in parameter_names(function):
             candidates = [v for v in saved if not made_here(v)]  # a helper's argument: what callers pass
         else:
             return None  # neither on the way to backward here, nor an argument a caller passes
@@ -350,10 +358,10 @@ class Autograd:
             return False
         names: set[str] = set()
         for arg in call.args:
-            names |= _names_in(arg.value)
+            names |= names_in(arg.value)
         if isinstance(call.func, cst.Attribute) and self.ctx.qualname(call.func) is None:
-            names |= _names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
-        arguments = _parameter_names(scope.function)
+            names |= names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
+        arguments = parameter_names(scope.function)
         return bool(names) and names <= arguments and not any(self.model.bound_in(scope.function, n) for n in names)
 
     def owns_layers(self, owner: Optional[cst.ClassDef]) -> bool:
