@@ -125,7 +125,8 @@ class InplaceOnGradTensor(Rule):
     ## Known limitations
     What the written tensor may be is the engine's semantic model's answer, within one file:
     names across branches and loops, tuple unpacking, lists of tensors, `self.<attr>`, module
-    containers, the outputs of submodules and helpers of the file, and a helper's argument as
+    containers, the outputs of submodules and helpers of the file (functions nested in a
+    `forward` included: `def run(i, h): return self.blocks[i](h)`), and a helper's argument as
     its callers in the file pass it. A leaf or a saved output is only as good as that: a
     tensor stored in a dict, or returned by a function of another file, is not followed; a
     leaf handed back by a call is not trusted (fusion helpers return a parameter on one path
@@ -797,6 +798,65 @@ class InplaceOnGradTensor(Rule):
             """,
             note="a layer-less module (a transform) on its raw input: the input may not require grad",
         ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Gate(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, dim)
+
+                def forward(self, x):
+                    return torch.sigmoid(self.proj(x))
+
+            class Stack(nn.Module):
+                def __init__(self, dim, depth):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Gate(dim) for _ in range(depth)])
+
+                def forward(self, x):
+                    def run(i, h):
+                        return self.blocks[i](h)
+
+                    for i in range(len(self.blocks)):
+                        x = run(i, x)
+                        x += 1.0  # error
+                    return x
+            """,
+            note="a nested function indexing an nn.ModuleList returns the block's saved sigmoid output",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Norm(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, dim)
+                    self.norm = nn.LayerNorm(dim)
+
+                def forward(self, x):
+                    return self.norm(self.proj(x))
+
+            class Stack(nn.Module):
+                def __init__(self, dim, depth):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Norm(dim) for _ in range(depth)])
+
+                def forward(self, x):
+                    def run(i, h):
+                        return self.blocks[i](h)
+
+                    for i in range(len(self.blocks)):
+                        x = run(i, x)
+                        x += 1.0
+                    return x
+            """,
+            note="the same closure over blocks ending in LayerNorm, whose output backward does not need",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -846,7 +906,8 @@ class InplaceOnGradTensor(Rule):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         owner = self.direct_owner()
         self.grad_modes.append(function_grad_effect(node, owner))
-        self.scopes.append(Scope(function=node, owner=owner))
+        enclosing = self.scopes[-1] if self.scopes[-1].function is not None else None
+        self.scopes.append(Scope(function=node, owner=owner, enclosing=enclosing))
 
     def direct_owner(self) -> Optional[cst.ClassDef]:
         """The class whose body holds the function being entered (None for nested functions)."""

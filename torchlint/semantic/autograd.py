@@ -47,6 +47,19 @@ class Scope:
     grad_switched_off: bool = False  # a `torch.set_grad_enabled(False)` statement ran
     backward_mode: Optional[str] = None  # "forward", "backward" or "" once computed
     sinks: Optional[frozenset[str]] = None  # names whose values reach backward / the return
+    #: The function holding this one, for a function defined inside another (`def run(i, h)`
+    #: in a forward): its values reach the forward's return through the nested one's.
+    enclosing: Optional[Scope] = None
+
+
+def enclosing_forward(scope: Scope) -> Optional[Scope]:
+    """The forward this function is, or is nested in (directly or through other functions)."""
+    current: Optional[Scope] = scope
+    while current is not None and current.function is not None:
+        if is_forward_method(current.function, current.owner):
+            return current
+        current = current.enclosing
+    return None
 
 
 def parameter_names(function: cst.FunctionDef) -> set[str]:
@@ -151,10 +164,11 @@ def reads_grad_of(expr: cst.CSTNode, name: str) -> bool:
 
 
 def backward_mode_and_sinks(scope: Scope, module: cst.Module) -> tuple[str, Optional[frozenset[str]]]:
-    """("forward", names reaching the return) for an nn.Module forward, ("backward", names
-    reaching a backward call) for code that calls backward, ("", None) elsewhere."""
+    """("forward", names reaching the return) for an nn.Module forward or a function nested in
+    one, ("backward", names reaching a backward call) for code that calls backward, ("", None)
+    elsewhere."""
     function = scope.function
-    if function is not None and is_forward_method(function, scope.owner):
+    if function is not None and enclosing_forward(scope) is not None:
         body: cst.CSTNode = function.body
         mode = "forward"
     else:
@@ -351,7 +365,8 @@ class Autograd:
     def from_arguments_only(self, scope: Scope, origin: Origin) -> bool:
         """In a forward of a module that owns no layers, an op reading nothing but the
         function's never-reassigned arguments (`img.exp()` in a transform)."""
-        if scope.backward_mode != "forward" or self.owns_layers(scope.owner) or scope.function is None:
+        forward = enclosing_forward(scope)
+        if scope.backward_mode != "forward" or forward is None or self.owns_layers(forward.owner) or scope.function is None:
             return False
         call = origin.node
         if not isinstance(call, cst.Call):
