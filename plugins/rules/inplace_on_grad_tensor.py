@@ -803,6 +803,45 @@ class InplaceOnGradTensor(Rule):
             import torch
             import torch.nn as nn
 
+            class Recurrent(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.cell = nn.Linear(dim, dim)
+
+                def forward(self, x, steps):
+                    h = x
+                    for _ in range(steps):
+                        h.mul_(0.5)  # error
+                        h = torch.tanh(self.cell(h))
+                    return h
+            """,
+            note="a write at the top of a loop reaches the tanh output bound later in the previous iteration",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Recurrent(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.cell = nn.Linear(dim, dim)
+                    self.norm = nn.LayerNorm(dim)
+
+                def forward(self, x, steps):
+                    h = x.clone()
+                    for _ in range(steps):
+                        h.mul_(0.5)
+                        h = self.norm(torch.tanh(self.cell(h)))
+                    return h
+            """,
+            note="the value bound later in the loop is LayerNorm's output, which backward does not need",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
             class Gate(nn.Module):
                 def __init__(self, dim):
                     super().__init__()
