@@ -41,7 +41,9 @@ from torchlint.semantic.values import (
     LEAF,
     LOGPROB,
     MULTI_VIEW,
+    ONE_HOT,
     PROB,
+    ZEROS,
     Applied,
     Attr,
     Copied,
@@ -60,7 +62,9 @@ from torchlint.semantic.values import (
     NNModule,
     Origin,
     Param,
+    Product,
     Quotient,
+    Scattered,
     SelfAttr,
     SourceLabel,
     Sequence,
@@ -625,6 +629,8 @@ class SemanticModel(Analysis):
             return self.value(expr.value)
         if kind is cst.BinaryOperation and type(expr.operator) is cst.Divide:
             return self._quotient(expr)
+        if kind is cst.BinaryOperation and type(expr.operator) is cst.MatrixMultiply:
+            return Product(self.value(expr.left), self.value(expr.right))
         if kind is cst.BooleanOperation and type(expr.operator) is cst.Or:
             return Union_((self.value(expr.left), self.value(expr.right)))
         return None
@@ -690,6 +696,10 @@ class SemanticModel(Analysis):
                 return Copied(receiver)
             if method in api.PASSTHROUGH_METHODS:
                 return receiver
+            if method in api.MATRIX_PRODUCT_METHODS and len(call.args) == 1 and call.args[0].keyword is None:
+                return Product(receiver, self.value(call.args[0].value))
+            if method in ("scatter", "scatter_") and _scatters_ones(call):
+                return Scattered(receiver, self.origin(call, func))
             if method == "forward":
                 return Applied(receiver, _call_flags(call))
             if method in ("__call__",):
@@ -744,6 +754,9 @@ class SemanticModel(Analysis):
         if qualname in api.PASSTHROUGH_FUNCTIONS:
             first = _argument(call, "input", 0)
             return self.value(first.value) if first is not None else None
+        if qualname in api.MATRIX_PRODUCT_FUNCTIONS:
+            first, second = _argument(call, "input", 0), _argument(call, "mat2", 1) or _argument(call, "other", 1)
+            return Product(self.value(first.value), self.value(second.value)) if first is not None and second is not None else None
         if qualname in api.SEQUENTIAL:
             return Sequence("sequential", tuple(self._sequential_layers(call)))
         if qualname in api.MODULE_LIST:
@@ -917,11 +930,27 @@ class SemanticModel(Analysis):
             for option in value.options:
                 found |= self.resolve(option, depth)
             return found
+        if kind is Product:
+            return self._resolve_product(value, depth)
+        if kind is Scattered:
+            into = self.resolve(value.value, depth)
+            return {Tensor(ONE_HOT, value.origin, False)} if into and all(type(v) is Tensor and v.kind == ZEROS for v in into) else set()
         if kind is Quotient:
             numerators = {v.origin for v in self.resolve(value.numerator, depth) if type(v) is Tensor and v.kind == EXP}
             summed = {v.origin for v in self.resolve(value.summed, depth) if type(v) is Tensor and v.kind == EXP}
             return {Tensor(PROB, value.origin)} if numerators & summed else set()
         return {value}
+
+    def _resolve_product(self, product: Product, depth: int) -> set:
+        """Probabilities times a one-hot selector (either side): each output row (or column)
+        is one of theirs, so still probabilities. Not saved by the softmax that made them (a
+        new tensor): marked not `recorded`. Times anything else: nothing known."""
+        left, right = self.resolve(product.left, depth), self.resolve(product.right, depth)
+        found: set = set()
+        for kept, selector in ((left, right), (right, left)):
+            if selector and all(type(v) is Tensor and v.kind == ONE_HOT for v in selector):
+                found |= {Tensor(v.kind, v.origin, False, v.from_layer) for v in kept if type(v) is Tensor and v.kind in (PROB, LOGPROB)}
+        return found
 
     def _resolve_local(self, use: Local, depth: int) -> set:
         bindings = self._bindings.get((use.scope, use.name), [])
@@ -1392,6 +1421,10 @@ class SemanticModel(Analysis):
         """`x.sigmoid_()`, `torch.relu_(x)`, `F.elu(x, inplace=True)`, `self.act(x)`: x now
         holds what the op outputs (when it saves that, autograd saved x)."""
         if type(func) is cst.Attribute and type(func.value) is cst.Name and func.attr.value.endswith("_"):
+            if func.attr.value == "scatter_" and _scatters_ones(call) and self.qualname(func) is None:
+                name = func.value.value
+                self._bind(name, Scattered(self._name(name), self.origin(call, func)))
+                return
             if func.attr.value in api.SAVED_OUTPUT_METHODS and self._saving_method(func) and self.qualname(func) is None:
                 name = func.value.value
                 self._bind(name, InPlace(self._name(name), self._tensor(SAVED, self.origin(call, func))))
@@ -1780,6 +1813,17 @@ def _basic_index(node: cst.Subscript) -> bool:
             continue
         return False
     return True
+
+
+def _scatters_ones(call: cst.Call) -> bool:
+    """`.scatter_(dim, index, 1)` / `value=1.0`: writes ones (no `reduce=`, not a tensor `src`)."""
+    if any(arg.keyword is not None and arg.keyword.value == "reduce" for arg in call.args):
+        return False
+    written = _argument(call, "value", 2) or _argument(call, "src", 2)
+    if written is None:
+        return False
+    value = written.value
+    return type(value) in (cst.Integer, cst.Float) and float(value.value) == 1.0
 
 
 def _returned(values: set) -> set:
