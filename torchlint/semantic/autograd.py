@@ -34,7 +34,7 @@ VIEW_METHODS = frozenset(
         "swapaxes", "swapdims", "contiguous", "unfold", "as_strided",
     }
 )
-VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
+VIEW_ATTRIBUTES = api.VIEW_ATTRIBUTES
 
 
 @dataclass
