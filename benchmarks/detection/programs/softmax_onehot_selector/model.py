@@ -24,7 +24,7 @@ def train_step(model, x, slot, target):
 
 def scatter_pick(scores, slot, target):
     probs = F.softmax(scores, dim=-1)                                       # (B, slots, classes)
-    selector = torch.zeros(scores.shape[0], 1, scores.shape[1])
+    selector = torch.zeros(scores.shape[0], 1, scores.shape[1], device=scores.device)
     selector.scatter_(2, slot.view(-1, 1, 1), 1.0)
     picked = selector.bmm(probs).squeeze(1)
     return nn.CrossEntropyLoss()(picked, target)  # expect: TL101 -- a zeros tensor scattered with 1 selects softmax rows
