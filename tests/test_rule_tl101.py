@@ -306,3 +306,54 @@ def test_resolve_module_from_a_package_init():
     assert project.resolve_module("pkg/__init__.py", "models", level=1) == "pkg/models.py"
     assert project.resolve_module("pkg/sub/x.py", "models", level=2) == "pkg/models.py"
     assert project.resolve_module("pkg/models.py", "sub.x", level=1) == "pkg/sub/x.py"
+
+
+# -- products with a one-hot selector ------------------------------------------------------------
+def test_probabilities_keep_their_meaning_only_through_a_one_hot_selector():
+    code = """
+    import torch
+    import torch.nn.functional as F
+
+    def pick(scores, slot, target, values):
+        probs = scores.softmax(-1)
+        sel = F.one_hot(slot, 4).float()
+        F.cross_entropy(sel @ probs, target)
+        F.cross_entropy(torch.matmul(sel, probs), target)
+        F.cross_entropy(probs.matmul(sel), target)
+        F.cross_entropy(probs @ values, target)
+        F.cross_entropy(values @ sel, target)
+        twos = torch.zeros(3, 4)
+        twos.scatter_(1, slot[:, None], 2.0)
+        F.cross_entropy(twos @ probs, target)
+        ones = torch.ones(3, 4)
+        ones.scatter_(1, slot[:, None], 1)
+        F.cross_entropy(ones @ probs, target)
+        picked = torch.zeros(3, 4).scatter_(1, slot[:, None], 1)
+        F.cross_entropy(picked.mm(probs), target)
+        if target is None:
+            sel = values
+        F.cross_entropy(torch.bmm(sel, probs), target)
+    """
+    # one-hot (or zeros scattered with 1) on either side: flagged; general values, a scatter of
+    # 2, a scatter into ones, a selector that may be something else: quiet
+    assert lines(code) == [7, 8, 9, 19]
+
+
+def test_a_product_of_probabilities_is_no_saved_softmax_output_for_tl103():
+    code = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Picker(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x, slot):
+            probs = torch.softmax(self.fc(x), dim=-1)
+            picked = torch.bmm(F.one_hot(slot, 4).float(), probs)
+            picked += 1.0
+            return picked
+    """
+    assert lines(code, select="TL103") == []

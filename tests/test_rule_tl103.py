@@ -579,3 +579,123 @@ def test_one_report_per_saved_output_even_through_a_submodule():
             return h
     """
     assert lines(code) == [12]
+
+
+# -- functions nested in a forward ---------------------------------------------------------------
+NESTED_HEADER = """
+import torch
+import torch.nn as nn
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+    def forward(self, x):
+        return torch.sigmoid(self.proj(x))
+
+class Norm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(4)
+    def forward(self, x):
+        return self.norm(x)
+"""
+
+
+def line_of(code: str, text: str) -> int:
+    """The line of `code`, as `findings` numbers it, holding `text`."""
+    return next(n for n, line in enumerate(textwrap.dedent(code).lstrip("\n").splitlines(), 1) if text in line)
+
+
+def test_a_write_inside_a_nested_function_on_an_indexed_block_output():
+    code = NESTED_HEADER + """
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Gate() for _ in range(3)])
+    def forward(self, x):
+        def step(h):
+            for i in range(len(self.blocks)):
+                h = self.blocks[i](h)
+                h.mul_(2.0)
+            return h
+        return step(x)
+"""
+    [(line, message)] = findings(code)
+    sigmoid = line_of(code, "return torch.sigmoid")
+    assert line == line_of(code, "h.mul_(2.0)") and f"`torch.sigmoid(...)` (line {sigmoid}, returned by `Gate.forward`)" in message
+
+
+def test_a_nested_function_parameter_takes_what_the_forward_passes():
+    code = NESTED_HEADER + """
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate()
+        self.norm = Norm()
+    def forward(self, x):
+        def bump(h):
+            h += 1.0
+            return h
+        g = bump(self.norm(x))
+        return bump(self.gate(g))
+"""
+    [(line, message)] = findings(code)
+    assert line == line_of(code, "h += 1.0") and "Gate.forward" in message
+
+
+def test_a_nested_function_over_blocks_not_saving_their_output_is_quiet():
+    code = NESTED_HEADER + """
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Norm() for _ in range(3)])
+    def forward(self, x):
+        def run(i, h):
+            return self.blocks[i](h)
+        for i in range(3):
+            x = run(i, x)
+            x += 1.0
+        return x
+"""
+    assert lines(code) == []
+
+
+def test_a_nested_function_reads_the_enclosing_names_at_their_last_binding():
+    code = NESTED_HEADER + """
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate()
+        self.norm = Norm()
+    def forward(self, x):
+        h = self.gate(x)
+        h = self.norm(h)
+        def current():
+            return h
+        out = current()
+        out += 1.0
+        return out
+"""
+    assert lines(code) == []
+
+
+def test_two_nested_functions_of_one_name_are_not_followed():
+    code = NESTED_HEADER + """
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate()
+        self.norm = Norm()
+    def forward(self, x, gated):
+        if gated:
+            def run(h):
+                return self.gate(h)
+        else:
+            def run(h):
+                return self.norm(h)
+        out = run(x)
+        out += 1.0
+        return out
+"""
+    assert lines(code) == []

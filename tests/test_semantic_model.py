@@ -374,3 +374,26 @@ def test_every_arm_rebinding_the_name_kills_the_saved_output():
         block = Block()
     """
     assert lines(code, "TL103") == []
+
+
+def test_a_forward_returning_what_a_nested_helper_returns():
+    code = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            def head(h):
+                return F.softmax(self.fc(h), dim=1)
+            return head(x)
+
+    def train(x, y):
+        model = Net()
+        return F.cross_entropy(model(x), y)
+    """
+    assert lines(code) == [17]

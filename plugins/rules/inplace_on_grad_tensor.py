@@ -1,26 +1,32 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
 from torchlint.findings import Severity
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
-from torchlint.semantic.model import SemanticModel
-from torchlint.semantic import torch_api as api
-from torchlint.semantic.values import LEAF, MULTI_VIEW, SAVED_KINDS, Origin, Tensor
-from torchlint.static.names import dotted_name
-
-from ._grad_mode import (
-    children,
+from torchlint.semantic.autograd import (
+    Autograd,
+    Scope,
+    built_inplace,
+    is_true,
+    keyword_argument,
+    layer_saves_output,
+    reads_grad_of,
+    view_root,
+)
+from torchlint.semantic.grad_mode import (
     function_grad_effect,
     is_autograd_function_class,
-    is_backward_call,
     statement_grad_switch,
     with_grad_effect,
 )
+from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.values import Origin, Tensor
+from torchlint.static.names import dotted_name
 
 # What autograd saves, which layers take `inplace` and which ops return several views are the
 # semantic model's tables (torchlint.semantic.torch_api), each entry checked with torch 2.13.
@@ -34,24 +40,6 @@ AUGMENTED_OPERATORS = {
 }  # `@=` has no in-place tensor form; bitwise ones never carry gradients
 #: Methods ending in `_` that do not write tensor data.
 NOT_INPLACE_METHODS = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_", "register_hook_"})
-#: Methods and attributes that return a view sharing the receiver's storage (and version).
-VIEW_METHODS = frozenset(
-    {
-        "view", "view_as", "reshape", "reshape_as", "t", "transpose", "permute", "squeeze", "unsqueeze",
-        "expand", "expand_as", "narrow", "select", "flatten", "unflatten", "diagonal", "movedim", "moveaxis",
-        "swapaxes", "swapdims", "contiguous", "unfold", "as_strided",
-    }
-)
-VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
-
-
-@dataclass
-class Scope:
-    function: Optional[cst.FunctionDef]
-    owner: Optional[cst.ClassDef]
-    grad_switched_off: bool = False  # a `torch.set_grad_enabled(False)` statement ran
-    backward_mode: Optional[str] = None  # "forward", "backward" or "" once computed
-    sinks: Optional[frozenset[str]] = None  # names whose values reach backward / the return
 
 
 @dataclass
@@ -137,7 +125,8 @@ class InplaceOnGradTensor(Rule):
     ## Known limitations
     What the written tensor may be is the engine's semantic model's answer, within one file:
     names across branches and loops, tuple unpacking, lists of tensors, `self.<attr>`, module
-    containers, the outputs of submodules and helpers of the file, and a helper's argument as
+    containers, the outputs of submodules and helpers of the file (functions nested in a
+    `forward` included: `def run(i, h): return self.blocks[i](h)`), and a helper's argument as
     its callers in the file pass it. A leaf or a saved output is only as good as that: a
     tensor stored in a dict, or returned by a function of another file, is not followed; a
     leaf handed back by a call is not trusted (fusion helpers return a parameter on one path
@@ -809,6 +798,104 @@ class InplaceOnGradTensor(Rule):
             """,
             note="a layer-less module (a transform) on its raw input: the input may not require grad",
         ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Recurrent(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.cell = nn.Linear(dim, dim)
+
+                def forward(self, x, steps):
+                    h = x
+                    for _ in range(steps):
+                        h.mul_(0.5)  # error
+                        h = torch.tanh(self.cell(h))
+                    return h
+            """,
+            note="a write at the top of a loop reaches the tanh output bound later in the previous iteration",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Recurrent(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.cell = nn.Linear(dim, dim)
+                    self.norm = nn.LayerNorm(dim)
+
+                def forward(self, x, steps):
+                    h = x.clone()
+                    for _ in range(steps):
+                        h.mul_(0.5)
+                        h = self.norm(torch.tanh(self.cell(h)))
+                    return h
+            """,
+            note="the value bound later in the loop is LayerNorm's output, which backward does not need",
+        ),
+        Bad(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Gate(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, dim)
+
+                def forward(self, x):
+                    return torch.sigmoid(self.proj(x))
+
+            class Stack(nn.Module):
+                def __init__(self, dim, depth):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Gate(dim) for _ in range(depth)])
+
+                def forward(self, x):
+                    def run(i, h):
+                        return self.blocks[i](h)
+
+                    for i in range(len(self.blocks)):
+                        x = run(i, x)
+                        x += 1.0  # error
+                    return x
+            """,
+            note="a nested function indexing an nn.ModuleList returns the block's saved sigmoid output",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn as nn
+
+            class Norm(nn.Module):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.proj = nn.Linear(dim, dim)
+                    self.norm = nn.LayerNorm(dim)
+
+                def forward(self, x):
+                    return self.norm(self.proj(x))
+
+            class Stack(nn.Module):
+                def __init__(self, dim, depth):
+                    super().__init__()
+                    self.blocks = nn.ModuleList([Norm(dim) for _ in range(depth)])
+
+                def forward(self, x):
+                    def run(i, h):
+                        return self.blocks[i](h)
+
+                    for i in range(len(self.blocks)):
+                        x = run(i, x)
+                        x += 1.0
+                    return x
+            """,
+            note="the same closure over blocks ending in LayerNorm, whose output backward does not need",
+        ),
     ]
 
     def __init__(self, ctx) -> None:
@@ -818,6 +905,7 @@ class InplaceOnGradTensor(Rule):
         self.file_grad_off = False
         self.called_without_grad: set[str] = set()
         self.model: SemanticModel = ctx.analysis(SemanticModel)
+        self.autograd = Autograd(self.model)
         #: In-place writes this rule's own saved-output flow knows nothing about: the semantic
         #: model decides in finish() (leaves, multi-output views, a submodule's output, a
         #: helper's argument).
@@ -857,7 +945,8 @@ class InplaceOnGradTensor(Rule):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         owner = self.direct_owner()
         self.grad_modes.append(function_grad_effect(node, owner))
-        self.scopes.append(Scope(function=node, owner=owner))
+        enclosing = self.scopes[-1] if self.scopes[-1].function is not None else None
+        self.scopes.append(Scope(function=node, owner=owner, enclosing=enclosing))
 
     def direct_owner(self) -> Optional[cst.ClassDef]:
         """The class whose body holds the function being entered (None for nested functions)."""
@@ -921,9 +1010,9 @@ class InplaceOnGradTensor(Rule):
             if not (isinstance(before, cst.Call) and isinstance(after, cst.Call)):
                 continue
             first, second = self.ctx.qualname(before.func), self.ctx.qualname(after.func)
-            if first is None or second is None or not _built_inplace(after, second):
+            if first is None or second is None or not built_inplace(after, second):
                 continue
-            if not _module_saves_output(first, _built_inplace(before, first)):
+            if not layer_saves_output(first, built_inplace(before, first)):
                 continue
             short = second.replace("torch.nn.", "nn.")
             self.report(
@@ -938,11 +1027,11 @@ class InplaceOnGradTensor(Rule):
         self.inplace(node, func.value, f"`{method}`", fix, [arg.value for arg in node.args], index_target=False)
 
     def check_torch_call(self, node: cst.Call, qualname: str) -> None:
-        out = _keyword(node, "out")
+        out = keyword_argument(node, "out")
         if out is not None:
             self.inplace(node, out.value, "`out=`", "drop `out=` and assign the result", [], index_target=False)
         first = _first_argument(node)
-        inplace_functional = qualname.startswith("torch.nn.functional.") and _is_true(_keyword(node, "inplace"))
+        inplace_functional = qualname.startswith("torch.nn.functional.") and is_true(keyword_argument(node, "inplace"))
         inplace_function = qualname.endswith("_") and qualname.rpartition(".")[0] in ("torch", "torch.nn.functional")
         if first is None or not (inplace_functional or inplace_function):
             return
@@ -961,7 +1050,7 @@ class InplaceOnGradTensor(Rule):
         fix = "build the module without `inplace=True`"
         if isinstance(func, cst.Call):
             qualname = self.ctx.qualname(func.func)
-            if qualname is not None and qualname.startswith("torch.nn.") and _built_inplace(func, qualname):
+            if qualname is not None and qualname.startswith("torch.nn.") and built_inplace(func, qualname):
                 label = f"`{self.source(func)}` (`{qualname.replace('torch.nn.', 'nn.')}(inplace=True)`{_dropout_note(qualname)})"
                 self.inplace(node, first, label, fix, [], index_target=False)
             return
@@ -979,18 +1068,6 @@ class InplaceOnGradTensor(Rule):
         """An in-place write on `target`, judged in finish() by what the semantic model says
         the written tensor may be."""
         self.ask(node, target, op, fix, operands, index_target=index_target)
-
-    def backward_can_reach(self, scope: Scope, name: str) -> bool:
-        """Only where a backward can run through this code: an nn.Module's forward (the value
-        reaches the return) or a function that calls backward (the value reaches the loss)."""
-        if scope.backward_mode is None:
-            scope.backward_mode, scope.sinks = backward_mode_and_sinks(scope, self.ctx.module)
-        if not scope.backward_mode or scope.sinks is None:
-            return False
-        return name.partition(".")[0] in scope.sinks
-
-    def owns_layers(self, owner: Optional[cst.ClassDef]) -> bool:
-        return owner is not None and self.model.owns_layers(owner.name.value)
 
     def note_called_without_grad(self, node: cst.Call) -> None:
         """Functions called (or passed along, as to `model.apply(fn)`) under no_grad."""
@@ -1016,7 +1093,7 @@ class InplaceOnGradTensor(Rule):
         Decided in finish(), once the model has read the whole file."""
         if not self.grad_enabled():
             return
-        root = _view_root(target, index_target=index_target)
+        root = view_root(target, index_target=index_target)
         if root is None:
             return
         scope = self.scopes[-1]
@@ -1033,7 +1110,7 @@ class InplaceOnGradTensor(Rule):
                 continue  # the function is called under no_grad in this file
             if asked.layer is not None and not self.inplace_layer(asked):
                 continue
-            values = {v for v in self.model.resolve(asked.value) if type(v) is Tensor}
+            values = self.autograd.tensors(asked.value)
             if not values:
                 message = self.leaf_message(asked, values)
                 if message is not None:
@@ -1043,7 +1120,7 @@ class InplaceOnGradTensor(Rule):
             if message is not None:
                 self.report(asked.node, message)
                 continue
-            saved = self.saved_output(asked, values)
+            saved = self.autograd.saved_for_backward(values, asked.scope, asked.name, asked.training)
             if saved is None:
                 continue
             key = (id(saved.node), saved.path, saved.line, saved.text)
@@ -1067,19 +1144,12 @@ class InplaceOnGradTensor(Rule):
     def leaf_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
         """A leaf that requires grad: the model says so, or the update reads its `.grad`
         (`p -= lr * p.grad`: only a leaf that requires grad has one)."""
-        # A leaf copied (`.clone()`, `.detach()`) or handed back by a call is not vouched for.
-        leaves = [v for v in values if v.kind == LEAF and v.recorded]
-        if leaves and asked.dotted is not None:
-            scope = asked.scope.function or self.ctx.module
-            if self.model.frozen_path(scope, asked.dotted):
-                return None  # `conv.weight.requires_grad = False` in this function
-            owner = asked.scope.owner
-            if owner is not None and asked.dotted.startswith("self.") and self.model.frozen(owner.name.value, asked.dotted[5:]):
-                return None  # `self.embed.weight.requires_grad = False` somewhere in the class
-        if leaves:
-            origin = min(leaves, key=lambda v: (self.origin_line(v), v.origin.text)).origin
-            what = f"{origin.text} at line {self.origin_line_of(origin)}"
-        elif asked.name is not None and any(_mentions_grad_of(expr, asked.name) for expr in asked.operands):
+        origin = self.autograd.leaf_requiring_grad(values)
+        if origin is not None and asked.dotted is not None and self.autograd.requires_grad_turned_off(asked.scope, asked.dotted):
+            return None
+        if origin is not None:
+            what = f"{origin.text} at line {self.autograd.origin_line(origin)}"
+        elif asked.name is not None and any(reads_grad_of(expr, asked.name) for expr in asked.operands):
             what = f"`{asked.name}`, whose `.grad` it reads"
         else:
             return None
@@ -1090,93 +1160,29 @@ class InplaceOnGradTensor(Rule):
         )
 
     def view_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:
-        views = [v for v in values if v.kind == MULTI_VIEW and v.recorded]
-        if not views:
+        origin = self.autograd.several_views_of(values)
+        if origin is None:
             return None
-        origin = min(views, key=lambda v: (self.origin_line(v), v.origin.text)).origin
         return (
-            f"in-place {asked.op} on one of the several views {origin.text} (line {self.origin_line_of(origin)}) "
+            f"in-place {asked.op} on one of the several views {origin.text} (line {self.autograd.origin_line(origin)}) "
             f"returns, of a tensor that requires grad: raises 'is a view and is being modified inplace ... a "
             f"function that returns multiple views'; {asked.fix}, or `.clone()` the piece first"
         )
-
-    def saved_output(self, asked: Asked, values: set[Tensor]) -> Optional[Origin]:
-        """The output autograd saved that the write modifies, where a backward can run through
-        it: in an nn.Module's forward (the value reaches the return) or in code that calls
-        backward (it reaches the loss); or an argument a caller passes (a helper's)."""
-        scope, name = asked.scope, asked.name
-        if name is None or not asked.training:
-            return None
-        saved = [v for v in values if v.kind in SAVED_KINDS and v.recorded and (not v.from_layer or self.built_here(v.origin))]
-        if not saved:
-            return None
-        function = scope.function
-
-        def made_here(value: Tensor) -> bool:
-            if function is None:
-                return True
-            if value.origin.node is None or value.origin.path:
-                return False
-            first, _, last, _ = self.ctx.position(function)
-            return first <= self.line(value.origin.node) <= last
-
-        if self.backward_can_reach(scope, name):
-            # A layer-less module (a transform) may well get inputs without grad: outputs it
-            # computes from its bare arguments are not taken to require grad.
-            candidates = [v for v in saved if not (made_here(v) and self.from_arguments_only(scope, v.origin))]
-        elif function is not None and name in _parameter_names(function):
-            candidates = [v for v in saved if not made_here(v)]  # a helper's argument: what callers pass
-        else:
-            return None  # neither on the way to backward here, nor an argument a caller passes
-        if not candidates:
-            return None
-        return min(candidates, key=lambda v: (self.origin_line(v), v.origin.text)).origin
 
     def report_saved(self, asked: Asked, origin: Origin) -> None:
         via = f", returned by `{origin.via}.forward`" if origin.via else ""
         fix_node = _out_of_place(asked.node)
         self.report(
             asked.node,
-            f"in-place {asked.op} on the output of {origin.text} (line {self.origin_line_of(origin)}{via}), which "
+            f"in-place {asked.op} on the output of {origin.text} (line {self.autograd.origin_line(origin)}{via}), which "
             f"autograd saves for backward; backward will fail with 'modified by an inplace operation'; {asked.fix}",
             fix=None if fix_node is None else NodeFix("Rewrite as an out-of-place assignment", UNSAFE, ((asked.node, fix_node),)),
         )
-
-    def built_here(self, origin: Origin) -> bool:
-        """A layer's output is trusted when the layer is the one thing some `self.<attr>` of a
-        class here is built as: timm's `nn.ReLU() if relu else nn.Identity()` hangs on
-        arguments the model does not evaluate."""
-        return origin.node is not None and id(origin.node) in self.model.sole_layers()
-
-    def from_arguments_only(self, scope: Scope, origin: Origin) -> bool:
-        """In a forward of a module that owns no layers, an op reading nothing but the
-        function's never-reassigned arguments (`img.exp()` in a transform)."""
-        if scope.backward_mode != "forward" or self.owns_layers(scope.owner) or scope.function is None:
-            return False
-        call = origin.node
-        if not isinstance(call, cst.Call):
-            return False
-        names: set[str] = set()
-        for arg in call.args:
-            names |= _names_in(arg.value)
-        if isinstance(call.func, cst.Attribute) and self.ctx.qualname(call.func) is None:
-            names |= _names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
-        arguments = _parameter_names(scope.function)
-        return bool(names) and names <= arguments and not any(self.model.bound_in(scope.function, n) for n in names)
-
-    def origin_line(self, value: Tensor) -> int:
-        return self.origin_line_of(value.origin)
-
-    def origin_line_of(self, origin) -> int:
-        return origin.line or (self.line(origin.node) if origin.node is not None else 0)
 
     # -- small helpers ------------------------------------------------------------------------
     def source(self, node: cst.CSTNode) -> str:
         text = self.ctx.module.code_for_node(node).strip()
         return text if len(text) <= 40 else text[:37] + "..."
-
-    def line(self, node: cst.CSTNode) -> int:
-        return self.ctx.position(node)[0]
 
     def rewrite_hint(self, target: cst.BaseExpression, symbol: str) -> str:
         if isinstance(target, cst.Subscript):
@@ -1187,236 +1193,17 @@ class InplaceOnGradTensor(Rule):
 
 
 # --- module-level helpers ---------------------------------------------------------------------
-def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
 def _dropout_note(qualname: str) -> str:
     """Dropout writes in place only when it drops something (p > 0, training mode)."""
     return ", which writes whenever p > 0 in training" if "dropout" in qualname.lower() else ""
-
-
-def _parameter_names(function: cst.FunctionDef) -> set[str]:
-    params = function.params
-    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-    names.discard("self")
-    return names
 
 
 def _first_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
     for arg in call.args:
         if arg.keyword is None and not arg.star:
             return arg.value
-    found = _keyword(call, "input")
+    found = keyword_argument(call, "input")
     return found.value if found is not None else None
-
-
-def _is_true(arg: Optional[cst.Arg | cst.BaseExpression]) -> bool:
-    value = arg.value if isinstance(arg, cst.Arg) else arg
-    return isinstance(value, cst.Name) and value.value == "True"
-
-
-def _built_inplace(call: cst.Call, qualname: str) -> bool:
-    """`nn.ReLU(inplace=True)`, `nn.Dropout(0.1, True)`: a layer taking `inplace`, built so."""
-    position = api.INPLACE_POSITION.get("torch.nn." + qualname.rpartition(".")[2])
-    if position is None:
-        return False
-    flag = _keyword(call, "inplace")
-    if flag is None:
-        positional = [a for a in call.args if a.keyword is None]
-        if position >= len(positional):
-            return False
-        flag = positional[position]
-    return _is_true(flag)
-
-
-def _module_saves_output(qualname: str, inplace: bool) -> bool:
-    return (
-        api.LAYERS.get(qualname) in SAVED_KINDS
-        or qualname in api.SAVED_OUTPUT_LAYERS
-        or (inplace and qualname in api.SAVED_WHEN_INPLACE_LAYERS)
-    )
-
-
-def _is_basic_index(node: cst.Subscript) -> bool:
-    """Integer, slice, None and `...` indexing returns a view; anything else may copy."""
-    for element in node.slice:
-        index = element.slice
-        if isinstance(index, cst.Slice):
-            continue
-        value = index.value
-        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-            value = value.expression
-        if isinstance(value, (cst.Integer, cst.Ellipsis)) or (isinstance(value, cst.Name) and value.value == "None"):
-            continue
-        return False
-    return True
-
-
-def _view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.BaseExpression]:
-    """The tensor an in-place write on `expr` modifies, through views (basic indexing,
-    `.view()`, `.t()`, `.T`): a name, an attribute (`self.fc.weight`), or a call returning
-    several views (`x.chunk(2)[0]`). None through anything that copies (`x[mask]`,
-    `x.clone()`) or leaves autograd (`.data`, `.grad`, `.detach()`)."""
-    if index_target and isinstance(expr, cst.Subscript):
-        expr = expr.value  # `w[mask] = v` writes into w whatever the index
-    while True:
-        if isinstance(expr, cst.Subscript) and _is_basic_index(expr):
-            expr = expr.value
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
-            if expr.func.attr.value in api.MAY_COPY_METHODS:
-                return expr  # a view or a copy: the model tells what that means
-            expr = expr.func.value
-        elif isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRIBUTES:
-            expr = expr.value
-        else:
-            break
-    if isinstance(expr, cst.Name):
-        return expr
-    if isinstance(expr, cst.Attribute):
-        return None if expr.attr.value in ("data", "grad") else expr
-    if isinstance(expr, cst.Call):
-        func = expr.func
-        method = func.attr.value if isinstance(func, cst.Attribute) else None
-        if method in api.MULTI_OUTPUT_VIEW_METHODS or (dotted_name(func) or "").rpartition(".")[2] in api.MULTI_OUTPUT_VIEW_METHODS:
-            return expr
-    return None
-
-
-def _mentions_grad_of(expr: cst.CSTNode, name: str) -> bool:
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if (
-            isinstance(node, cst.Attribute)
-            and node.attr.value == "grad"
-            and isinstance(node.value, cst.Name)
-            and node.value.value == name
-        ):
-            return True
-        stack.extend(children(node))
-    return False
-
-
-def backward_mode_and_sinks(scope: Scope, module: cst.Module) -> tuple[str, Optional[frozenset[str]]]:
-    """("forward", names reaching the return) for an nn.Module forward, ("backward", names
-    reaching a backward call) for code that calls backward, ("", None) elsewhere."""
-    function = scope.function
-    if function is not None and is_forward_method(function, scope.owner):
-        body: cst.CSTNode = function.body
-        mode = "forward"
-    else:
-        body = function.body if function is not None else module
-        mode = "backward"
-    flow = _FlowCollector(mode)
-    if function is None:
-        for statement in module.body:
-            if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-                flow.read(statement)
-    else:
-        flow.read(body)
-    if not flow.sinks:
-        return "", None
-    return mode, frozenset(_close_over(flow.sinks, flow.edges))
-
-
-def is_forward_method(function: cst.FunctionDef, owner: Optional[cst.ClassDef]) -> bool:
-    """`forward` (and timm-style `forward_features`, `_forward_impl`) of a class with bases."""
-    name = function.name.value.lstrip("_")
-    return owner is not None and bool(owner.bases) and name.startswith("forward")
-
-
-def _close_over(sinks: set[str], edges: dict[str, set[str]]) -> set[str]:
-    reached = set(sinks)
-    stack = list(sinks)
-    while stack:
-        for source in edges.get(stack.pop(), ()):
-            if source not in reached:
-                reached.add(source)
-                stack.append(source)
-    return reached
-
-
-def _names_in(node: Optional[cst.CSTNode]) -> set[str]:
-    found: set[str] = set()
-    if node is None:
-        return found
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, cst.Name):
-            found.add(item.value)
-        elif isinstance(item, cst.Attribute):
-            stack.append(item.value)  # `x.shape`: x, never the attribute name
-            continue
-        elif isinstance(item, cst.Lambda):
-            continue
-        else:
-            stack.extend(children(item))
-    return found
-
-
-class _FlowCollector:
-    """Which names feed which (assignments, `a.append(b)`, `a[k] = b`), and the sinks: names in
-    return values (forward) or in backward calls. Nested functions and classes are skipped."""
-
-    def __init__(self, mode: str) -> None:
-        self.mode = mode
-        self.sinks: set[str] = set()
-        self.edges: dict[str, set[str]] = {}
-
-    def read(self, root: cst.CSTNode) -> None:
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
-                continue
-            self._read_node(node)
-            stack.extend(children(node))
-
-    def _read_node(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                self._flow(target.target, node.value)
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-            self._flow(node.target, node.value)
-        elif isinstance(node, cst.For):
-            self._flow(node.target, node.iter)
-        elif isinstance(node, cst.Return) and self.mode == "forward":
-            self.sinks |= _names_in(node.value)
-        elif isinstance(node, cst.Call):
-            self._read_call(node)
-
-    def _flow(self, target: cst.BaseExpression, value: Optional[cst.CSTNode]) -> None:
-        sources = _names_in(value)
-        for name in _target_roots(target):
-            self.edges.setdefault(name, set()).update(sources)
-
-    def _read_call(self, node: cst.Call) -> None:
-        func = node.func
-        if self.mode == "backward" and is_backward_call(node):
-            if isinstance(func, cst.Attribute) and func.attr.value == "backward":
-                self.sinks |= _names_in(func.value)
-            for arg in node.args:
-                self.sinks |= _names_in(arg.value)
-        if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert", "update", "add"):
-            for name in _target_roots(func.value):
-                self.edges.setdefault(name, set()).update(*(_names_in(arg.value) for arg in node.args))
-
-
-def _target_roots(target: cst.BaseExpression) -> Iterator[str]:
-    while isinstance(target, (cst.Subscript, cst.Attribute)):
-        target = target.value
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_roots(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_roots(target.value)
 
 
 _ATOMS = frozenset({"Name", "Attribute", "Call", "Subscript", "Integer", "Float", "Imaginary", "SimpleString"})

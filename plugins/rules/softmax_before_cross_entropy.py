@@ -512,4 +512,29 @@ class SoftmaxBeforeCrossEntropy(LossInputRule):
             },
             note="cross-file: the trained class returns logits; another class softmaxes",
         ),
+        Bad(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def pick(scores, slot, target):
+                probs = torch.softmax(scores, dim=-1)
+                selector = F.one_hot(slot, scores.shape[1]).float().unsqueeze(1)
+                picked = torch.bmm(selector, probs).squeeze(1)
+                return F.cross_entropy(picked, target)  # error
+            """,
+            note="a one-hot selector times probabilities picks probability rows: still probabilities",
+        ),
+        Good(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            def attend(scores, values, target):
+                attn = torch.softmax(scores, dim=-1)
+                mixed = torch.bmm(attn, values).squeeze(1)
+                return F.cross_entropy(mixed, target)
+            """,
+            note="probabilities times general values (attention) are not probabilities",
+        ),
     ]

@@ -41,7 +41,9 @@ from torchlint.semantic.values import (
     LEAF,
     LOGPROB,
     MULTI_VIEW,
+    ONE_HOT,
     PROB,
+    ZEROS,
     Applied,
     Attr,
     Copied,
@@ -60,7 +62,9 @@ from torchlint.semantic.values import (
     NNModule,
     Origin,
     Param,
+    Product,
     Quotient,
+    Scattered,
     SelfAttr,
     SourceLabel,
     Sequence,
@@ -178,6 +182,14 @@ class SemanticModel(Analysis):
         self._frozen: dict[str, set[str]] = {}
         #: (scope id, dotted path) frozen the same way outside `self`.
         self._frozen_paths: set[tuple[int, str]] = set()
+        #: Functions defined inside a followed function (`def run(i, h): return self.blocks[i](h)`
+        #: in a forward), keyed by (`<Class.forward>` of the function holding them, name): followed
+        #: like the file's own functions, but kept apart from them, so never a file fact.
+        self._nested: dict[tuple[str, str], FunctionInfo] = {}
+        self._ambiguous_nested: set[tuple[str, str]] = set()
+        #: Every followed function by node id, and a nested function's enclosing one (by node id).
+        self._followed: dict[int, FunctionInfo] = {}
+        self._enclosing_of: dict[int, int] = {}
 
     # -- where we are -----------------------------------------------------------------------
     def _scope_index(self) -> int:
@@ -374,10 +386,12 @@ class SemanticModel(Analysis):
             if info is None or info.node is not scope:
                 return
             owner = scope.name.value
+        elif isinstance(scope, cst.FunctionDef):
+            self._visit_nested_function(node, scope)
+            return
         elif not isinstance(scope, cst.Module):
-            return  # nested functions are not followed
+            return
         key = (owner, node.name.value)
-        params = tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params))
         is_method = bool(owner) and not any(
             dotted_name(d.decorator) in ("staticmethod", "classmethod") for d in node.decorators
         )
@@ -387,6 +401,14 @@ class SemanticModel(Analysis):
             if owner:
                 self.classes[owner].methods.pop(node.name.value, None)
             return
+        info = self._function_info(node, owner, is_method)
+        self.functions[key] = info
+        self._followed[id(node)] = info
+        if owner:
+            self.classes[owner].methods[node.name.value] = info
+
+    def _function_info(self, node: cst.FunctionDef, owner: str, is_method: bool) -> FunctionInfo:
+        params = tuple(p.name.value for p in (*node.params.posonly_params, *node.params.params))
         defaults = {p.name.value: self.value(p.default) for p in (*node.params.posonly_params, *node.params.params) if p.default is not None}
         info = FunctionInfo(node, owner, [], params, is_method, defaults)
         info.flag_defaults = {
@@ -394,16 +416,39 @@ class SemanticModel(Analysis):
             for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
             if p.default is not None and _literal(p.default) is not None
         }
-        self.functions[key] = info
-        if owner:
-            self.classes[owner].methods[node.name.value] = info
+        return info
+
+    def _visit_nested_function(self, node: cst.FunctionDef, enclosing_node: cst.FunctionDef) -> None:
+        """A function defined in a followed function: its returns and parameters are followed
+        (through the calls in the enclosing function), and the names it does not bind are the
+        enclosing function's (`self` of a forward)."""
+        enclosing = self._followed.get(id(enclosing_node))
+        if enclosing is None:
+            return
+        key = (f"<{enclosing.owner}.{enclosing_node.name.value}>" if enclosing.owner else f"<{enclosing_node.name.value}>", node.name.value)
+        if key in self._nested or key in self._ambiguous_nested:
+            dropped = self._nested.pop(key, None)
+            if dropped is not None:
+                self._followed.pop(id(dropped.node), None)
+            self._ambiguous_nested.add(key)
+            return
+        info = self._function_info(node, key[0], False)
+        self._nested[key] = info
+        self._followed[id(node)] = info
+        self._enclosing_of[id(node)] = id(enclosing_node)
+
+    def _function(self, owner: str, name: str) -> FunctionInfo | None:
+        """A function of this file, or one nested in one, by (owner, name)."""
+        return self.functions.get((owner, name)) or self._nested.get((owner, name))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = self.ctx.ancestors[self._scope_index()]
         if isinstance(scope, cst.Module):
             self._bind(node.name.value, FunctionObj("", node.name.value))
         elif not isinstance(scope, cst.ClassDef):
-            self._bind(node.name.value, None)  # a nested function: not followed
+            info = self._followed.get(id(node))
+            # a nested function: followed when the function holding it is
+            self._bind(node.name.value, FunctionObj(info.owner, node.name.value) if info is not None else None)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         if not isinstance(self.ctx.ancestors[self._scope_index()], cst.Module):
@@ -415,7 +460,10 @@ class SemanticModel(Analysis):
             return None
         cls = self.ctx.enclosing_class()
         info = self.functions.get((cls.name.value if cls is not None else "", function.name.value))
-        return info if info is not None and info.node is function else None
+        if info is not None and info.node is function:
+            return info
+        nested = self._followed.get(id(function))
+        return nested if nested is not None and self._nested.get((nested.owner, function.name.value)) is nested else None
 
     def visit_Return(self, node: cst.Return) -> None:
         scope_index = self._scope_index()
@@ -581,6 +629,8 @@ class SemanticModel(Analysis):
             return self.value(expr.value)
         if kind is cst.BinaryOperation and type(expr.operator) is cst.Divide:
             return self._quotient(expr)
+        if kind is cst.BinaryOperation and type(expr.operator) is cst.MatrixMultiply:
+            return Product(self.value(expr.left), self.value(expr.right))
         if kind is cst.BooleanOperation and type(expr.operator) is cst.Or:
             return Union_((self.value(expr.left), self.value(expr.right)))
         return None
@@ -646,6 +696,10 @@ class SemanticModel(Analysis):
                 return Copied(receiver)
             if method in api.PASSTHROUGH_METHODS:
                 return receiver
+            if method in api.MATRIX_PRODUCT_METHODS and len(call.args) == 1 and call.args[0].keyword is None:
+                return Product(receiver, self.value(call.args[0].value))
+            if method in ("scatter", "scatter_") and _scatters_ones(call):
+                return Scattered(receiver, self.origin(call, func))
             if method == "forward":
                 return Applied(receiver, _call_flags(call))
             if method in ("__call__",):
@@ -700,6 +754,9 @@ class SemanticModel(Analysis):
         if qualname in api.PASSTHROUGH_FUNCTIONS:
             first = _argument(call, "input", 0)
             return self.value(first.value) if first is not None else None
+        if qualname in api.MATRIX_PRODUCT_FUNCTIONS:
+            first, second = _argument(call, "input", 0), _argument(call, "mat2", 1) or _argument(call, "other", 1)
+            return Product(self.value(first.value), self.value(second.value)) if first is not None and second is not None else None
         if qualname in api.SEQUENTIAL:
             return Sequence("sequential", tuple(self._sequential_layers(call)))
         if qualname in api.MODULE_LIST:
@@ -873,11 +930,27 @@ class SemanticModel(Analysis):
             for option in value.options:
                 found |= self.resolve(option, depth)
             return found
+        if kind is Product:
+            return self._resolve_product(value, depth)
+        if kind is Scattered:
+            into = self.resolve(value.value, depth)
+            return {Tensor(ONE_HOT, value.origin, False)} if into and all(type(v) is Tensor and v.kind == ZEROS for v in into) else set()
         if kind is Quotient:
             numerators = {v.origin for v in self.resolve(value.numerator, depth) if type(v) is Tensor and v.kind == EXP}
             summed = {v.origin for v in self.resolve(value.summed, depth) if type(v) is Tensor and v.kind == EXP}
             return {Tensor(PROB, value.origin)} if numerators & summed else set()
         return {value}
+
+    def _resolve_product(self, product: Product, depth: int) -> set:
+        """Probabilities times a one-hot selector (either side): each output row (or column)
+        is one of theirs, so still probabilities. Not saved by the softmax that made them (a
+        new tensor): marked not `recorded`. Times anything else: nothing known."""
+        left, right = self.resolve(product.left, depth), self.resolve(product.right, depth)
+        found: set = set()
+        for kept, selector in ((left, right), (right, left)):
+            if selector and all(type(v) is Tensor and v.kind == ONE_HOT for v in selector):
+                found |= {Tensor(v.kind, v.origin, False, v.from_layer) for v in kept if type(v) is Tensor and v.kind in (PROB, LOGPROB)}
+        return found
 
     def _resolve_local(self, use: Local, depth: int) -> set:
         bindings = self._bindings.get((use.scope, use.name), [])
@@ -950,6 +1023,10 @@ class SemanticModel(Analysis):
                 return self.resolve(Param(info.owner, info.node.name.value, index, use.name), depth)
             if (use.scope, use.name) in self._bindings:
                 return set()  # bound in this function only later (a loop reaching back)
+            enclosing = self._enclosing_of.get(use.scope)
+            if enclosing is not None:
+                # a name of the function holding this one: its value once that function has run
+                return self._resolve_local(Local(enclosing, use.name, (), _END_OF_MODULE), depth)
         if isinstance(scope, cst.Module):
             return self._resolve_imported_or_defined(use.name)
         return self._resolve_global(use.name, depth)
@@ -957,7 +1034,7 @@ class SemanticModel(Analysis):
     def _scope_node(self, scope_id: int) -> cst.CSTNode | None:
         if not self._scope_kinds:
             self._scope_kinds[id(self.ctx.module)] = self.ctx.module
-            for info in self.functions.values():
+            for info in (*self.functions.values(), *self._nested.values()):
                 self._scope_kinds[id(info.node)] = info.node
             for info in self.classes.values():
                 self._scope_kinds[id(info.node)] = info.node
@@ -965,7 +1042,7 @@ class SemanticModel(Analysis):
 
     def _function_of(self, node: cst.FunctionDef) -> FunctionInfo | None:
         if self._functions_by_node is None:
-            self._functions_by_node = {id(info.node): info for info in self.functions.values()}
+            self._functions_by_node = {id(info.node): info for info in (*self.functions.values(), *self._nested.values())}
         return self._functions_by_node.get(id(node))
 
     def _resolve_global(self, name: str, depth: int) -> set:
@@ -1032,7 +1109,7 @@ class SemanticModel(Analysis):
 
     def _resolve_param(self, param: Param, depth: int) -> set:
         """The join of what every call site in this file passes for the parameter."""
-        info = self.functions.get((param.owner, param.function))
+        info = self._function(param.owner, param.function)
         if info is None:
             return set()
         is_init = param.owner and param.function == "__init__"
@@ -1110,7 +1187,7 @@ class SemanticModel(Analysis):
                 return self.forward_output(callee.ref.name, depth, flags)
             return {External(("forward", callee.ref, flags) if flags else ("forward", callee.ref))}
         if kind is FunctionObj:
-            return self._returns(self.functions.get((callee.owner, callee.name)), depth, flags)
+            return self._returns(self._function(callee.owner, callee.name), depth, flags)
         if kind is BoundMethod:
             for info in self._class_chain(callee.cls):
                 if callee.name in info.methods:
@@ -1344,6 +1421,10 @@ class SemanticModel(Analysis):
         """`x.sigmoid_()`, `torch.relu_(x)`, `F.elu(x, inplace=True)`, `self.act(x)`: x now
         holds what the op outputs (when it saves that, autograd saved x)."""
         if type(func) is cst.Attribute and type(func.value) is cst.Name and func.attr.value.endswith("_"):
+            if func.attr.value == "scatter_" and _scatters_ones(call) and self.qualname(func) is None:
+                name = func.value.value
+                self._bind(name, Scattered(self._name(name), self.origin(call, func)))
+                return
             if func.attr.value in api.SAVED_OUTPUT_METHODS and self._saving_method(func) and self.qualname(func) is None:
                 name = func.value.value
                 self._bind(name, InPlace(self._name(name), self._tensor(SAVED, self.origin(call, func))))
@@ -1732,6 +1813,17 @@ def _basic_index(node: cst.Subscript) -> bool:
             continue
         return False
     return True
+
+
+def _scatters_ones(call: cst.Call) -> bool:
+    """`.scatter_(dim, index, 1)` / `value=1.0`: writes ones (no `reduce=`, not a tensor `src`)."""
+    if any(arg.keyword is not None and arg.keyword.value == "reduce" for arg in call.args):
+        return False
+    written = _argument(call, "value", 2) or _argument(call, "src", 2)
+    if written is None:
+        return False
+    value = written.value
+    return type(value) in (cst.Integer, cst.Float) and float(value.value) == 1.0
 
 
 def _returned(values: set) -> set:

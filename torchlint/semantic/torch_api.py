@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchlint.semantic.values import EXP, LOGPROB, PROB, SAVED, SIGMOID
+from torchlint.semantic.values import EXP, LOGPROB, ONE_HOT, PROB, SAVED, SIGMOID, ZEROS
 
 
 def _nn(*names: str, modules: tuple[str, ...] = ()) -> frozenset[str]:
@@ -26,6 +26,8 @@ TENSOR_FUNCTIONS: dict[str, str] = {
         ("torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit", "torch.Tensor.sigmoid"), SIGMOID
     ),
     **dict.fromkeys(("torch.exp", "torch.Tensor.exp"), EXP),
+    "torch.nn.functional.one_hot": ONE_HOT,
+    **dict.fromkeys(("torch.zeros", "torch.zeros_like"), ZEROS),
     # Other ops whose output autograd saves (checked with torch 2.13: an in-place edit of
     # their output makes backward raise "modified by an inplace operation").
     **dict.fromkeys(
@@ -91,6 +93,9 @@ PASSTHROUGH_FUNCTIONS = frozenset(
         "torch.transpose", "torch.clone", "torch.detach",
     }
 )
+#: Matrix products: probabilities times a one-hot selector are still probabilities (`Product`).
+MATRIX_PRODUCT_FUNCTIONS = frozenset({"torch.bmm", "torch.matmul", "torch.mm"})
+MATRIX_PRODUCT_METHODS = frozenset({"bmm", "matmul", "mm"})
 #: `x.sum(...)` / `torch.sum(x, ...)`: the denominator of a hand-written softmax.
 SUM_FUNCTIONS = frozenset({"torch.sum", "torch.Tensor.sum"})
 

@@ -70,6 +70,11 @@ IDENTITY = "identity"
 SAVED = "saved"
 #: Every kind whose tensor autograd saves when the op that made it ran with grad enabled.
 SAVED_KINDS = frozenset({PROB, LOGPROB, SIGMOID, EXP, SAVED})
+#: A selector: one 1 per row, zeros elsewhere (`F.one_hot(...)`, zeros scattered with 1). A
+#: matrix product with it picks rows (or columns) of the other factor, values unchanged.
+ONE_HOT = "one_hot"
+#: `torch.zeros(...)` / `torch.zeros_like(...)`: what a selector is scattered into.
+ZEROS = "zeros"
 
 
 @dataclass(frozen=True)
@@ -224,6 +229,23 @@ class Quotient:
 
     numerator: "Value"
     summed: "Value"
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class Product:
+    """`torch.bmm(a, b)`, `torch.matmul(a, b)`, `a.bmm(b)`, `a @ b`: still probabilities (or
+    log-probabilities) when the other factor is a one-hot selector; nothing known otherwise."""
+
+    left: "Value"
+    right: "Value"
+
+
+@dataclass(frozen=True)
+class Scattered:
+    """`sel.scatter_(dim, index, 1)` (or `scatter`): a one-hot selector when `sel` is zeros."""
+
+    value: "Value"
     origin: Origin
 
 

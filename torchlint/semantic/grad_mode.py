@@ -1,7 +1,7 @@
 """Where autograd records: grad-mode contexts, decorators and custom autograd Functions.
 
-Shared knowledge for rules about autograd (not part of the engine). Everything here reads
-names, never imports torch. When a context manager or decorator *might* turn grad off
+Part of the semantic model's autograd questions (torchlint.semantic.autograd). Everything
+here reads names, never imports torch. When a context manager or decorator *might* turn grad off
 (`torch.no_grad() if eval else nullcontext()`, a project's own `@no_grad_if(...)`), we say
 it does: rules built on this stay quiet rather than guess.
 """
