@@ -4,12 +4,7 @@ import libcst as cst
 
 from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
-
-from torchlint.static.names import dotted_name
-
-from ._accelerators import ACCELERATOR_TOKENS, cuda_only_script, project_uses_accelerator
-from ._calls import argument, has_star_args, with_keyword
-from ._checkpoints import (
+from torchlint.semantic.checkpoints import (
     SAVE_FUNCTIONS,
     bound_path_text,
     CheckpointNames,
@@ -24,6 +19,10 @@ from ._checkpoints import (
     written_by_earlier_step,
     path_text,
 )
+from torchlint.static.names import dotted_name
+
+from ._accelerators import ACCELERATOR_TOKENS, cuda_only_script, project_uses_accelerator
+from ._calls import argument, has_star_args, with_keyword
 from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
 
 #: TL302, load-without-weights-only: a call missing both keywords is one finding, this rule's.
@@ -915,7 +914,7 @@ class LoadWithoutMapLocation(Rule):
             fix = NodeFix(f"Add `map_location={device}` and `weights_only=True`", UNSAFE, ((node, both),))
         return message, fix
 
-    # -- where checkpoints come from (see _checkpoints) -------------------------------------------
+    # -- where checkpoints come from (see torchlint.semantic.checkpoints) -----------------------
     def _function_name(self) -> str:
         function = self.ctx.enclosing_function()
         return function.name.value if function is not None else ""

@@ -26,9 +26,17 @@ import libcst as cst
 
 from torchlint.static.names import dotted_name
 
-from ._calls import argument
-
 SAVE_FUNCTIONS = frozenset({"torch.save", "torch.serialization.save"})
+
+
+def argument(call: cst.Call, name: str, position: int) -> cst.Arg | None:
+    """The argument bound to parameter `name`, passed by keyword or at `position` (0-based).
+    (The rules' `_calls.argument`: the semantic model does not import the plugins.)"""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[position] if position < len(positional) else None
 
 
 @dataclass
