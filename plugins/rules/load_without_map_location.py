@@ -6,20 +6,30 @@ from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.checkpoints import (
     SAVE_FUNCTIONS,
-    bound_path_text,
     CheckpointNames,
     ScriptOrder,
     availability_guarded,
+    bound_path_text,
+    cache_of_this_code,
     cpu_only_writer,
     file_name_pattern,
     holds_no_tensors,
     in_temp_dir,
+    is_accelerator_save,
     loaded_into_model,
+    offloads_state_to_cpu,
+    path_text,
+    saved_in_same_function,
     saved_model,
     written_by_earlier_step,
-    path_text,
 )
-from torchlint.static.names import dotted_name
+from torchlint.semantic.loaded import (
+    annotated_tensor_free,
+    device_in_scope,
+    feeds_load_state_dict,
+    in_dataset_class,
+    read_as_numpy,
+)
 
 from ._accelerators import ACCELERATOR_TOKENS, cuda_only_script, project_uses_accelerator
 from ._calls import argument, has_star_args, with_keyword
@@ -29,10 +39,6 @@ from .load_without_weights_only import missing_weights_only, weights_only_fixabl
 WEIGHTS_ONLY_CODE = "TL302"
 
 LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
-#: torch.distributed state-dict configurations that can gather tensors to the CPU.
-_STATE_DICT_CONFIGS = frozenset(
-    {"FullStateDictConfig", "FullOptimStateDictConfig", "ShardedStateDictConfig", "ShardedOptimStateDictConfig", "StateDictOptions"}
-)
 #: How a finding that also carries TL302's claim begins (see `errors_proving`).
 BOTH_KEYWORDS = "`torch.load` without `map_location` or `weights_only`"
 
@@ -835,7 +841,7 @@ class LoadWithoutMapLocation(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         self._calls_seen += 1
         qualname = self.names.qualname(node.func)
-        if qualname in SAVE_FUNCTIONS or _accelerator_save(node):
+        if qualname in SAVE_FUNCTIONS or is_accelerator_save(node):
             self._note_save(node)
             return
         if qualname not in LOAD_FUNCTIONS:
@@ -843,10 +849,10 @@ class LoadWithoutMapLocation(Rule):
             return
         if not self.flags(node):
             return
-        device = self._device_in_scope()
+        device = device_in_scope(self.ctx)
         fix = NodeFix(
             f"Add `map_location={device}`",
-            SAFE if self._feeds_load_state_dict() else UNSAFE,
+            SAFE if feeds_load_state_dict(self.ctx) else UNSAFE,
             ((node, _with_map_location(node, device)),),
         )
         if self._also_missing_weights_only(node):
@@ -871,26 +877,31 @@ class LoadWithoutMapLocation(Rule):
             return False
         if has_star_args(node) or argument(node, "map_location", 1) is not None:
             return False
-        if self._in_dataset_class():
+        if in_dataset_class(self.ctx):
             return False  # datasets read caches they wrote themselves, on the CPU, for CPU batches
-        if self._round_trip(node):
+        if saved_in_same_function(self.ctx, self.names, node):
             return False  # saved and loaded again in this function: the devices exist
         source = argument(node, "f", 0)
         if source is not None and in_temp_dir(self.ctx, self.ctx.enclosing_function(), source.value):
             return False  # a file in a temporary directory this run made: written here, by this process
         if written_by_earlier_step(self.ctx, node):
             return False  # `convert(..., output_dir=out)` just wrote it: this process, this machine
-        if self._cache_of_this_code(node):
+        if cache_of_this_code(self.ctx, self.names, node):
             return False  # a local cache: the other arm of the existence check computes and saves it
         if self._offloads_state_to_cpu():
             return False  # this file's distributed checkpoints are gathered to the CPU before saving
-        if self._read_as_numpy(node):
+        if read_as_numpy(self.ctx, node):
             return False  # what it loads is only ever handed to torch.from_numpy / numpy: no tensors in it
-        if self._annotated_tensor_free():
+        if annotated_tensor_free(self.ctx):
             return False  # `-> tuple[dict[str, str], list[str]]`: the code says the file holds no tensors
         if availability_guarded(self.ctx.ancestors):
             return False  # the accelerator arm of an availability check; the else arm loads for the CPU
         return True
+
+    def _offloads_state_to_cpu(self) -> bool:
+        if self._cpu_offload is None:
+            self._cpu_offload = offloads_state_to_cpu(self.ctx)
+        return self._cpu_offload
 
     def _in_cuda_only_script(self) -> bool:
         if self._cuda_only is None:
@@ -1010,214 +1021,6 @@ class LoadWithoutMapLocation(Rule):
         at = (finding.location.line, finding.location.column)
         return any((f["line"], f["column"]) == at for f in loads) and cls.keep_in_project(project, finding)
 
-    def _round_trip(self, node: cst.Call) -> bool:
-        """`torch.save(obj, buffer)` ... `torch.load(buffer)` in one function."""
-        source = argument(node, "f", 0)
-        function = self.ctx.enclosing_function()
-        if source is None or function is None or not isinstance(source.value, cst.Name):
-            return False
-        target = source.value.value
-        from torchlint.static.walker import iter_nodes
-
-        for inner in iter_nodes(function.body):
-            if type(inner) is cst.Call and self.names.qualname(inner.func) in SAVE_FUNCTIONS:
-                written = argument(inner, "f", 1)
-                if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
-                    return True
-        return False
-
-    def _offloads_state_to_cpu(self) -> bool:
-        """The file configures its distributed state dicts with CPU offload
-        (`FullStateDictConfig(offload_to_cpu=True)`, `StateDictOptions(cpu_offload=True)`):
-        the checkpoints its code writes, and reads back, hold CPU tensors."""
-        if self._cpu_offload is None:
-            self._cpu_offload = False
-            if "offload" in self.ctx.text:
-                from torchlint.static.walker import iter_nodes
-
-                for inner in iter_nodes(self.ctx.module):
-                    if type(inner) is cst.Call and (dotted_name(inner.func) or "").rpartition(".")[2] in _STATE_DICT_CONFIGS:
-                        for arg in inner.args:
-                            keyword = arg.keyword.value if arg.keyword is not None else None
-                            if keyword in ("offload_to_cpu", "cpu_offload") and type(arg.value) is cst.Name and arg.value.value == "True":
-                                self._cpu_offload = True
-        return self._cpu_offload
-
-    def _read_as_numpy(self, node: cst.Call) -> bool:
-        """`torch.from_numpy(torch.load(p))`, or `x = torch.load(p)` whose every later read in
-        the scope is inside `torch.from_numpy(...)` or a numpy call: the file holds numpy
-        arrays, which have no device."""
-        ancestors = self.ctx.ancestors
-        if len(ancestors) >= 2 and type(ancestors[-1]) is cst.Arg and self._numpy_call(ancestors[-2]):
-            return True
-        if not ancestors or type(ancestors[-1]) is not cst.Assign or len(ancestors[-1].targets) != 1:
-            return False
-        target = ancestors[-1].targets[0].target
-        if type(target) is not cst.Name:
-            return False
-        from torchlint.static.walker import iter_nodes
-
-        name, assign = target.value, ancestors[-1]
-
-        def count(root) -> tuple[int, int]:
-            reads = numpy_reads = 0
-            for inner in iter_nodes(root):
-                if type(inner) is cst.Name and inner.value == name:
-                    reads += 1
-                elif type(inner) is cst.Call and self._numpy_call(inner):
-                    numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
-            return reads, numpy_reads
-
-        # The reads of this binding: from the assignment to the next one of the same name
-        # (whose value still reads this one), in source order.
-        reads = numpy_reads = 0
-        statements = iter_nodes(self.ctx.enclosing_function() or self.ctx.module)
-        for inner in statements:
-            if inner is assign:
-                break
-        for inner in statements:
-            if type(inner) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in inner.targets):
-                more, more_numpy = count(inner.value)
-                reads, numpy_reads = reads + more, numpy_reads + more_numpy
-                break
-            if type(inner) is cst.Name and inner.value == name and inner is not target:
-                reads += 1
-            elif type(inner) is cst.Call and self._numpy_call(inner):
-                numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
-        return reads > 0 and numpy_reads == reads
-
-    def _annotated_tensor_free(self) -> bool:
-        """`return torch.load(p)` in a function annotated `-> dict[str, int]`, or
-        `x: list[str] = torch.load(p)`: the annotation says what the file holds, and it
-        holds no tensors."""
-        ancestors = self.ctx.ancestors
-        if not ancestors:
-            return False
-        parent = ancestors[-1]
-        if type(parent) is cst.AnnAssign:
-            return _tensor_free_annotation(parent.annotation.annotation)
-        if type(parent) is cst.Return:
-            function = self.ctx.enclosing_function()
-            return function is not None and function.returns is not None and _tensor_free_annotation(function.returns.annotation)
-        return False
-
-    def _numpy_call(self, call: cst.BaseExpression) -> bool:
-        if type(call) is not cst.Call:
-            return False
-        qualname = self.ctx.qualname(call.func) or ""
-        return qualname == "torch.from_numpy" or qualname.startswith("numpy.")
-
-    def _cache_of_this_code(self, node: cst.Call) -> bool:
-        """`if os.path.exists(p): x = torch.load(p) else: x = compute(); torch.save(x, p)` (or
-        the arms the other way round): the file is a cache this code writes on the machine
-        that reads it."""
-        loaded = path_text(self.ctx.module, node, "f", 0)
-        if loaded is None:
-            return False
-        from torchlint.static.walker import iter_nodes
-
-        ancestors = self.ctx.ancestors
-        for index, statement in enumerate(ancestors[:-1]):
-            if type(statement) is not cst.If or statement.orelse is None:
-                continue
-            arm = ancestors[index + 1]
-            other = statement.orelse if arm is statement.body else statement.body if arm is statement.orelse else None
-            if other is None or loaded not in self.ctx.module.code_for_node(statement.test):
-                continue
-            for inner in iter_nodes(other):
-                if type(inner) is cst.Call and self.names.qualname(inner.func) in SAVE_FUNCTIONS:
-                    if path_text(self.ctx.module, inner, "f", 1) == loaded:
-                        return True
-        return False
-
-    def _in_dataset_class(self) -> bool:
-        for ancestor in self.ctx.ancestors:
-            if isinstance(ancestor, cst.ClassDef):
-                for base in ancestor.bases:
-                    name = dotted_name(base.value) or ""
-                    if name.rpartition(".")[2].endswith("Dataset"):
-                        return True
-        return False
-
-    def _device_in_scope(self) -> str:
-        function = self.ctx.enclosing_function()
-        if function is not None and "device" in self.ctx.bindings_of(function):
-            return "device"
-        return '"cpu"'
-
-    def _feeds_load_state_dict(self) -> bool:
-        """`model.load_state_dict(torch.load(p))` or `...(torch.load(p)["model"])`, which
-        copies the loaded values into the model's own tensors: not with `assign=True`, where
-        the module adopts the loaded tensors themselves (and their device)."""
-        ancestors = self.ctx.ancestors
-        index = len(ancestors) - 1
-        while index >= 0 and isinstance(ancestors[index], (cst.Subscript, cst.SubscriptElement, cst.Index)):
-            index -= 1
-        if index < 1 or not isinstance(ancestors[index], cst.Arg):
-            return False
-        call = ancestors[index - 1]
-        return (
-            isinstance(call, cst.Call)
-            and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "load_state_dict"
-            and call.args[0] is ancestors[index]
-            and _copies_into_the_model(call)
-        )
-
-
-def _copies_into_the_model(call: cst.Call) -> bool:
-    """`load_state_dict(sd, strict, assign)` copies into the model's tensors only when
-    `assign` is certainly false: absent, or the literal False. `assign=True`, a name, or
-    `**kwargs`/`*args` that may carry it: the loaded tensors may become the parameters."""
-    if any(arg.star for arg in call.args):
-        return False
-    positional = [arg for arg in call.args if arg.keyword is None]
-    assign = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "assign"), None)
-    if assign is None and len(positional) >= 3:
-        assign = positional[2]
-    return assign is None or (isinstance(assign.value, cst.Name) and assign.value.value == "False")
-
 
 def _with_map_location(call: cst.Call, device: str) -> cst.Call:
     return with_keyword(call, "map_location", device)
-
-
-#: Annotations of values that hold no tensors, and the containers that keep it so.
-_PLAIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "complex", "None", "Ellipsis"})
-_PLAIN_CONTAINERS = frozenset({
-    "list", "List", "tuple", "Tuple", "dict", "Dict", "set", "Set", "frozenset", "FrozenSet", "Optional", "Union",
-    "Sequence", "Mapping", "OrderedDict", "DefaultDict", "defaultdict",
-})
-
-
-def _tensor_free_annotation(annotation: cst.BaseExpression) -> bool:
-    """`dict[str, list[int]]`, `tuple[dict[str, str], list[str]]`, `Optional[str]`: built only
-    from plain values. A bare container (`dict`) or any other name (`Tensor`, `Any`) may hold
-    tensors."""
-    kind = type(annotation)
-    if kind is cst.Name:
-        return annotation.value in _PLAIN_TYPES
-    if kind is cst.Ellipsis:
-        return True
-    if kind is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
-        return _tensor_free_annotation(annotation.left) and _tensor_free_annotation(annotation.right)
-    if kind is cst.Subscript:
-        container = annotation.value
-        name = container.attr.value if type(container) is cst.Attribute else container.value if type(container) is cst.Name else None
-        if name not in _PLAIN_CONTAINERS:
-            return False
-        return all(type(element.slice) is cst.Index and _tensor_free_annotation(element.slice.value) for element in annotation.slice)
-    return False
-
-
-def _accelerator_save(node: cst.Call) -> bool:
-    """`accelerator.save(obj, path)`: accelerate's `Accelerator.save` is `torch.save` run on
-    the main process, with torch.save's argument order."""
-    func = node.func
-    return (
-        type(func) is cst.Attribute
-        and func.attr.value == "save"
-        and type(func.value) is cst.Name
-        and func.value.value == "accelerator"
-        and len(node.args) >= 2
-    )

@@ -664,3 +664,82 @@ def _accelerator_test(test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.Name):
         return test.value in _ACCELERATOR_FLAGS
     return False
+
+
+# -- questions about one load or save call --------------------------------------------------
+
+#: torch.distributed state-dict configurations that can gather tensors to the CPU.
+_STATE_DICT_CONFIGS = frozenset(
+    {"FullStateDictConfig", "FullOptimStateDictConfig", "ShardedStateDictConfig", "ShardedOptimStateDictConfig", "StateDictOptions"}
+)
+
+
+def saved_in_same_function(ctx, names, node: cst.Call) -> bool:
+    """`torch.save(obj, buffer)` ... `torch.load(buffer)` in one function."""
+    source = argument(node, "f", 0)
+    function = ctx.enclosing_function()
+    if source is None or function is None or not isinstance(source.value, cst.Name):
+        return False
+    target = source.value.value
+    from torchlint.static.walker import iter_nodes
+
+    for inner in iter_nodes(function.body):
+        if type(inner) is cst.Call and names.qualname(inner.func) in SAVE_FUNCTIONS:
+            written = argument(inner, "f", 1)
+            if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
+                return True
+    return False
+
+
+def offloads_state_to_cpu(ctx) -> bool:
+    """The file configures its distributed state dicts with CPU offload
+    (`FullStateDictConfig(offload_to_cpu=True)`, `StateDictOptions(cpu_offload=True)`):
+    the checkpoints its code writes, and reads back, hold CPU tensors."""
+    if "offload" not in ctx.text:
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    for inner in iter_nodes(ctx.module):
+        if type(inner) is cst.Call and (dotted_name(inner.func) or "").rpartition(".")[2] in _STATE_DICT_CONFIGS:
+            for arg in inner.args:
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                if keyword in ("offload_to_cpu", "cpu_offload") and type(arg.value) is cst.Name and arg.value.value == "True":
+                    return True
+    return False
+
+
+def cache_of_this_code(ctx, names, node: cst.Call) -> bool:
+    """`if os.path.exists(p): x = torch.load(p) else: x = compute(); torch.save(x, p)` (or
+    the arms the other way round): the file is a cache this code writes on the machine
+    that reads it."""
+    loaded = path_text(ctx.module, node, "f", 0)
+    if loaded is None:
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    ancestors = ctx.ancestors
+    for index, statement in enumerate(ancestors[:-1]):
+        if type(statement) is not cst.If or statement.orelse is None:
+            continue
+        arm = ancestors[index + 1]
+        other = statement.orelse if arm is statement.body else statement.body if arm is statement.orelse else None
+        if other is None or loaded not in ctx.module.code_for_node(statement.test):
+            continue
+        for inner in iter_nodes(other):
+            if type(inner) is cst.Call and names.qualname(inner.func) in SAVE_FUNCTIONS:
+                if path_text(ctx.module, inner, "f", 1) == loaded:
+                    return True
+    return False
+
+
+def is_accelerator_save(node: cst.Call) -> bool:
+    """`accelerator.save(obj, path)`: accelerate's `Accelerator.save` is `torch.save` run on
+    the main process, with torch.save's argument order."""
+    func = node.func
+    return (
+        type(func) is cst.Attribute
+        and func.attr.value == "save"
+        and type(func.value) is cst.Name
+        and func.value.value == "accelerator"
+        and len(node.args) >= 2
+    )
