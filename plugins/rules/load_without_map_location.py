@@ -12,15 +12,19 @@ from torchlint.semantic.checkpoints import (
     bound_path_text,
     cache_of_this_code,
     cpu_only_writer,
+    cuda_only_script,
     file_name_pattern,
     holds_no_tensors,
     in_temp_dir,
     is_accelerator_save,
+    load_fact_at,
     loaded_into_model,
     offloads_state_to_cpu,
     path_text,
     saved_in_same_function,
     saved_model,
+    saves_in_project,
+    writers_of,
     written_by_earlier_step,
 )
 from torchlint.semantic.loaded import (
@@ -31,7 +35,7 @@ from torchlint.semantic.loaded import (
     read_as_numpy,
 )
 
-from ._accelerators import ACCELERATOR_TOKENS, cuda_only_script, project_uses_accelerator
+from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
 from ._calls import argument, has_star_args, with_keyword
 from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
 
@@ -973,26 +977,10 @@ class LoadWithoutMapLocation(Rule):
     def keep_in_project(cls, project, finding) -> bool:
         if not project_uses_accelerator(project, finding.path):
             return False  # nothing in the project ever puts a tensor on an accelerator
-        loads = project.facts.get(finding.path, {}).get(cls.code, {}).get("load", [])
-        load = next((f for f in loads if (f["line"], f["column"]) == (finding.location.line, finding.location.column)), None)
+        load = load_fact_at(project, finding, cls.code)
         if load is None or (load["path"] is None and load.get("name") is None and load.get("model") is None):
             return True
-        root = project.roots.get(finding.path, "")
-        all_saves = [
-            fact
-            for path, facts in project.facts.items()
-            if project.roots.get(path, "") == root
-            for fact in facts.get(cls.code, {}).get("save", [])
-        ]
-        saves = [fact for fact in all_saves if load["path"] is not None and fact["path"] == load["path"]]
-        if not saves and load.get("name") is not None:
-            # The same file name written to another folder: the script that prepares
-            # `destination / "train.pt"` and the one that reads `data_dir / "train.pt"`.
-            saves = [fact for fact in all_saves if fact.get("name") == load["name"]]
-        if not saves and load.get("model") is not None:
-            # Weights for the same model class: `style_model = TransformerNet()` loads what
-            # the training code saved from `transformer = TransformerNet()`.
-            saves = [fact for fact in all_saves if fact.get("model") == load["model"]]
+        saves = writers_of(load, saves_in_project(project, finding.path, cls.code))
         if load.get("cuda_only") and saves and all(save.get("cuda_only") for save in saves):
             return False  # written and read by scripts that run on one GPU or not at all: the same device
         # The project writes this file only with payloads that hold no tensors, or only
@@ -1017,9 +1005,7 @@ class LoadWithoutMapLocation(Rule):
     @classmethod
     def reports_load_at(cls, project, finding) -> bool:
         """Whether this rule's finding on the same call as `finding` stands in the project."""
-        loads = project.facts.get(finding.path, {}).get(cls.code, {}).get("load", [])
-        at = (finding.location.line, finding.location.column)
-        return any((f["line"], f["column"]) == at for f in loads) and cls.keep_in_project(project, finding)
+        return load_fact_at(project, finding, cls.code) is not None and cls.keep_in_project(project, finding)
 
 
 def _with_map_location(call: cst.Call, device: str) -> cst.Call:

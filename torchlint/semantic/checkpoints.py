@@ -666,6 +666,54 @@ def _accelerator_test(test: cst.BaseExpression) -> bool:
     return False
 
 
+# -- where the code that writes or reads a checkpoint runs ---------------------------------
+
+#: A file that names any of these has a way to run without an accelerator, or runs on
+#: several (where a checkpoint's device index matters): it is not CUDA-only by construction.
+_CPU_OR_MULTI_DEVICE = re.compile(
+    r"""is_available|device_count|["']cpu["']|\bmps\b|xla|xpu|accelerator|local_rank|LOCAL_RANK|set_device"""
+    r"|init_process_group|DistributedDataParallel|DataParallel|\bdevice_ids\b"
+)
+#: An `if` or conditional expression whose test speaks of the device chooses one.
+_DEVICE_CHOICE = re.compile(r"cuda|gpu|device", re.I)
+
+
+def cuda_only_script(ctx) -> bool:
+    """The file is a script (it has a `__main__` block, or statements at module level that
+    place things on the GPU) that runs on one CUDA device or not at all: it moves things with
+    `.cuda()` or names a `"cuda"`/`"cuda:0"` device, never conditionally, and names no CPU
+    fallback, no other accelerator and no second device. A `torch.load` there runs where a
+    GPU is, as the run that saved the file did. (A library module's functions are called from
+    code this file does not show, which may run anywhere.)"""
+    text = ctx.text
+    if "cuda" not in text or _CPU_OR_MULTI_DEVICE.search(text):
+        return False
+    if "__main__" not in text and not any(
+        "cuda" in ctx.module.code_for_node(statement)
+        for statement in ctx.module.body
+        if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))
+    ):
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    module = ctx.module
+    placed = False
+    for node in iter_nodes(module):
+        kind = type(node)
+        if kind is cst.If or kind is cst.IfExp:
+            if _DEVICE_CHOICE.search(module.code_for_node(node.test)):
+                return False  # `if args.cuda:` / `"cuda" if use_gpu else ...`: a CPU path exists
+        elif kind is cst.Param or (kind is cst.Arg and node.keyword is not None and node.keyword.value == "default"):
+            default = node.default if kind is cst.Param else node.value
+            if type(default) is cst.SimpleString and "cuda" in default.value:
+                return False  # `device="cuda"` as a default: the caller or the command line may choose
+        elif kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "cuda":
+            placed = True
+        elif kind is cst.SimpleString and node.value.strip("'\"rbuRBU").startswith("cuda"):
+            placed = True
+    return placed
+
+
 # -- questions about one load or save call --------------------------------------------------
 
 #: torch.distributed state-dict configurations that can gather tensors to the CPU.
@@ -743,3 +791,43 @@ def is_accelerator_save(node: cst.Call) -> bool:
         and func.value.value == "accelerator"
         and len(node.args) >= 2
     )
+
+
+# -- the project phase: the facts a rule recorded for its loads and saves ------------------
+#
+# A rule records, per file and under its own code, a "load" fact for each load it reports
+# (line, column, path text, file-name pattern, model class, CUDA-only script) and a "save"
+# fact for each save (the same, plus whether the payload holds tensors and whether they are
+# surely on the CPU). These questions join them across the files of one project.
+
+
+def load_fact_at(project, finding, code: str) -> dict | None:
+    """The load fact the rule `code` recorded at `finding`'s position, if any."""
+    loads = project.facts.get(finding.path, {}).get(code, {}).get("load", [])
+    at = (finding.location.line, finding.location.column)
+    return next((f for f in loads if (f["line"], f["column"]) == at), None)
+
+
+def saves_in_project(project, path: str, code: str) -> list[dict]:
+    """Every save fact the rule `code` recorded in the files of `path`'s project."""
+    root = project.roots.get(path, "")
+    return [
+        fact
+        for other, facts in project.facts.items()
+        if project.roots.get(other, "") == root
+        for fact in facts.get(code, {}).get("save", [])
+    ]
+
+
+def writers_of(load: dict, saves: list[dict]) -> list[dict]:
+    """The saves that write the file `load` reads: the same path text; else the same file
+    name written to another folder (the script that prepares `destination / "train.pt"` and
+    the one that reads `data_dir / "train.pt"`); else weights of the same model class
+    (`style_model = TransformerNet()` loads what training saved from `transformer =
+    TransformerNet()`)."""
+    found = [fact for fact in saves if load["path"] is not None and fact["path"] == load["path"]]
+    if not found and load.get("name") is not None:
+        found = [fact for fact in saves if fact.get("name") == load["name"]]
+    if not found and load.get("model") is not None:
+        found = [fact for fact in saves if fact.get("model") == load["model"]]
+    return found
