@@ -4,25 +4,20 @@ import libcst as cst
 
 from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
+from torchlint.semantic.checkpoint_flow import CheckpointFlow
 from torchlint.semantic.checkpoints import (
-    SAVE_FUNCTIONS,
+    LOAD_FUNCTIONS,
     CheckpointNames,
-    ScriptOrder,
     availability_guarded,
     bound_path_text,
     cache_of_this_code,
-    cpu_only_writer,
-    cuda_only_script,
     file_name_pattern,
-    holds_no_tensors,
     in_temp_dir,
-    is_accelerator_save,
     load_fact_at,
     loaded_into_model,
     offloads_state_to_cpu,
     path_text,
     saved_in_same_function,
-    saved_model,
     saves_in_project,
     writers_of,
     written_by_earlier_step,
@@ -42,7 +37,6 @@ from .load_without_weights_only import missing_weights_only, weights_only_fixabl
 #: TL302, load-without-weights-only: a call missing both keywords is one finding, this rule's.
 WEIGHTS_ONLY_CODE = "TL302"
 
-LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 #: How a finding that also carries TL302's claim begins (see `errors_proving`).
 BOTH_KEYWORDS = "`torch.load` without `map_location` or `weights_only`"
 
@@ -138,6 +132,8 @@ class LoadWithoutMapLocation(Rule):
     imports = ("torch",)
     #: A project that never names an accelerator cannot have saved a checkpoint on one.
     project_tokens = ACCELERATOR_TOKENS
+    #: Which paths this file saves, and in which order its functions run (saved_before).
+    analyses = (CheckpointFlow,)
     fix_safety = UNSAFE
     cases = [
         Bad(
@@ -832,25 +828,17 @@ class LoadWithoutMapLocation(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.order = ScriptOrder()
+        self.flow = ctx.analysis(CheckpointFlow)
         self.names = CheckpointNames(ctx)
         self._cpu_offload: bool | None = None
-        self._cuda_only: bool | None = None
-        self._calls_seen = 0
         self._loads: list[tuple[object, str, str | None, str | None, str | None, int, cst.Call]] = []
         #: load call -> the text of the one value its path name is bound to in its function
         #: (`checkpoint = os.path.join(out, "x.pt")`, then `torch.load(checkpoint)`)
         self._spelled_paths: dict[int, tuple[str, ...]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
-        self._calls_seen += 1
-        qualname = self.names.qualname(node.func)
-        if qualname in SAVE_FUNCTIONS or is_accelerator_save(node):
-            self._note_save(node)
-            return
-        if qualname not in LOAD_FUNCTIONS:
-            self._note_call(node)
-            return
+        if self.names.qualname(node.func) not in LOAD_FUNCTIONS:
+            return  # saves and the calls between functions are CheckpointFlow's
         if not self.flags(node):
             return
         device = device_in_scope(self.ctx)
@@ -869,7 +857,7 @@ class LoadWithoutMapLocation(Rule):
         handle = self.report(node, message, fix=fix)
         name = file_name_pattern(self.ctx, node, "f", 0)
         model = loaded_into_model(self.ctx, node)
-        self._loads.append((handle, self._function_name(), path_text(self.ctx.module, node, "f", 0), name, model, self._calls_seen, node))
+        self._loads.append((handle, self.flow.function_name(), path_text(self.ctx.module, node, "f", 0), name, model, self.flow.calls_seen, node))
         bound = bound_path_text(self.ctx, node, "f", 0)
         if bound is not None:
             self._spelled_paths[id(node)] = (bound,)
@@ -907,11 +895,6 @@ class LoadWithoutMapLocation(Rule):
             self._cpu_offload = offloads_state_to_cpu(self.ctx)
         return self._cpu_offload
 
-    def _in_cuda_only_script(self) -> bool:
-        if self._cuda_only is None:
-            self._cuda_only = cuda_only_script(self.ctx)
-        return self._cuda_only
-
     # -- one finding for a call TL302 (load-without-weights-only) would report too ----------
     def _also_missing_weights_only(self, node: cst.Call) -> bool:
         return self.ctx.is_enabled(WEIGHTS_ONLY_CODE) and missing_weights_only(self.ctx, node)
@@ -929,40 +912,12 @@ class LoadWithoutMapLocation(Rule):
             fix = NodeFix(f"Add `map_location={device}` and `weights_only=True`", UNSAFE, ((node, both),))
         return message, fix
 
-    # -- where checkpoints come from (see torchlint.semantic.checkpoints) -----------------------
-    def _function_name(self) -> str:
-        function = self.ctx.enclosing_function()
-        return function.name.value if function is not None else ""
-
-    def _note_save(self, node: cst.Call) -> None:
-        written = path_text(self.ctx.module, node, "f", 1)
-        if written is None:
-            return
-        self.order.saves.setdefault(self._function_name(), []).append((written, self._calls_seen))
-        payload = argument(node, "obj", 0)
-        if payload is not None and not payload.star:
-            tensors = not holds_no_tensors(self.ctx.module, payload.value, self.ctx.enclosing_function())
-            model, moved_to_cpu = saved_model(self.ctx, payload.value)
-            cpu = tensors and (moved_to_cpu or cpu_only_writer(self.ctx, payload.value))
-            name = file_name_pattern(self.ctx, node, "f", 1)
-            self.add_fact(
-                "save",
-                {"path": written, "tensors": tensors, "cpu": cpu, "name": name, "model": model, "cuda_only": self._in_cuda_only_script()},
-            )
-
-    def _note_call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Name):
-            return
-        caller = self._function_name()
-        self.order.calls.setdefault(caller, set()).add(node.func.value)
-        self.order.call_sites.setdefault(caller, []).append((node.func.value, self._calls_seen))
-        if caller in ("", "main"):
-            self.order.main_calls.append((node.func.value, self._calls_seen))
-
     def finish(self) -> None:
+        for save in self.flow.saves:
+            self.add_fact("save", save)  # what this file writes, for the project phase
         for handle, function, loaded, name, model, at, node in self._loads:
             spelled = self._spelled_paths.get(id(node), ())
-            if any(self.order.saved_before(function, text, at) for text in (loaded, *spelled) if text is not None):
+            if any(self.flow.saved_before(function, text, at) for text in (loaded, *spelled) if text is not None):
                 self.withdraw(handle)  # the same process wrote it just before
                 continue
             # Every load this file reports, for the project phase (and for TL302, which
@@ -970,7 +925,7 @@ class LoadWithoutMapLocation(Rule):
             line, column = self.ctx.position(node)[:2]
             self.add_fact(
                 "load",
-                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "cuda_only": self._in_cuda_only_script()},
+                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "cuda_only": self.flow.in_cuda_only_script()},
             )
 
     @classmethod

@@ -20,13 +20,12 @@ tensors saved on an accelerator by another process. It is not one when:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-
 import libcst as cst
 
 from torchlint.static.names import dotted_name
 
 SAVE_FUNCTIONS = frozenset({"torch.save", "torch.serialization.save"})
+LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 
 
 def argument(call: cst.Call, name: str, position: int) -> cst.Arg | None:
@@ -37,58 +36,6 @@ def argument(call: cst.Call, name: str, position: int) -> cst.Arg | None:
             return arg
     positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
     return positional[position] if position < len(positional) else None
-
-
-@dataclass
-class ScriptOrder:
-    """Saves and loads of one file, and the order its main sequence calls functions in."""
-
-    #: function name ("" = module level) -> path texts it saves, with the order of each save
-    saves: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-    #: function name -> names of this file's functions it calls
-    calls: dict[str, set[str]] = field(default_factory=dict)
-    #: (function name, order) of each call in the main sequence, in order
-    main_calls: list[tuple[str, int]] = field(default_factory=list)
-    #: function name -> (callee name, order) of each call it makes to a function by name
-    call_sites: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-
-    def saved_before(self, function: str, path_text: str, order: int) -> bool:
-        """Is `path_text` saved, in this process, before a load at `order` in `function`?"""
-        if any(text == path_text and at < order for text, at in self.saves.get(function, ())):
-            return True
-        # The main sequence calls a saver before the function that loads (or, for a load at
-        # module level, before the load itself).
-        first_load_call = order if not function else min((at for name, at in self.main_calls if name == function), default=None)
-        if first_load_call is not None and any(
-            at < first_load_call and path_text in self._saved_by(name, set()) for name, at in self.main_calls
-        ):
-            return True
-        return bool(function) and self._caller_saved_first(function, path_text)
-
-    def _caller_saved_first(self, function: str, path_text: str) -> bool:
-        """A function that saves `path_text` (itself, or through a function it called
-        earlier) and then calls `function`: `train()` saves the best model and ends with
-        `test()`, which loads it."""
-        for caller, sites in self.call_sites.items():
-            if caller == function:
-                continue
-            for callee, at in sites:
-                if callee != function:
-                    continue
-                if any(text == path_text and saved < at for text, saved in self.saves.get(caller, ())):
-                    return True
-                if any(earlier < at and path_text in self._saved_by(name, {caller}) for name, earlier in sites):
-                    return True
-        return False
-
-    def _saved_by(self, function: str, seen: set[str]) -> set[str]:
-        if function in seen:
-            return set()
-        seen.add(function)
-        found = {text for text, _ in self.saves.get(function, ())}
-        for callee in self.calls.get(function, ()):
-            found |= self._saved_by(callee, seen)
-        return found
 
 
 class CheckpointNames:
