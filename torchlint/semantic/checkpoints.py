@@ -1,5 +1,5 @@
-"""Where a script's checkpoints come from: which saves run before a load in one process, and
-which checkpoints of the project hold no tensors. Read by TL301.
+"""Where a checkpoint comes from and where it is read: the questions TL301
+(load-without-map-location) asks, answerable for any rule about `torch.save`/`torch.load`.
 
 A `torch.load` without `map_location` is only a portability bug when the file may hold
 tensors saved on an accelerator by another process. It is not one when:
@@ -8,13 +8,20 @@ tensors saved on an accelerator by another process. It is not one when:
   same expression text) where the save runs first, in one function, at module level, or in
   a function the script's main sequence (module level, `if __name__ == "__main__":`, and a
   `main()` called from there) calls before the function that loads, or in a function that
-  saves and then calls the one that loads (`train()` ends with `test()`);
+  saves and then calls the one that loads (`train()` ends with `test()`) — see
+  `checkpoint_flow.CheckpointFlow`; or in one function (`saved_in_same_function`);
 * the project only ever saves that path with a payload that holds no tensors (a numpy
   array, a list or dict of numbers, comprehensions of them, names bound only to them) —
-  recorded as a file fact and joined across files;
-* the path lies in a temporary directory this run made (`in_temp_dir`).
+  recorded as a file fact and joined across files (`holds_no_tensors`, `writers_of`);
+* the writer moved its model to the CPU first, or never speaks of devices (`saved_model`,
+  `cpu_only_writer`), or gathers distributed state to the CPU (`offloads_state_to_cpu`);
+* the path lies in a temporary directory this run made (`in_temp_dir`), in a folder an
+  earlier step was told to write into (`written_by_earlier_step`), or is a cache the other
+  arm of an existence check writes (`cache_of_this_code`);
+* writer and reader are scripts that run on one GPU or not at all (`cuda_only_script`).
 
 `CheckpointNames` finds `torch.load`/`torch.save` also as bare names after `from torch import *`.
+What the code does with a load's result is `torchlint.semantic.loaded`'s question.
 """
 
 from __future__ import annotations

@@ -72,6 +72,7 @@ def annotated_tensor_free(ctx) -> bool:
 
 
 def _numpy_call(ctx, call: cst.BaseExpression) -> bool:
+    """`torch.from_numpy(...)` or any `numpy.*` call (through the file's import aliases)."""
     if type(call) is not cst.Call:
         return False
     qualname = ctx.qualname(call.func) or ""
@@ -79,6 +80,8 @@ def _numpy_call(ctx, call: cst.BaseExpression) -> bool:
 
 
 def in_dataset_class(ctx) -> bool:
+    """Is the call inside a class deriving from a `...Dataset`? Datasets read caches they
+    wrote themselves, on the CPU, for CPU batches."""
     for ancestor in ctx.ancestors:
         if isinstance(ancestor, cst.ClassDef):
             for base in ancestor.bases:
@@ -89,6 +92,8 @@ def in_dataset_class(ctx) -> bool:
 
 
 def device_in_scope(ctx) -> str:
+    """The device expression a fix can map to here: the enclosing function's `device`
+    name if it binds one, else `"cpu"`."""
     function = ctx.enclosing_function()
     if function is not None and "device" in ctx.bindings_of(function):
         return "device"
