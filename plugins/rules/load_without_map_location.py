@@ -11,6 +11,7 @@ from torchlint.semantic.checkpoints import (
     availability_guarded,
     bound_path_text,
     cache_of_this_code,
+    fetched_from_elsewhere,
     file_name_pattern,
     in_temp_dir,
     load_fact_at,
@@ -20,6 +21,7 @@ from torchlint.semantic.checkpoints import (
     saved_in_same_function,
     saves_in_project,
     writers_of,
+    writes_only_cpu_checkpoints,
     written_by_earlier_step,
 )
 from torchlint.semantic.loaded import (
@@ -97,7 +99,14 @@ class LoadWithoutMapLocation(Rule):
       by the same path expression or, failing that, by the same file name written to another
       folder (`destination / "train.pt"` in the preparing script, `data_dir / "train.pt"` where
       it is read; `f"{out}/f0_{rank}.pt"` and `f"{d}/f0_{r}.pt"` alike), followed through a
-      local name assigned once.
+      local name assigned once;
+    - a load that matches no save of the project, in a project whose every writer stores CPU
+      tensors (each `torch.save` that may hold tensors follows a `.cpu()` or sits in code that
+      never speaks of devices, and there is no writer the rule cannot read: a helper saving
+      what its callers pass, `fabric.save`, a `save_checkpoint(...)`, `torch.save(*args)`):
+      whichever writer made the file, it holds CPU tensors. A file the code visibly downloads
+      or copies (the folder handed to a `download(..., output_dir=...)`, a path from
+      `hf_hub_download(...)`) is not the project's and is still reported.
 
     When TL302 (`load-without-weights-only`) also runs and would report the same call, this
     rule's one finding names both keywords and TL302 stays quiet on that call.
@@ -708,6 +717,55 @@ class LoadWithoutMapLocation(Rule):
             """,
             note="the other arm saves a different path; a test reading files it did not make",
         ),
+        Good(
+            files={
+                "export.py": """
+                    import torch
+
+                    def export(model, path):
+                        model.eval().cpu()
+                        torch.save(model.state_dict(), path)
+                """,
+                "evaluate.py": """
+                    import torch
+
+                    def evaluate(args):
+                        net = build(args).cuda()
+                        net.load_state_dict(torch.load(args.weights))
+                """,
+            },
+            note="no save matches the file, but every writer of the project stores CPU tensors",
+        ),
+        Bad(
+            files={
+                "export.py": """
+                    import torch
+
+                    def export(model, path):
+                        model.eval().cpu()
+                        torch.save(model.state_dict(), path)
+
+                    def snapshot(model, path):
+                        torch.save(model.cuda().state_dict(), path)
+                """,
+                "evaluate.py": """
+                    import torch
+
+                    def evaluate(args, fabric):
+                        net = build(args)
+                        net.load_state_dict(torch.load(args.weights))  # error
+                        fabric.save(args.out, {"model": net})
+                """,
+                "fetch.py": """
+                    import torch
+                    from huggingface_hub import hf_hub_download
+
+                    def reference(repo):
+                        return torch.load(hf_hub_download(repo, "weights.pt"))  # error
+                """,
+            },
+            note="one writer saves from the device (or cannot be read); a downloaded file is not the project's",
+        ),
         Good('import torch\nstate = torch.load("ckpt.pt", map_location="cpu")'),
         Good("import torch\nstate = torch.load(path, device)", note="map_location passed positionally"),
         Good(
@@ -831,7 +889,7 @@ class LoadWithoutMapLocation(Rule):
         self.flow = ctx.analysis(CheckpointFlow)
         self.names = CheckpointNames(ctx)
         self._cpu_offload: bool | None = None
-        self._loads: list[tuple[object, str, str | None, str | None, str | None, int, cst.Call]] = []
+        self._loads: list[tuple[object, str, str | None, str | None, str | None, bool, int, cst.Call]] = []
         #: load call -> the text of the one value its path name is bound to in its function
         #: (`checkpoint = os.path.join(out, "x.pt")`, then `torch.load(checkpoint)`)
         self._spelled_paths: dict[int, tuple[str, ...]] = {}
@@ -857,7 +915,8 @@ class LoadWithoutMapLocation(Rule):
         handle = self.report(node, message, fix=fix)
         name = file_name_pattern(self.ctx, node, "f", 0)
         model = loaded_into_model(self.ctx, node)
-        self._loads.append((handle, self.flow.function_name(), path_text(self.ctx.module, node, "f", 0), name, model, self.flow.calls_seen, node))
+        fetched = fetched_from_elsewhere(self.ctx, node)
+        self._loads.append((handle, self.flow.function_name(), path_text(self.ctx.module, node, "f", 0), name, model, fetched, self.flow.calls_seen, node))
         bound = bound_path_text(self.ctx, node, "f", 0)
         if bound is not None:
             self._spelled_paths[id(node)] = (bound,)
@@ -915,7 +974,7 @@ class LoadWithoutMapLocation(Rule):
     def finish(self) -> None:
         for save in self.flow.saves:
             self.add_fact("save", save)  # what this file writes, for the project phase
-        for handle, function, loaded, name, model, at, node in self._loads:
+        for handle, function, loaded, name, model, fetched, at, node in self._loads:
             spelled = self._spelled_paths.get(id(node), ())
             if any(self.flow.saved_before(function, text, at) for text in (loaded, *spelled) if text is not None):
                 self.withdraw(handle)  # the same process wrote it just before
@@ -925,7 +984,7 @@ class LoadWithoutMapLocation(Rule):
             line, column = self.ctx.position(node)[:2]
             self.add_fact(
                 "load",
-                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "cuda_only": self.flow.in_cuda_only_script()},
+                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "fetched": fetched, "cuda_only": self.flow.in_cuda_only_script()},
             )
 
     @classmethod
@@ -933,9 +992,14 @@ class LoadWithoutMapLocation(Rule):
         if not project_uses_accelerator(project, finding.path):
             return False  # nothing in the project ever puts a tensor on an accelerator
         load = load_fact_at(project, finding, cls.code)
-        if load is None or (load["path"] is None and load.get("name") is None and load.get("model") is None):
+        if load is None:
             return True
-        saves = writers_of(load, saves_in_project(project, finding.path, cls.code))
+        project_saves = saves_in_project(project, finding.path, cls.code)
+        saves = writers_of(load, project_saves)
+        if not saves and not load.get("fetched") and writes_only_cpu_checkpoints(project_saves):
+            return False  # not a download, no writer matches, and every writer of this project stores CPU tensors
+        if load["path"] is None and load.get("name") is None and load.get("model") is None:
+            return True
         if load.get("cuda_only") and saves and all(save.get("cuda_only") for save in saves):
             return False  # written and read by scripts that run on one GPU or not at all: the same device
         # The project writes this file only with payloads that hold no tensors, or only

@@ -96,8 +96,11 @@ class CheckpointFlow(Analysis):
         self.calls_seen += 1
         qualname = self.names.qualname(node.func)
         if qualname in SAVE_FUNCTIONS or is_accelerator_save(node):
-            self._note_save(node)
+            if not self._note_save(node):
+                self._note_unread_writer()
         elif qualname not in LOAD_FUNCTIONS:
+            if _other_writer(node, qualname):
+                self._note_unread_writer()
             self._note_call(node)
 
     def saved_before(self, function: str, path_text: str, order: int) -> bool:
@@ -115,10 +118,11 @@ class CheckpointFlow(Analysis):
         function = self.ctx.enclosing_function()
         return function.name.value if function is not None else ""
 
-    def _note_save(self, node: cst.Call) -> None:
+    def _note_save(self, node: cst.Call) -> bool:
+        """Record a save; False when its path or payload cannot be read."""
         written = path_text(self.ctx.module, node, "f", 1)
         if written is None:
-            return
+            return False
         self.order.saves.setdefault(self.function_name(), []).append((written, self.calls_seen))
         payload = argument(node, "obj", 0)
         if payload is not None and not payload.star:
@@ -129,6 +133,15 @@ class CheckpointFlow(Analysis):
             self.saves.append(
                 {"path": written, "tensors": tensors, "cpu": cpu, "name": name, "model": model, "cuda_only": self.in_cuda_only_script()},
             )
+            return True
+        return False
+
+    def _note_unread_writer(self) -> None:
+        """A writer whose file and payload this analysis cannot read (`torch.save(*args)`,
+        `fabric.save(path, state)`, a project's `save_checkpoint(...)`): it may write tensors
+        from any device. No load matches it (it has no path, name or model); it only keeps
+        `writes_only_cpu_checkpoints` from claiming the project's every writer is known."""
+        self.saves.append({"path": None, "tensors": True, "cpu": False, "name": None, "model": None, "cuda_only": False})
 
     def _note_call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Name):
@@ -138,3 +151,14 @@ class CheckpointFlow(Analysis):
         self.order.call_sites.setdefault(caller, []).append((node.func.value, self.calls_seen))
         if caller in ("", "main"):
             self.order.main_calls.append((node.func.value, self.calls_seen))
+
+
+def _other_writer(node: cst.Call, qualname: str | None) -> bool:
+    """A call that may write a checkpoint by other means than `torch.save`: a callee named
+    `save`, `save_*` or `*_save` (Lightning's `fabric.save`, `trainer.save_checkpoint`, a
+    project's own `save_model(...)`) with an argument, numpy's savers aside."""
+    if not node.args or (qualname or "").startswith(("numpy.", "np.")):
+        return False
+    func = node.func
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+    return name == "save" or name.startswith("save_") or name.endswith("_save")

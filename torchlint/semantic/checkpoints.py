@@ -307,15 +307,42 @@ def written_by_earlier_step(ctx, load: cst.Call) -> bool:
     in the same block: an earlier call of this function was handed the load's folder as the
     folder it writes into, so this process wrote the file on this machine (its devices exist
     here). Not for downloads and copies, which bring files made elsewhere."""
+    writers = _latest_folder_writers(ctx, load)
+    return bool(writers) and not any(_FETCHING.search(dotted_name(w.func) or "") for w in writers)
+
+
+def fetched_from_elsewhere(ctx, load: cst.Call) -> bool:
+    """Is the loaded file visibly brought from elsewhere: the latest earlier step handed its
+    folder downloads or copies (`download(url, output_dir=out)`), or its path is the result
+    of such a call (`torch.load(hf_hub_download(...))`, `path = fetch(...)`)? Then it is not
+    one of this project's checkpoints, whoever in the project writes those."""
+    writers = _latest_folder_writers(ctx, load)
+    if any(_FETCHING.search(dotted_name(w.func) or "") for w in writers):
+        return True
     arg = argument(load, "f", 0)
     if arg is None or arg.star:
         return False
+    expr, function = arg.value, ctx.enclosing_function()
+    if type(expr) is cst.Name and function is not None:
+        values = _path_bindings(function).get(expr.value, [])
+        expr = values[0] if len(values) == 1 else expr
+    from torchlint.static.walker import iter_nodes
+
+    return any(type(inner) is cst.Call and _FETCHING.search(dotted_name(inner.func) or "") for inner in iter_nodes(expr))
+
+
+def _latest_folder_writers(ctx, load: cst.Call) -> list[cst.Call]:
+    """The calls of the latest earlier statement in the load's block that were handed the
+    load's folder as the folder they write into (`output_dir=out_dir`); empty if none."""
+    arg = argument(load, "f", 0)
+    if arg is None or arg.star:
+        return []
     folder = _folder_name(ctx, arg.value)
     if folder is None:
-        return False
+        return []
     statements, index = _enclosing_block(ctx)
     if statements is None:
-        return False
+        return []
     from torchlint.static.walker import iter_nodes
 
     # The latest step handed the folder decides: a download after a conversion brings new files.
@@ -330,8 +357,8 @@ def written_by_earlier_step(ctx, load: cst.Call) -> bool:
             )
         ]
         if writers:
-            return not any(_FETCHING.search(dotted_name(w.func) or "") for w in writers)
-    return False
+            return writers
+    return []
 
 
 def _folder_name(ctx, expr: cst.BaseExpression) -> str | None:
@@ -785,3 +812,15 @@ def writers_of(load: dict, saves: list[dict]) -> list[dict]:
     if not found and load.get("model") is not None:
         found = [fact for fact in saves if fact.get("model") == load["model"]]
     return found
+
+
+def writes_only_cpu_checkpoints(saves: list[dict]) -> bool:
+    """Does every writer of the project that may store tensors store them on the CPU (a
+    model moved there first, or code that never speaks of devices), with at least one such
+    writer? Then a file the project wrote holds CPU tensors whichever of its writers made
+    it, and a load that no save matches by path, name or model class reads, if this
+    project's checkpoint at all, CPU tensors. A writer this model cannot read (a helper
+    saving whatever its callers pass, `fabric.save`, `torch.save(*args)`) may store tensors
+    from any device: one of them keeps the answer False."""
+    tensors = [save for save in saves if save["tensors"]]
+    return bool(tensors) and all(save.get("cpu") for save in tensors)
