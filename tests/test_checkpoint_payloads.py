@@ -1,5 +1,5 @@
 """TL301's reading of `torch.save` payloads: which ones visibly hold no tensors, so that a
-load of the file they write cannot meet an accelerator's storage (see plugins/rules/_checkpoints)."""
+load of the file they write cannot meet an accelerator's storage (see torchlint/semantic/checkpoints)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from torchlint.plugins.rules._checkpoints import holds_no_tensors
+from torchlint.semantic.checkpoints import holds_no_tensors
 
 
 def judge(source: str) -> bool:

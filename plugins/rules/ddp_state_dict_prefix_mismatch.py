@@ -6,11 +6,11 @@ import libcst as cst
 
 from torchlint.findings import Finding, Severity
 from torchlint.rule import Bad, Good, Rule
+from torchlint.semantic.checkpoints import SAVE_FUNCTIONS, CheckpointNames
 from torchlint.static.context import ProjectContext, make_finding
 from torchlint.static.names import dotted_name
 
 from ._calls import argument
-from ._checkpoints import SAVE_FUNCTIONS, CheckpointNames
 from ._distributed import PREFIXING_WRAPPERS, scopes
 
 #: Nodes whose parts may not run (libcst class names: the import must not load libcst).

@@ -4,36 +4,41 @@ import libcst as cst
 
 from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
-
-from torchlint.static.names import dotted_name
-
-from ._accelerators import ACCELERATOR_TOKENS, cuda_only_script, project_uses_accelerator
-from ._calls import argument, has_star_args, with_keyword
-from ._checkpoints import (
-    SAVE_FUNCTIONS,
-    bound_path_text,
+from torchlint.semantic.checkpoint_flow import CheckpointFlow
+from torchlint.semantic.checkpoints import (
+    LOAD_FUNCTIONS,
     CheckpointNames,
-    ScriptOrder,
     availability_guarded,
-    cpu_only_writer,
+    bound_path_text,
+    cache_of_this_code,
+    fetched_from_elsewhere,
     file_name_pattern,
-    holds_no_tensors,
     in_temp_dir,
+    load_fact_at,
     loaded_into_model,
-    saved_model,
-    written_by_earlier_step,
+    offloads_state_to_cpu,
     path_text,
+    saved_in_same_function,
+    saves_in_project,
+    writers_of,
+    writes_only_cpu_checkpoints,
+    written_by_earlier_step,
 )
+from torchlint.semantic.loaded import (
+    annotated_tensor_free,
+    device_in_scope,
+    feeds_load_state_dict,
+    in_dataset_class,
+    read_as_numpy,
+)
+
+from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
+from ._calls import argument, has_star_args, with_keyword
 from .load_without_weights_only import missing_weights_only, weights_only_fixable, weights_only_risk
 
 #: TL302, load-without-weights-only: a call missing both keywords is one finding, this rule's.
 WEIGHTS_ONLY_CODE = "TL302"
 
-LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
-#: torch.distributed state-dict configurations that can gather tensors to the CPU.
-_STATE_DICT_CONFIGS = frozenset(
-    {"FullStateDictConfig", "FullOptimStateDictConfig", "ShardedStateDictConfig", "ShardedOptimStateDictConfig", "StateDictOptions"}
-)
 #: How a finding that also carries TL302's claim begins (see `errors_proving`).
 BOTH_KEYWORDS = "`torch.load` without `map_location` or `weights_only`"
 
@@ -94,7 +99,14 @@ class LoadWithoutMapLocation(Rule):
       by the same path expression or, failing that, by the same file name written to another
       folder (`destination / "train.pt"` in the preparing script, `data_dir / "train.pt"` where
       it is read; `f"{out}/f0_{rank}.pt"` and `f"{d}/f0_{r}.pt"` alike), followed through a
-      local name assigned once.
+      local name assigned once;
+    - a load that matches no save of the project, in a project whose every writer stores CPU
+      tensors (each `torch.save` that may hold tensors follows a `.cpu()` or sits in code that
+      never speaks of devices, and there is no writer the rule cannot read: a helper saving
+      what its callers pass, `fabric.save`, a `save_checkpoint(...)`, `torch.save(*args)`):
+      whichever writer made the file, it holds CPU tensors. A file the code visibly downloads
+      or copies (the folder handed to a `download(..., output_dir=...)`, a path from
+      `hf_hub_download(...)`) is not the project's and is still reported.
 
     When TL302 (`load-without-weights-only`) also runs and would report the same call, this
     rule's one finding names both keywords and TL302 stays quiet on that call.
@@ -129,6 +141,8 @@ class LoadWithoutMapLocation(Rule):
     imports = ("torch",)
     #: A project that never names an accelerator cannot have saved a checkpoint on one.
     project_tokens = ACCELERATOR_TOKENS
+    #: Which paths this file saves, and in which order its functions run (saved_before).
+    analyses = (CheckpointFlow,)
     fix_safety = UNSAFE
     cases = [
         Bad(
@@ -703,6 +717,55 @@ class LoadWithoutMapLocation(Rule):
             """,
             note="the other arm saves a different path; a test reading files it did not make",
         ),
+        Good(
+            files={
+                "export.py": """
+                    import torch
+
+                    def export(model, path):
+                        model.eval().cpu()
+                        torch.save(model.state_dict(), path)
+                """,
+                "evaluate.py": """
+                    import torch
+
+                    def evaluate(args):
+                        net = build(args).cuda()
+                        net.load_state_dict(torch.load(args.weights))
+                """,
+            },
+            note="no save matches the file, but every writer of the project stores CPU tensors",
+        ),
+        Bad(
+            files={
+                "export.py": """
+                    import torch
+
+                    def export(model, path):
+                        model.eval().cpu()
+                        torch.save(model.state_dict(), path)
+
+                    def snapshot(model, path):
+                        torch.save(model.cuda().state_dict(), path)
+                """,
+                "evaluate.py": """
+                    import torch
+
+                    def evaluate(args, fabric):
+                        net = build(args)
+                        net.load_state_dict(torch.load(args.weights))  # error
+                        fabric.save(args.out, {"model": net})
+                """,
+                "fetch.py": """
+                    import torch
+                    from huggingface_hub import hf_hub_download
+
+                    def reference(repo):
+                        return torch.load(hf_hub_download(repo, "weights.pt"))  # error
+                """,
+            },
+            note="one writer saves from the device (or cannot be read); a downloaded file is not the project's",
+        ),
         Good('import torch\nstate = torch.load("ckpt.pt", map_location="cpu")'),
         Good("import torch\nstate = torch.load(path, device)", note="map_location passed positionally"),
         Good(
@@ -823,31 +886,23 @@ class LoadWithoutMapLocation(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.order = ScriptOrder()
+        self.flow = ctx.analysis(CheckpointFlow)
         self.names = CheckpointNames(ctx)
         self._cpu_offload: bool | None = None
-        self._cuda_only: bool | None = None
-        self._calls_seen = 0
-        self._loads: list[tuple[object, str, str | None, str | None, str | None, int, cst.Call]] = []
+        self._loads: list[tuple[object, str, str | None, str | None, str | None, bool, int, cst.Call]] = []
         #: load call -> the text of the one value its path name is bound to in its function
         #: (`checkpoint = os.path.join(out, "x.pt")`, then `torch.load(checkpoint)`)
         self._spelled_paths: dict[int, tuple[str, ...]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
-        self._calls_seen += 1
-        qualname = self.names.qualname(node.func)
-        if qualname in SAVE_FUNCTIONS or _accelerator_save(node):
-            self._note_save(node)
-            return
-        if qualname not in LOAD_FUNCTIONS:
-            self._note_call(node)
-            return
+        if self.names.qualname(node.func) not in LOAD_FUNCTIONS:
+            return  # saves and the calls between functions are CheckpointFlow's
         if not self.flags(node):
             return
-        device = self._device_in_scope()
+        device = device_in_scope(self.ctx)
         fix = NodeFix(
             f"Add `map_location={device}`",
-            SAFE if self._feeds_load_state_dict() else UNSAFE,
+            SAFE if feeds_load_state_dict(self.ctx) else UNSAFE,
             ((node, _with_map_location(node, device)),),
         )
         if self._also_missing_weights_only(node):
@@ -860,7 +915,8 @@ class LoadWithoutMapLocation(Rule):
         handle = self.report(node, message, fix=fix)
         name = file_name_pattern(self.ctx, node, "f", 0)
         model = loaded_into_model(self.ctx, node)
-        self._loads.append((handle, self._function_name(), path_text(self.ctx.module, node, "f", 0), name, model, self._calls_seen, node))
+        fetched = fetched_from_elsewhere(self.ctx, node)
+        self._loads.append((handle, self.flow.function_name(), path_text(self.ctx.module, node, "f", 0), name, model, fetched, self.flow.calls_seen, node))
         bound = bound_path_text(self.ctx, node, "f", 0)
         if bound is not None:
             self._spelled_paths[id(node)] = (bound,)
@@ -872,31 +928,31 @@ class LoadWithoutMapLocation(Rule):
             return False
         if has_star_args(node) or argument(node, "map_location", 1) is not None:
             return False
-        if self._in_dataset_class():
+        if in_dataset_class(self.ctx):
             return False  # datasets read caches they wrote themselves, on the CPU, for CPU batches
-        if self._round_trip(node):
+        if saved_in_same_function(self.ctx, self.names, node):
             return False  # saved and loaded again in this function: the devices exist
         source = argument(node, "f", 0)
         if source is not None and in_temp_dir(self.ctx, self.ctx.enclosing_function(), source.value):
             return False  # a file in a temporary directory this run made: written here, by this process
         if written_by_earlier_step(self.ctx, node):
             return False  # `convert(..., output_dir=out)` just wrote it: this process, this machine
-        if self._cache_of_this_code(node):
+        if cache_of_this_code(self.ctx, self.names, node):
             return False  # a local cache: the other arm of the existence check computes and saves it
         if self._offloads_state_to_cpu():
             return False  # this file's distributed checkpoints are gathered to the CPU before saving
-        if self._read_as_numpy(node):
+        if read_as_numpy(self.ctx, node):
             return False  # what it loads is only ever handed to torch.from_numpy / numpy: no tensors in it
-        if self._annotated_tensor_free():
+        if annotated_tensor_free(self.ctx):
             return False  # `-> tuple[dict[str, str], list[str]]`: the code says the file holds no tensors
         if availability_guarded(self.ctx.ancestors):
             return False  # the accelerator arm of an availability check; the else arm loads for the CPU
         return True
 
-    def _in_cuda_only_script(self) -> bool:
-        if self._cuda_only is None:
-            self._cuda_only = cuda_only_script(self.ctx)
-        return self._cuda_only
+    def _offloads_state_to_cpu(self) -> bool:
+        if self._cpu_offload is None:
+            self._cpu_offload = offloads_state_to_cpu(self.ctx)
+        return self._cpu_offload
 
     # -- one finding for a call TL302 (load-without-weights-only) would report too ----------
     def _also_missing_weights_only(self, node: cst.Call) -> bool:
@@ -915,40 +971,12 @@ class LoadWithoutMapLocation(Rule):
             fix = NodeFix(f"Add `map_location={device}` and `weights_only=True`", UNSAFE, ((node, both),))
         return message, fix
 
-    # -- where checkpoints come from (see _checkpoints) -------------------------------------------
-    def _function_name(self) -> str:
-        function = self.ctx.enclosing_function()
-        return function.name.value if function is not None else ""
-
-    def _note_save(self, node: cst.Call) -> None:
-        written = path_text(self.ctx.module, node, "f", 1)
-        if written is None:
-            return
-        self.order.saves.setdefault(self._function_name(), []).append((written, self._calls_seen))
-        payload = argument(node, "obj", 0)
-        if payload is not None and not payload.star:
-            tensors = not holds_no_tensors(self.ctx.module, payload.value, self.ctx.enclosing_function())
-            model, moved_to_cpu = saved_model(self.ctx, payload.value)
-            cpu = tensors and (moved_to_cpu or cpu_only_writer(self.ctx, payload.value))
-            name = file_name_pattern(self.ctx, node, "f", 1)
-            self.add_fact(
-                "save",
-                {"path": written, "tensors": tensors, "cpu": cpu, "name": name, "model": model, "cuda_only": self._in_cuda_only_script()},
-            )
-
-    def _note_call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Name):
-            return
-        caller = self._function_name()
-        self.order.calls.setdefault(caller, set()).add(node.func.value)
-        self.order.call_sites.setdefault(caller, []).append((node.func.value, self._calls_seen))
-        if caller in ("", "main"):
-            self.order.main_calls.append((node.func.value, self._calls_seen))
-
     def finish(self) -> None:
-        for handle, function, loaded, name, model, at, node in self._loads:
+        for save in self.flow.saves:
+            self.add_fact("save", save)  # what this file writes, for the project phase
+        for handle, function, loaded, name, model, fetched, at, node in self._loads:
             spelled = self._spelled_paths.get(id(node), ())
-            if any(self.order.saved_before(function, text, at) for text in (loaded, *spelled) if text is not None):
+            if any(self.flow.saved_before(function, text, at) for text in (loaded, *spelled) if text is not None):
                 self.withdraw(handle)  # the same process wrote it just before
                 continue
             # Every load this file reports, for the project phase (and for TL302, which
@@ -956,33 +984,22 @@ class LoadWithoutMapLocation(Rule):
             line, column = self.ctx.position(node)[:2]
             self.add_fact(
                 "load",
-                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "cuda_only": self._in_cuda_only_script()},
+                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "fetched": fetched, "cuda_only": self.flow.in_cuda_only_script()},
             )
 
     @classmethod
     def keep_in_project(cls, project, finding) -> bool:
         if not project_uses_accelerator(project, finding.path):
             return False  # nothing in the project ever puts a tensor on an accelerator
-        loads = project.facts.get(finding.path, {}).get(cls.code, {}).get("load", [])
-        load = next((f for f in loads if (f["line"], f["column"]) == (finding.location.line, finding.location.column)), None)
-        if load is None or (load["path"] is None and load.get("name") is None and load.get("model") is None):
+        load = load_fact_at(project, finding, cls.code)
+        if load is None:
             return True
-        root = project.roots.get(finding.path, "")
-        all_saves = [
-            fact
-            for path, facts in project.facts.items()
-            if project.roots.get(path, "") == root
-            for fact in facts.get(cls.code, {}).get("save", [])
-        ]
-        saves = [fact for fact in all_saves if load["path"] is not None and fact["path"] == load["path"]]
-        if not saves and load.get("name") is not None:
-            # The same file name written to another folder: the script that prepares
-            # `destination / "train.pt"` and the one that reads `data_dir / "train.pt"`.
-            saves = [fact for fact in all_saves if fact.get("name") == load["name"]]
-        if not saves and load.get("model") is not None:
-            # Weights for the same model class: `style_model = TransformerNet()` loads what
-            # the training code saved from `transformer = TransformerNet()`.
-            saves = [fact for fact in all_saves if fact.get("model") == load["model"]]
+        project_saves = saves_in_project(project, finding.path, cls.code)
+        saves = writers_of(load, project_saves)
+        if not saves and not load.get("fetched") and writes_only_cpu_checkpoints(project_saves):
+            return False  # not a download, no writer matches, and every writer of this project stores CPU tensors
+        if load["path"] is None and load.get("name") is None and load.get("model") is None:
+            return True
         if load.get("cuda_only") and saves and all(save.get("cuda_only") for save in saves):
             return False  # written and read by scripts that run on one GPU or not at all: the same device
         # The project writes this file only with payloads that hold no tensors, or only
@@ -1007,218 +1024,8 @@ class LoadWithoutMapLocation(Rule):
     @classmethod
     def reports_load_at(cls, project, finding) -> bool:
         """Whether this rule's finding on the same call as `finding` stands in the project."""
-        loads = project.facts.get(finding.path, {}).get(cls.code, {}).get("load", [])
-        at = (finding.location.line, finding.location.column)
-        return any((f["line"], f["column"]) == at for f in loads) and cls.keep_in_project(project, finding)
-
-    def _round_trip(self, node: cst.Call) -> bool:
-        """`torch.save(obj, buffer)` ... `torch.load(buffer)` in one function."""
-        source = argument(node, "f", 0)
-        function = self.ctx.enclosing_function()
-        if source is None or function is None or not isinstance(source.value, cst.Name):
-            return False
-        target = source.value.value
-        from torchlint.static.walker import iter_nodes
-
-        for inner in iter_nodes(function.body):
-            if type(inner) is cst.Call and self.names.qualname(inner.func) in SAVE_FUNCTIONS:
-                written = argument(inner, "f", 1)
-                if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
-                    return True
-        return False
-
-    def _offloads_state_to_cpu(self) -> bool:
-        """The file configures its distributed state dicts with CPU offload
-        (`FullStateDictConfig(offload_to_cpu=True)`, `StateDictOptions(cpu_offload=True)`):
-        the checkpoints its code writes, and reads back, hold CPU tensors."""
-        if self._cpu_offload is None:
-            self._cpu_offload = False
-            if "offload" in self.ctx.text:
-                from torchlint.static.walker import iter_nodes
-
-                for inner in iter_nodes(self.ctx.module):
-                    if type(inner) is cst.Call and (dotted_name(inner.func) or "").rpartition(".")[2] in _STATE_DICT_CONFIGS:
-                        for arg in inner.args:
-                            keyword = arg.keyword.value if arg.keyword is not None else None
-                            if keyword in ("offload_to_cpu", "cpu_offload") and type(arg.value) is cst.Name and arg.value.value == "True":
-                                self._cpu_offload = True
-        return self._cpu_offload
-
-    def _read_as_numpy(self, node: cst.Call) -> bool:
-        """`torch.from_numpy(torch.load(p))`, or `x = torch.load(p)` whose every later read in
-        the scope is inside `torch.from_numpy(...)` or a numpy call: the file holds numpy
-        arrays, which have no device."""
-        ancestors = self.ctx.ancestors
-        if len(ancestors) >= 2 and type(ancestors[-1]) is cst.Arg and self._numpy_call(ancestors[-2]):
-            return True
-        if not ancestors or type(ancestors[-1]) is not cst.Assign or len(ancestors[-1].targets) != 1:
-            return False
-        target = ancestors[-1].targets[0].target
-        if type(target) is not cst.Name:
-            return False
-        from torchlint.static.walker import iter_nodes
-
-        name, assign = target.value, ancestors[-1]
-
-        def count(root) -> tuple[int, int]:
-            reads = numpy_reads = 0
-            for inner in iter_nodes(root):
-                if type(inner) is cst.Name and inner.value == name:
-                    reads += 1
-                elif type(inner) is cst.Call and self._numpy_call(inner):
-                    numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
-            return reads, numpy_reads
-
-        # The reads of this binding: from the assignment to the next one of the same name
-        # (whose value still reads this one), in source order.
-        reads = numpy_reads = 0
-        statements = iter_nodes(self.ctx.enclosing_function() or self.ctx.module)
-        for inner in statements:
-            if inner is assign:
-                break
-        for inner in statements:
-            if type(inner) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in inner.targets):
-                more, more_numpy = count(inner.value)
-                reads, numpy_reads = reads + more, numpy_reads + more_numpy
-                break
-            if type(inner) is cst.Name and inner.value == name and inner is not target:
-                reads += 1
-            elif type(inner) is cst.Call and self._numpy_call(inner):
-                numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
-        return reads > 0 and numpy_reads == reads
-
-    def _annotated_tensor_free(self) -> bool:
-        """`return torch.load(p)` in a function annotated `-> dict[str, int]`, or
-        `x: list[str] = torch.load(p)`: the annotation says what the file holds, and it
-        holds no tensors."""
-        ancestors = self.ctx.ancestors
-        if not ancestors:
-            return False
-        parent = ancestors[-1]
-        if type(parent) is cst.AnnAssign:
-            return _tensor_free_annotation(parent.annotation.annotation)
-        if type(parent) is cst.Return:
-            function = self.ctx.enclosing_function()
-            return function is not None and function.returns is not None and _tensor_free_annotation(function.returns.annotation)
-        return False
-
-    def _numpy_call(self, call: cst.BaseExpression) -> bool:
-        if type(call) is not cst.Call:
-            return False
-        qualname = self.ctx.qualname(call.func) or ""
-        return qualname == "torch.from_numpy" or qualname.startswith("numpy.")
-
-    def _cache_of_this_code(self, node: cst.Call) -> bool:
-        """`if os.path.exists(p): x = torch.load(p) else: x = compute(); torch.save(x, p)` (or
-        the arms the other way round): the file is a cache this code writes on the machine
-        that reads it."""
-        loaded = path_text(self.ctx.module, node, "f", 0)
-        if loaded is None:
-            return False
-        from torchlint.static.walker import iter_nodes
-
-        ancestors = self.ctx.ancestors
-        for index, statement in enumerate(ancestors[:-1]):
-            if type(statement) is not cst.If or statement.orelse is None:
-                continue
-            arm = ancestors[index + 1]
-            other = statement.orelse if arm is statement.body else statement.body if arm is statement.orelse else None
-            if other is None or loaded not in self.ctx.module.code_for_node(statement.test):
-                continue
-            for inner in iter_nodes(other):
-                if type(inner) is cst.Call and self.names.qualname(inner.func) in SAVE_FUNCTIONS:
-                    if path_text(self.ctx.module, inner, "f", 1) == loaded:
-                        return True
-        return False
-
-    def _in_dataset_class(self) -> bool:
-        for ancestor in self.ctx.ancestors:
-            if isinstance(ancestor, cst.ClassDef):
-                for base in ancestor.bases:
-                    name = dotted_name(base.value) or ""
-                    if name.rpartition(".")[2].endswith("Dataset"):
-                        return True
-        return False
-
-    def _device_in_scope(self) -> str:
-        function = self.ctx.enclosing_function()
-        if function is not None and "device" in self.ctx.bindings_of(function):
-            return "device"
-        return '"cpu"'
-
-    def _feeds_load_state_dict(self) -> bool:
-        """`model.load_state_dict(torch.load(p))` or `...(torch.load(p)["model"])`, which
-        copies the loaded values into the model's own tensors: not with `assign=True`, where
-        the module adopts the loaded tensors themselves (and their device)."""
-        ancestors = self.ctx.ancestors
-        index = len(ancestors) - 1
-        while index >= 0 and isinstance(ancestors[index], (cst.Subscript, cst.SubscriptElement, cst.Index)):
-            index -= 1
-        if index < 1 or not isinstance(ancestors[index], cst.Arg):
-            return False
-        call = ancestors[index - 1]
-        return (
-            isinstance(call, cst.Call)
-            and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "load_state_dict"
-            and call.args[0] is ancestors[index]
-            and _copies_into_the_model(call)
-        )
-
-
-def _copies_into_the_model(call: cst.Call) -> bool:
-    """`load_state_dict(sd, strict, assign)` copies into the model's tensors only when
-    `assign` is certainly false: absent, or the literal False. `assign=True`, a name, or
-    `**kwargs`/`*args` that may carry it: the loaded tensors may become the parameters."""
-    if any(arg.star for arg in call.args):
-        return False
-    positional = [arg for arg in call.args if arg.keyword is None]
-    assign = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "assign"), None)
-    if assign is None and len(positional) >= 3:
-        assign = positional[2]
-    return assign is None or (isinstance(assign.value, cst.Name) and assign.value.value == "False")
+        return load_fact_at(project, finding, cls.code) is not None and cls.keep_in_project(project, finding)
 
 
 def _with_map_location(call: cst.Call, device: str) -> cst.Call:
     return with_keyword(call, "map_location", device)
-
-
-#: Annotations of values that hold no tensors, and the containers that keep it so.
-_PLAIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "complex", "None", "Ellipsis"})
-_PLAIN_CONTAINERS = frozenset({
-    "list", "List", "tuple", "Tuple", "dict", "Dict", "set", "Set", "frozenset", "FrozenSet", "Optional", "Union",
-    "Sequence", "Mapping", "OrderedDict", "DefaultDict", "defaultdict",
-})
-
-
-def _tensor_free_annotation(annotation: cst.BaseExpression) -> bool:
-    """`dict[str, list[int]]`, `tuple[dict[str, str], list[str]]`, `Optional[str]`: built only
-    from plain values. A bare container (`dict`) or any other name (`Tensor`, `Any`) may hold
-    tensors."""
-    kind = type(annotation)
-    if kind is cst.Name:
-        return annotation.value in _PLAIN_TYPES
-    if kind is cst.Ellipsis:
-        return True
-    if kind is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
-        return _tensor_free_annotation(annotation.left) and _tensor_free_annotation(annotation.right)
-    if kind is cst.Subscript:
-        container = annotation.value
-        name = container.attr.value if type(container) is cst.Attribute else container.value if type(container) is cst.Name else None
-        if name not in _PLAIN_CONTAINERS:
-            return False
-        return all(type(element.slice) is cst.Index and _tensor_free_annotation(element.slice.value) for element in annotation.slice)
-    return False
-
-
-def _accelerator_save(node: cst.Call) -> bool:
-    """`accelerator.save(obj, path)`: accelerate's `Accelerator.save` is `torch.save` run on
-    the main process, with torch.save's argument order."""
-    func = node.func
-    return (
-        type(func) is cst.Attribute
-        and func.attr.value == "save"
-        and type(func.value) is cst.Name
-        and func.value.value == "accelerator"
-        and len(node.args) >= 2
-    )

@@ -6,8 +6,8 @@ import libcst as cst
 
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
+from torchlint.semantic.checkpoints import CheckpointNames
 
-from ._checkpoints import CheckpointNames
 from ._torchfix_helpers import has_double_star, in_compat_fallback, keyword_arg, positional_args, target_torch, with_keyword
 
 if TYPE_CHECKING:

@@ -5,12 +5,12 @@ import re
 import libcst as cst
 
 from torchlint.rule import Bad, Good, Rule
+from torchlint.semantic.checkpoints import SAVE_FUNCTIONS, CheckpointNames
 from torchlint.semantic.model import SemanticModel
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
 from ._calls import keyword
-from ._checkpoints import SAVE_FUNCTIONS, CheckpointNames
 from ._distributed import INIT_PROCESS_GROUP, RankReader, scopes
 from ._loops import is_test_path
 

@@ -1,5 +1,5 @@
-"""Where a script's checkpoints come from: which saves run before a load in one process, and
-which checkpoints of the project hold no tensors. Read by TL301.
+"""Where a checkpoint comes from and where it is read: the questions TL301
+(load-without-map-location) asks, answerable for any rule about `torch.save`/`torch.load`.
 
 A `torch.load` without `map_location` is only a portability bug when the file may hold
 tensors saved on an accelerator by another process. It is not one when:
@@ -8,79 +8,41 @@ tensors saved on an accelerator by another process. It is not one when:
   same expression text) where the save runs first, in one function, at module level, or in
   a function the script's main sequence (module level, `if __name__ == "__main__":`, and a
   `main()` called from there) calls before the function that loads, or in a function that
-  saves and then calls the one that loads (`train()` ends with `test()`);
+  saves and then calls the one that loads (`train()` ends with `test()`) — see
+  `checkpoint_flow.CheckpointFlow`; or in one function (`saved_in_same_function`);
 * the project only ever saves that path with a payload that holds no tensors (a numpy
   array, a list or dict of numbers, comprehensions of them, names bound only to them) —
-  recorded as a file fact and joined across files;
-* the path lies in a temporary directory this run made (`in_temp_dir`).
+  recorded as a file fact and joined across files (`holds_no_tensors`, `writers_of`);
+* the writer moved its model to the CPU first, or never speaks of devices (`saved_model`,
+  `cpu_only_writer`), or gathers distributed state to the CPU (`offloads_state_to_cpu`);
+* the path lies in a temporary directory this run made (`in_temp_dir`), in a folder an
+  earlier step was told to write into (`written_by_earlier_step`), or is a cache the other
+  arm of an existence check writes (`cache_of_this_code`);
+* writer and reader are scripts that run on one GPU or not at all (`cuda_only_script`).
 
 `CheckpointNames` finds `torch.load`/`torch.save` also as bare names after `from torch import *`.
+What the code does with a load's result is `torchlint.semantic.loaded`'s question.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-
 import libcst as cst
 
 from torchlint.static.names import dotted_name
 
-from ._calls import argument
-
 SAVE_FUNCTIONS = frozenset({"torch.save", "torch.serialization.save"})
+LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 
 
-@dataclass
-class ScriptOrder:
-    """Saves and loads of one file, and the order its main sequence calls functions in."""
-
-    #: function name ("" = module level) -> path texts it saves, with the order of each save
-    saves: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-    #: function name -> names of this file's functions it calls
-    calls: dict[str, set[str]] = field(default_factory=dict)
-    #: (function name, order) of each call in the main sequence, in order
-    main_calls: list[tuple[str, int]] = field(default_factory=list)
-    #: function name -> (callee name, order) of each call it makes to a function by name
-    call_sites: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-
-    def saved_before(self, function: str, path_text: str, order: int) -> bool:
-        """Is `path_text` saved, in this process, before a load at `order` in `function`?"""
-        if any(text == path_text and at < order for text, at in self.saves.get(function, ())):
-            return True
-        # The main sequence calls a saver before the function that loads (or, for a load at
-        # module level, before the load itself).
-        first_load_call = order if not function else min((at for name, at in self.main_calls if name == function), default=None)
-        if first_load_call is not None and any(
-            at < first_load_call and path_text in self._saved_by(name, set()) for name, at in self.main_calls
-        ):
-            return True
-        return bool(function) and self._caller_saved_first(function, path_text)
-
-    def _caller_saved_first(self, function: str, path_text: str) -> bool:
-        """A function that saves `path_text` (itself, or through a function it called
-        earlier) and then calls `function`: `train()` saves the best model and ends with
-        `test()`, which loads it."""
-        for caller, sites in self.call_sites.items():
-            if caller == function:
-                continue
-            for callee, at in sites:
-                if callee != function:
-                    continue
-                if any(text == path_text and saved < at for text, saved in self.saves.get(caller, ())):
-                    return True
-                if any(earlier < at and path_text in self._saved_by(name, {caller}) for name, earlier in sites):
-                    return True
-        return False
-
-    def _saved_by(self, function: str, seen: set[str]) -> set[str]:
-        if function in seen:
-            return set()
-        seen.add(function)
-        found = {text for text, _ in self.saves.get(function, ())}
-        for callee in self.calls.get(function, ()):
-            found |= self._saved_by(callee, seen)
-        return found
+def argument(call: cst.Call, name: str, position: int) -> cst.Arg | None:
+    """The argument bound to parameter `name`, passed by keyword or at `position` (0-based).
+    (The rules' `_calls.argument`: the semantic model does not import the plugins.)"""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[position] if position < len(positional) else None
 
 
 class CheckpointNames:
@@ -345,15 +307,42 @@ def written_by_earlier_step(ctx, load: cst.Call) -> bool:
     in the same block: an earlier call of this function was handed the load's folder as the
     folder it writes into, so this process wrote the file on this machine (its devices exist
     here). Not for downloads and copies, which bring files made elsewhere."""
+    writers = _latest_folder_writers(ctx, load)
+    return bool(writers) and not any(_FETCHING.search(dotted_name(w.func) or "") for w in writers)
+
+
+def fetched_from_elsewhere(ctx, load: cst.Call) -> bool:
+    """Is the loaded file visibly brought from elsewhere: the latest earlier step handed its
+    folder downloads or copies (`download(url, output_dir=out)`), or its path is the result
+    of such a call (`torch.load(hf_hub_download(...))`, `path = fetch(...)`)? Then it is not
+    one of this project's checkpoints, whoever in the project writes those."""
+    writers = _latest_folder_writers(ctx, load)
+    if any(_FETCHING.search(dotted_name(w.func) or "") for w in writers):
+        return True
     arg = argument(load, "f", 0)
     if arg is None or arg.star:
         return False
+    expr, function = arg.value, ctx.enclosing_function()
+    if type(expr) is cst.Name and function is not None:
+        values = _path_bindings(function).get(expr.value, [])
+        expr = values[0] if len(values) == 1 else expr
+    from torchlint.static.walker import iter_nodes
+
+    return any(type(inner) is cst.Call and _FETCHING.search(dotted_name(inner.func) or "") for inner in iter_nodes(expr))
+
+
+def _latest_folder_writers(ctx, load: cst.Call) -> list[cst.Call]:
+    """The calls of the latest earlier statement in the load's block that were handed the
+    load's folder as the folder they write into (`output_dir=out_dir`); empty if none."""
+    arg = argument(load, "f", 0)
+    if arg is None or arg.star:
+        return []
     folder = _folder_name(ctx, arg.value)
     if folder is None:
-        return False
+        return []
     statements, index = _enclosing_block(ctx)
     if statements is None:
-        return False
+        return []
     from torchlint.static.walker import iter_nodes
 
     # The latest step handed the folder decides: a download after a conversion brings new files.
@@ -368,8 +357,8 @@ def written_by_earlier_step(ctx, load: cst.Call) -> bool:
             )
         ]
         if writers:
-            return not any(_FETCHING.search(dotted_name(w.func) or "") for w in writers)
-    return False
+            return writers
+    return []
 
 
 def _folder_name(ctx, expr: cst.BaseExpression) -> str | None:
@@ -656,3 +645,182 @@ def _accelerator_test(test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.Name):
         return test.value in _ACCELERATOR_FLAGS
     return False
+
+
+# -- where the code that writes or reads a checkpoint runs ---------------------------------
+
+#: A file that names any of these has a way to run without an accelerator, or runs on
+#: several (where a checkpoint's device index matters): it is not CUDA-only by construction.
+_CPU_OR_MULTI_DEVICE = re.compile(
+    r"""is_available|device_count|["']cpu["']|\bmps\b|xla|xpu|accelerator|local_rank|LOCAL_RANK|set_device"""
+    r"|init_process_group|DistributedDataParallel|DataParallel|\bdevice_ids\b"
+)
+#: An `if` or conditional expression whose test speaks of the device chooses one.
+_DEVICE_CHOICE = re.compile(r"cuda|gpu|device", re.I)
+
+
+def cuda_only_script(ctx) -> bool:
+    """The file is a script (it has a `__main__` block, or statements at module level that
+    place things on the GPU) that runs on one CUDA device or not at all: it moves things with
+    `.cuda()` or names a `"cuda"`/`"cuda:0"` device, never conditionally, and names no CPU
+    fallback, no other accelerator and no second device. A `torch.load` there runs where a
+    GPU is, as the run that saved the file did. (A library module's functions are called from
+    code this file does not show, which may run anywhere.)"""
+    text = ctx.text
+    if "cuda" not in text or _CPU_OR_MULTI_DEVICE.search(text):
+        return False
+    if "__main__" not in text and not any(
+        "cuda" in ctx.module.code_for_node(statement)
+        for statement in ctx.module.body
+        if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))
+    ):
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    module = ctx.module
+    placed = False
+    for node in iter_nodes(module):
+        kind = type(node)
+        if kind is cst.If or kind is cst.IfExp:
+            if _DEVICE_CHOICE.search(module.code_for_node(node.test)):
+                return False  # `if args.cuda:` / `"cuda" if use_gpu else ...`: a CPU path exists
+        elif kind is cst.Param or (kind is cst.Arg and node.keyword is not None and node.keyword.value == "default"):
+            default = node.default if kind is cst.Param else node.value
+            if type(default) is cst.SimpleString and "cuda" in default.value:
+                return False  # `device="cuda"` as a default: the caller or the command line may choose
+        elif kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "cuda":
+            placed = True
+        elif kind is cst.SimpleString and node.value.strip("'\"rbuRBU").startswith("cuda"):
+            placed = True
+    return placed
+
+
+# -- questions about one load or save call --------------------------------------------------
+
+#: torch.distributed state-dict configurations that can gather tensors to the CPU.
+_STATE_DICT_CONFIGS = frozenset(
+    {"FullStateDictConfig", "FullOptimStateDictConfig", "ShardedStateDictConfig", "ShardedOptimStateDictConfig", "StateDictOptions"}
+)
+
+
+def saved_in_same_function(ctx, names, node: cst.Call) -> bool:
+    """`torch.save(obj, buffer)` ... `torch.load(buffer)` in one function."""
+    source = argument(node, "f", 0)
+    function = ctx.enclosing_function()
+    if source is None or function is None or not isinstance(source.value, cst.Name):
+        return False
+    target = source.value.value
+    from torchlint.static.walker import iter_nodes
+
+    for inner in iter_nodes(function.body):
+        if type(inner) is cst.Call and names.qualname(inner.func) in SAVE_FUNCTIONS:
+            written = argument(inner, "f", 1)
+            if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
+                return True
+    return False
+
+
+def offloads_state_to_cpu(ctx) -> bool:
+    """The file configures its distributed state dicts with CPU offload
+    (`FullStateDictConfig(offload_to_cpu=True)`, `StateDictOptions(cpu_offload=True)`):
+    the checkpoints its code writes, and reads back, hold CPU tensors."""
+    if "offload" not in ctx.text:
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    for inner in iter_nodes(ctx.module):
+        if type(inner) is cst.Call and (dotted_name(inner.func) or "").rpartition(".")[2] in _STATE_DICT_CONFIGS:
+            for arg in inner.args:
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                if keyword in ("offload_to_cpu", "cpu_offload") and type(arg.value) is cst.Name and arg.value.value == "True":
+                    return True
+    return False
+
+
+def cache_of_this_code(ctx, names, node: cst.Call) -> bool:
+    """`if os.path.exists(p): x = torch.load(p) else: x = compute(); torch.save(x, p)` (or
+    the arms the other way round): the file is a cache this code writes on the machine
+    that reads it."""
+    loaded = path_text(ctx.module, node, "f", 0)
+    if loaded is None:
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    ancestors = ctx.ancestors
+    for index, statement in enumerate(ancestors[:-1]):
+        if type(statement) is not cst.If or statement.orelse is None:
+            continue
+        arm = ancestors[index + 1]
+        other = statement.orelse if arm is statement.body else statement.body if arm is statement.orelse else None
+        if other is None or loaded not in ctx.module.code_for_node(statement.test):
+            continue
+        for inner in iter_nodes(other):
+            if type(inner) is cst.Call and names.qualname(inner.func) in SAVE_FUNCTIONS:
+                if path_text(ctx.module, inner, "f", 1) == loaded:
+                    return True
+    return False
+
+
+def is_accelerator_save(node: cst.Call) -> bool:
+    """`accelerator.save(obj, path)`: accelerate's `Accelerator.save` is `torch.save` run on
+    the main process, with torch.save's argument order."""
+    func = node.func
+    return (
+        type(func) is cst.Attribute
+        and func.attr.value == "save"
+        and type(func.value) is cst.Name
+        and func.value.value == "accelerator"
+        and len(node.args) >= 2
+    )
+
+
+# -- the project phase: the facts a rule recorded for its loads and saves ------------------
+#
+# A rule records, per file and under its own code, a "load" fact for each load it reports
+# (line, column, path text, file-name pattern, model class, CUDA-only script) and a "save"
+# fact for each save (the same, plus whether the payload holds tensors and whether they are
+# surely on the CPU). These questions join them across the files of one project.
+
+
+def load_fact_at(project, finding, code: str) -> dict | None:
+    """The load fact the rule `code` recorded at `finding`'s position, if any."""
+    loads = project.facts.get(finding.path, {}).get(code, {}).get("load", [])
+    at = (finding.location.line, finding.location.column)
+    return next((f for f in loads if (f["line"], f["column"]) == at), None)
+
+
+def saves_in_project(project, path: str, code: str) -> list[dict]:
+    """Every save fact the rule `code` recorded in the files of `path`'s project."""
+    root = project.roots.get(path, "")
+    return [
+        fact
+        for other, facts in project.facts.items()
+        if project.roots.get(other, "") == root
+        for fact in facts.get(code, {}).get("save", [])
+    ]
+
+
+def writers_of(load: dict, saves: list[dict]) -> list[dict]:
+    """The saves that write the file `load` reads: the same path text; else the same file
+    name written to another folder (the script that prepares `destination / "train.pt"` and
+    the one that reads `data_dir / "train.pt"`); else weights of the same model class
+    (`style_model = TransformerNet()` loads what training saved from `transformer =
+    TransformerNet()`)."""
+    found = [fact for fact in saves if load["path"] is not None and fact["path"] == load["path"]]
+    if not found and load.get("name") is not None:
+        found = [fact for fact in saves if fact.get("name") == load["name"]]
+    if not found and load.get("model") is not None:
+        found = [fact for fact in saves if fact.get("model") == load["model"]]
+    return found
+
+
+def writes_only_cpu_checkpoints(saves: list[dict]) -> bool:
+    """Does every writer of the project that may store tensors store them on the CPU (a
+    model moved there first, or code that never speaks of devices), with at least one such
+    writer? Then a file the project wrote holds CPU tensors whichever of its writers made
+    it, and a load that no save matches by path, name or model class reads, if this
+    project's checkpoint at all, CPU tensors. A writer this model cannot read (a helper
+    saving whatever its callers pass, `fabric.save`, `torch.save(*args)`) may store tensors
+    from any device: one of them keeps the answer False."""
+    tensors = [save for save in saves if save["tensors"]]
+    return bool(tensors) and all(save.get("cpu") for save in tensors)

@@ -1,0 +1,161 @@
+"""What the code does with the value a `torch.load` call returns, asked at the call while the
+engine visits it (`ctx.ancestors` ends at the call's parent): is it only read as numpy, does
+an annotation say it holds no tensors, is it copied into a model's own tensors
+(`load_state_dict`), and which device name the enclosing function offers for a fix.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.static.names import dotted_name
+
+
+def read_as_numpy(ctx, node: cst.Call) -> bool:
+    """`torch.from_numpy(torch.load(p))`, or `x = torch.load(p)` whose every later read in
+    the scope is inside `torch.from_numpy(...)` or a numpy call: the file holds numpy
+    arrays, which have no device."""
+    ancestors = ctx.ancestors
+    if len(ancestors) >= 2 and type(ancestors[-1]) is cst.Arg and _numpy_call(ctx, ancestors[-2]):
+        return True
+    if not ancestors or type(ancestors[-1]) is not cst.Assign or len(ancestors[-1].targets) != 1:
+        return False
+    target = ancestors[-1].targets[0].target
+    if type(target) is not cst.Name:
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    name, assign = target.value, ancestors[-1]
+
+    def count(root) -> tuple[int, int]:
+        reads = numpy_reads = 0
+        for inner in iter_nodes(root):
+            if type(inner) is cst.Name and inner.value == name:
+                reads += 1
+            elif type(inner) is cst.Call and _numpy_call(ctx, inner):
+                numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
+        return reads, numpy_reads
+
+    # The reads of this binding: from the assignment to the next one of the same name
+    # (whose value still reads this one), in source order.
+    reads = numpy_reads = 0
+    statements = iter_nodes(ctx.enclosing_function() or ctx.module)
+    for inner in statements:
+        if inner is assign:
+            break
+    for inner in statements:
+        if type(inner) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in inner.targets):
+            more, more_numpy = count(inner.value)
+            reads, numpy_reads = reads + more, numpy_reads + more_numpy
+            break
+        if type(inner) is cst.Name and inner.value == name and inner is not target:
+            reads += 1
+        elif type(inner) is cst.Call and _numpy_call(ctx, inner):
+            numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
+    return reads > 0 and numpy_reads == reads
+
+
+def annotated_tensor_free(ctx) -> bool:
+    """`return torch.load(p)` in a function annotated `-> dict[str, int]`, or
+    `x: list[str] = torch.load(p)`: the annotation says what the file holds, and it
+    holds no tensors."""
+    ancestors = ctx.ancestors
+    if not ancestors:
+        return False
+    parent = ancestors[-1]
+    if type(parent) is cst.AnnAssign:
+        return _tensor_free_annotation(parent.annotation.annotation)
+    if type(parent) is cst.Return:
+        function = ctx.enclosing_function()
+        return function is not None and function.returns is not None and _tensor_free_annotation(function.returns.annotation)
+    return False
+
+
+def _numpy_call(ctx, call: cst.BaseExpression) -> bool:
+    """`torch.from_numpy(...)` or any `numpy.*` call (through the file's import aliases)."""
+    if type(call) is not cst.Call:
+        return False
+    qualname = ctx.qualname(call.func) or ""
+    return qualname == "torch.from_numpy" or qualname.startswith("numpy.")
+
+
+def in_dataset_class(ctx) -> bool:
+    """Is the call inside a class deriving from a `...Dataset`? Datasets read caches they
+    wrote themselves, on the CPU, for CPU batches."""
+    for ancestor in ctx.ancestors:
+        if isinstance(ancestor, cst.ClassDef):
+            for base in ancestor.bases:
+                name = dotted_name(base.value) or ""
+                if name.rpartition(".")[2].endswith("Dataset"):
+                    return True
+    return False
+
+
+def device_in_scope(ctx) -> str:
+    """The device expression a fix can map to here: the enclosing function's `device`
+    name if it binds one, else `"cpu"`."""
+    function = ctx.enclosing_function()
+    if function is not None and "device" in ctx.bindings_of(function):
+        return "device"
+    return '"cpu"'
+
+
+def feeds_load_state_dict(ctx) -> bool:
+    """`model.load_state_dict(torch.load(p))` or `...(torch.load(p)["model"])`, which
+    copies the loaded values into the model's own tensors: not with `assign=True`, where
+    the module adopts the loaded tensors themselves (and their device)."""
+    ancestors = ctx.ancestors
+    index = len(ancestors) - 1
+    while index >= 0 and isinstance(ancestors[index], (cst.Subscript, cst.SubscriptElement, cst.Index)):
+        index -= 1
+    if index < 1 or not isinstance(ancestors[index], cst.Arg):
+        return False
+    call = ancestors[index - 1]
+    return (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "load_state_dict"
+        and call.args[0] is ancestors[index]
+        and _copies_into_the_model(call)
+    )
+
+
+def _copies_into_the_model(call: cst.Call) -> bool:
+    """`load_state_dict(sd, strict, assign)` copies into the model's tensors only when
+    `assign` is certainly false: absent, or the literal False. `assign=True`, a name, or
+    `**kwargs`/`*args` that may carry it: the loaded tensors may become the parameters."""
+    if any(arg.star for arg in call.args):
+        return False
+    positional = [arg for arg in call.args if arg.keyword is None]
+    assign = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "assign"), None)
+    if assign is None and len(positional) >= 3:
+        assign = positional[2]
+    return assign is None or (isinstance(assign.value, cst.Name) and assign.value.value == "False")
+
+
+#: Annotations of values that hold no tensors, and the containers that keep it so.
+_PLAIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "complex", "None", "Ellipsis"})
+_PLAIN_CONTAINERS = frozenset({
+    "list", "List", "tuple", "Tuple", "dict", "Dict", "set", "Set", "frozenset", "FrozenSet", "Optional", "Union",
+    "Sequence", "Mapping", "OrderedDict", "DefaultDict", "defaultdict",
+})
+
+
+def _tensor_free_annotation(annotation: cst.BaseExpression) -> bool:
+    """`dict[str, list[int]]`, `tuple[dict[str, str], list[str]]`, `Optional[str]`: built only
+    from plain values. A bare container (`dict`) or any other name (`Tensor`, `Any`) may hold
+    tensors."""
+    kind = type(annotation)
+    if kind is cst.Name:
+        return annotation.value in _PLAIN_TYPES
+    if kind is cst.Ellipsis:
+        return True
+    if kind is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
+        return _tensor_free_annotation(annotation.left) and _tensor_free_annotation(annotation.right)
+    if kind is cst.Subscript:
+        container = annotation.value
+        name = container.attr.value if type(container) is cst.Attribute else container.value if type(container) is cst.Name else None
+        if name not in _PLAIN_CONTAINERS:
+            return False
+        return all(type(element.slice) is cst.Index and _tensor_free_annotation(element.slice.value) for element in annotation.slice)
+    return False
