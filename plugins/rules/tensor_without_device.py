@@ -24,8 +24,10 @@ from torchlint.semantic.devices import (
     is_tensor_annotation,
     iter_params,
     joined_return,
+    nested_scopes,
 )
 from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.parameters import SelfAttributes
 from torchlint.semantic.values import GlobalName, Param, SelfAttr
 
 from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
@@ -34,30 +36,12 @@ from ._calls import with_keyword
 #: Names of calls that may make a CPU tensor: the factories, the legacy constructors, normal.
 CREATING_NAMES = FACTORY_NAMES | {q.rpartition(".")[2] for q in LEGACY_CONSTRUCTORS} | {"normal"}
 
-#: torch.nn layers that own parameters: a CPU tensor passed to one meets its weights.
-PARAM_LAYERS = frozenset(
-    f"torch.nn.{name}"
-    for name in (
-        "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
-        "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "Embedding",
-        "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d",
-        "BatchNorm3d", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention",
-        "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-        "TransformerDecoderLayer", "PReLU",
-    )
-)
-PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 #: Parameter uses that show it is a tensor (numpy shares .shape and .dtype; the spec accepts them).
 TENSOR_EVIDENCE_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim"})
 TENSOR_EVIDENCE_METHODS = frozenset({"size", "dim"})
 #: Calls that take a size or an int: a parameter passed to one is no tensor.
 INT_CONSUMERS = frozenset({"range", "int", "float", "bool", "str"})
 
-
-def _nested_scopes() -> tuple[type, ...]:
-    """Nested scopes are read on their own (their factories belong to them). A function, not
-    a module constant: touching libcst at import time would load it for every run."""
-    return (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
 DATA_LOADING_METHODS = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__"})
 DATA_LOADING_BASES = ("Dataset", "Sampler", "DataPipe", "Collator", "Processor")
@@ -1117,7 +1101,7 @@ class TensorWithoutDevice(Rule):
         cached = self._class_info.get(id(cls))
         if cached is not None:
             return cached
-        collector = _SelfAttributes(self, cls)
+        collector = SelfAttributes(self.ctx, cls)
         result = (frozenset(collector.tensors), frozenset(collector.modules - collector.methods))
         self._class_info[id(cls)] = result
         return result
@@ -1185,7 +1169,7 @@ def _numpy_of_tensor_params(function: cst.FunctionDef, params: set[str]) -> bool
         return False
     derived = set(params)
     assignments = [
-        inner for inner in iter_nodes(function.body, skip=_nested_scopes()) if type(inner) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
+        inner for inner in iter_nodes(function.body, skip=nested_scopes()) if type(inner) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
     ]
     for _ in range(2):  # a loop may use a name before the statement that derives it
         for assign in assignments:
@@ -1195,7 +1179,7 @@ def _numpy_of_tensor_params(function: cst.FunctionDef, params: set[str]) -> bool
             targets = [t.target for t in assign.targets] if type(assign) is cst.Assign else [assign.target]
             for target in targets:
                 derived.update(n.value for n in iter_nodes(target) if type(n) is cst.Name)
-    for inner in iter_nodes(function.body, skip=_nested_scopes()):
+    for inner in iter_nodes(function.body, skip=nested_scopes()):
         if type(inner) is not cst.Call or inner.args or type(inner.func) is not cst.Attribute or inner.func.attr.value != "numpy":
             continue
         receiver = inner.func.value
@@ -1354,114 +1338,3 @@ def _scan_call(node: cst.Call, qualname, scan: _BodyScan) -> None:
                 scan.int_like.update(e.value.value for e in arg.value.elements if isinstance(e.value, cst.Name))
 
 
-class _SelfAttributes:
-    """Reads a class's methods for `self.X = nn.Parameter(...)`, `self.register_buffer("X", ...)`
-    and `self.X = <layer with parameters>(...)`."""
-
-    def __init__(self, rule: TensorWithoutDevice, cls: cst.ClassDef) -> None:
-        self.rule = rule
-        self.tensors: set[str] = set()
-        self.modules: set[str] = set()
-        self.methods: set[str] = set()
-        self.local_classes = {
-            statement.name.value
-            for statement in rule.ctx.module.body
-            if isinstance(statement, cst.ClassDef) and statement.bases
-        }
-        for statement in cls.body.body:
-            if isinstance(statement, cst.FunctionDef):
-                self.methods.add(statement.name.value)
-                self._read_method(statement)
-
-    def _read_method(self, method: cst.FunctionDef) -> None:
-        params = list(iter_params(method))
-        if not params:
-            return
-        self_name = params[0].name.value
-        self._method = method
-        for node in iter_nodes(method.body, skip=_nested_scopes()):
-            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
-                for target in node.targets:
-                    attr = _self_attribute(target.target, self_name)
-                    if attr is not None:
-                        self._classify(attr, node.value)
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-                if _self_attribute(node.func, self_name) in ("register_buffer", "register_parameter") and node.args:
-                    first = node.args[0].value
-                    if isinstance(first, cst.SimpleString):
-                        self.tensors.add(first.evaluated_value)
-
-    def _classify(self, attr: str, value: cst.Call) -> None:
-        qualname = self.rule.ctx.qualname(value.func)
-        if qualname in PARAMETER_CLASSES:
-            self.tensors.add(attr)
-        elif self._holds_parameters(value):
-            self.modules.add(attr)
-
-    def _holds_parameters(self, call: cst.Call) -> bool:
-        qualname = self.rule.ctx.qualname(call.func)
-        if qualname in PARAM_LAYERS:
-            return True
-        if qualname is not None and qualname.endswith(".from_pretrained") and qualname.rpartition(".")[0] in PARAM_LAYERS:
-            return True  # `nn.Embedding.from_pretrained(vectors)`: a layer whose weights are given
-        if qualname == "torch.nn.Sequential":
-            return any(self._argument_holds_parameters(arg) for arg in call.args)
-        if isinstance(call.func, cst.Name):
-            name = call.func.value
-            if name in self.local_classes or name in self.rule.ctx.aliases.relative_imports:
-                return True
-            return _imported_layer_class(qualname)
-        return False
-
-    def _argument_holds_parameters(self, arg: cst.Arg) -> bool:
-        if isinstance(arg.value, cst.Call):
-            return self._holds_parameters(arg.value)
-        if arg.star == "*" and isinstance(arg.value, cst.Name):
-            return self._list_holds_parameters(arg.value.value)
-        return False
-
-    def _list_holds_parameters(self, name: str) -> bool:
-        """`nn.Sequential(*layers)`: a layer with parameters put in `layers` in the same method
-        (`layers = [nn.Linear(...), ...]`, a comprehension of them, `layers.append(...)`,
-        `layers += [...]`, `layers.extend([...])`)."""
-        for node in iter_nodes(self._method.body, skip=_nested_scopes()):
-            added: list[cst.BaseExpression] = []
-            if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
-                added.append(node.value)
-            elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and node.target.value == name:
-                added.append(node.value)
-            elif (
-                isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Attribute)
-                and isinstance(node.func.value, cst.Name)
-                and node.func.value.value == name
-                and node.func.attr.value in ("append", "extend", "insert")
-            ):
-                added.extend(arg.value for arg in node.args)
-            for value in added:
-                elements = [value.elt] if isinstance(value, (cst.ListComp, cst.GeneratorExp)) else (
-                    [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
-                )
-                if any(isinstance(e, cst.Call) and self._holds_parameters(e) for e in elements):
-                    return True
-        return False
-
-
-#: Imported classes named so are data helpers, not layers: what they return stays on the CPU.
-_NOT_LAYER_WORDS = ("Tokenizer", "Processor", "Transform", "Compose", "Dataset", "Loader", "Sampler", "Config", "Logger", "Writer")
-
-
-def _imported_layer_class(qualname: Optional[str]) -> bool:
-    """A class imported from a package outside torch and the checked tree (`from mylib.layers
-    import FancyBlock`), assigned to an attribute of a module: a layer whose parameters move
-    with the module."""
-    if qualname is None or "." not in qualname or qualname.split(".")[0] in ("torch", "builtins", "typing", "collections", "numpy"):
-        return False
-    last = qualname.rpartition(".")[2]
-    return last[:1].isupper() and not last.isupper() and not any(word in last for word in _NOT_LAYER_WORDS)
-
-
-def _self_attribute(node: cst.BaseExpression, self_name: str) -> Optional[str]:
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name:
-        return node.attr.value
-    return None
