@@ -704,6 +704,42 @@ class TensorWithoutDevice(Rule):
         ),
         Good(
             """
+            import torch
+            import torchvision
+
+            def _onnx_pad_mask(mask, rows: int):
+                pad = torch.zeros(rows, mask.shape[1])
+                return torch.cat([mask, pad])
+
+            def pad_mask(mask, rows: int):
+                if torchvision._is_tracing():
+                    return _onnx_pad_mask(mask, rows)
+                return torch.cat([mask, mask.new_zeros(rows, mask.shape[1])])
+
+            model.cuda()
+            """,
+            note="a private helper only an export check's branch calls: the ONNX export runs on the CPU",
+        ),
+        Bad(
+            """
+            import torch
+            import torchvision
+
+            def _pad_mask(mask, rows: int):
+                pad = torch.zeros(rows, mask.shape[1])  # error
+                return torch.cat([mask, pad])
+
+            def pad_mask(mask, rows: int):
+                if torchvision._is_tracing():
+                    return _pad_mask(mask, rows)
+                return _pad_mask(mask, rows) * 2
+
+            model.cuda()
+            """,
+            note="a call outside the export check: it runs with the model's tensors",
+        ),
+        Good(
+            """
             import numpy as np
             import torch
             import torch.nn.functional as F

@@ -102,6 +102,10 @@ class Placement(Analysis):
         self._scans: dict[int, _BodyScan] = {}
         #: nested functions of data-loading functions
         self._preparing: set[int] = set()
+        #: private module-level name -> (calling function or None, whether the call is in the
+        #: body of an `if <tracing check>:`) for each call of it in this file
+        self._private_calls: dict[str, list[tuple[Optional[cst.FunctionDef], bool]]] = {}
+        self._exporting: dict[int, bool] = {}
 
     @cached_property
     def model(self) -> SemanticModel:
@@ -146,6 +150,9 @@ class Placement(Analysis):
             return
         if type(func) is cst.Name:
             self._calls[short] = self._calls.get(short, 0) + 1
+            if short.startswith("_"):
+                sites = self._private_calls.setdefault(short, [])
+                sites.append((function, _under_export_check(self.ctx.ancestors)))
         elif _on_self(func):
             key = f"self.{short}"
             self._calls[key] = self._calls.get(key, 0) + 1
@@ -233,6 +240,8 @@ class Placement(Analysis):
             setup = self._forward_setup(node, cls, scan, qualname)
         elif runs_in_data_loading(node, cls) or id(node) in self._preparing:
             return None
+        elif cls is None and self.runs_only_when_exporting(node):
+            return None  # an ONNX/TorchScript export path, which exports on the CPU
         elif self.callers_move_result(node.name.value if cls is None else f"self.{node.name.value}"):
             return None  # CPU preprocessing: `preprocess(x).cuda()`, `fabric.to_device(jitter(b))`
         else:
@@ -331,6 +340,23 @@ class Placement(Analysis):
             return joined_return(flow.returned) if flow is not None else None
 
         return returns
+
+    def runs_only_when_exporting(self, function: cst.FunctionDef) -> bool:
+        """A private module-level function that runs only while a model is traced for export:
+        every call of it in this file is in the body of `if torchvision._is_tracing():` (or
+        `torch.jit.is_tracing()`, `torch.onnx.is_in_onnx_export()`) or in a function that
+        itself runs only then (torchvision's `_onnx_paste_mask_in_image`, called from the
+        `@_script_if_tracing` loop its tracing branch calls). Such code follows the export,
+        which runs on the CPU; its factories meet no device tensor."""
+        key = id(function)
+        if key not in self._exporting:
+            self._exporting[key] = False  # a cycle of calls proves nothing
+            sites = self._private_calls.get(function.name.value, ())
+            self._exporting[key] = bool(sites) and all(
+                guarded or (caller is not None and caller is not function and self.runs_only_when_exporting(caller))
+                for caller, guarded in sites
+            )
+        return self._exporting[key]
 
     def callers_move_result(self, name: str) -> bool:
         """Every call of the module-level function `name` (or of the method, as `self.name`)
@@ -527,6 +553,29 @@ def _next_use_moves(ancestors: list, assign: cst.Assign, name: str) -> bool:
 
 def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
+
+
+#: Checks that are true only while a model is traced for export (ONNX or TorchScript tracing).
+EXPORT_CHECKS = frozenset({"_is_tracing", "is_tracing", "is_in_onnx_export"})
+
+
+def _under_export_check(ancestors: list) -> bool:
+    """Whether the node being visited is in the body (not the `else`) of an `if` whose test is
+    an export check, alone or joined by `and`."""
+    for index, ancestor in enumerate(ancestors[:-1]):
+        if type(ancestor) is cst.If and ancestors[index + 1] is ancestor.body and _is_export_check(ancestor.test):
+            return True
+    return False
+
+
+def _is_export_check(test: cst.BaseExpression) -> bool:
+    if type(test) is cst.BooleanOperation:
+        return type(test.operator) is cst.And and (_is_export_check(test.left) or _is_export_check(test.right))
+    if type(test) is not cst.Call:
+        return False
+    func = test.func
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
+    return name in EXPORT_CHECKS
 
 
 def runs_in_data_loading(node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
