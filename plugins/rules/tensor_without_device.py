@@ -740,6 +740,24 @@ class TensorWithoutDevice(Rule):
         ),
         Good(
             """
+            import torch
+
+            def guidance_embedding(w, dim=64):
+                assert w.ndim == 1
+                freqs = torch.exp(-torch.arange(dim // 2) / dim)
+                return w[:, None] * freqs[None]
+
+            def main():
+                model = Net().cuda()
+                model.fit()
+
+            if __name__ == "__main__":
+                main()
+            """,
+            note="a script's helper that nothing calls (a copy left behind) never runs",
+        ),
+        Good(
+            """
             import numpy as np
             import torch
             import torch.nn.functional as F
@@ -782,7 +800,21 @@ class TensorWithoutDevice(Rule):
 
     @classmethod
     def keep_in_project(cls, project, finding) -> bool:
-        return project_uses_accelerator(project, finding.path)
+        if not project_uses_accelerator(project, finding.path):
+            return False
+        facts = project.facts.get(finding.path, {}).get(cls.code, {})
+        at = [finding.location.line, finding.location.column]
+        fact = next((f for f in facts.get("unreferenced", ()) if f["at"] == at), None)
+        if fact is None or not fact["script"] or "." in project.module_names.get(finding.path, ""):
+            return True
+        # A helper of a script that runs as `__main__`, outside any package, that its own file
+        # never names: dead code unless another file of the project imports and calls it.
+        root = project.roots.get(finding.path, "")
+        return any(
+            fact["function"] in file_facts.get(cls.code, {}).get("calls", ())
+            for path, file_facts in project.facts.items()
+            if path != finding.path and project.roots.get(path, "") == root
+        )
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -790,6 +822,8 @@ class TensorWithoutDevice(Rule):
         self._reported: set[int] = set()
 
     def finish(self) -> None:
+        for name in self.placement.imported_names_called():
+            self.add_fact("calls", name)
         try:
             for meeting, setup in self.placement.meetings():
                 self._report(meeting, setup)
@@ -828,6 +862,11 @@ class TensorWithoutDevice(Rule):
             f"`{factory}(...)` creates a CPU tensor in {where}; it meets `{meeting.other}` {met} — {advice}",
             fix=fix,
         )
+        if isinstance(home, cst.FunctionDef) and self.placement.is_unreferenced(home):
+            self.add_fact(
+                "unreferenced",
+                {"at": list(self.ctx.position(origin)[:2]), "function": home.name.value, "script": "__main__" in self.ctx.text},
+            )
 
     def _where(self, body: Optional[cst.CSTNode]) -> str:
         if not isinstance(body, cst.FunctionDef):

@@ -106,6 +106,9 @@ class Placement(Analysis):
         #: body of an `if <tracing check>:`) for each call of it in this file
         self._private_calls: dict[str, list[tuple[Optional[cst.FunctionDef], bool]]] = {}
         self._exporting: dict[int, bool] = {}
+        #: the names imported from outside torch that this file calls
+        self._imported_calls: set[str] = set()
+        self._mentions: Optional[dict[str, int]] = None
 
     @cached_property
     def model(self) -> SemanticModel:
@@ -150,6 +153,9 @@ class Placement(Analysis):
             return
         if type(func) is cst.Name:
             self._calls[short] = self._calls.get(short, 0) + 1
+            imported = self.ctx.qualname(func)
+            if imported is not None and "." in imported and not imported.startswith("torch."):
+                self._imported_calls.add(short)
             if short.startswith("_"):
                 sites = self._private_calls.setdefault(short, [])
                 sites.append((function, _under_export_check(self.ctx.ancestors)))
@@ -357,6 +363,27 @@ class Placement(Analysis):
                 for caller, guarded in sites
             )
         return self._exporting[key]
+
+    def imported_names_called(self) -> list[str]:
+        """The names imported from outside torch that this file calls (`from util.boxes import
+        masks_to_boxes; masks_to_boxes(m)`): what a function of another file learns about its
+        callers in the project phase."""
+        return sorted(self._imported_calls)
+
+    def is_unreferenced(self, function: cst.FunctionDef) -> bool:
+        """A module-level function that nothing in this file calls, passes, decorates with or
+        exports: its name appears nowhere else in the code (nor as a string, as `__all__`
+        lists names). Whether another file calls it is the project phase's question."""
+        if function not in self.ctx.module.body:
+            return False
+        name = function.name.value
+        if self._mentions is None:
+            mentions: dict[str, int] = {}
+            for node in iter_nodes(self.ctx.module):
+                if type(node) is cst.Name:
+                    mentions[node.value] = mentions.get(node.value, 0) + 1
+            self._mentions = mentions
+        return self._mentions.get(name, 0) == 1 and f"'{name}'" not in self.ctx.text and f'"{name}"' not in self.ctx.text
 
     def callers_move_result(self, name: str) -> bool:
         """Every call of the module-level function `name` (or of the method, as `self.name`)
