@@ -153,9 +153,9 @@ class Placement(Analysis):
             return
         if type(func) is cst.Name:
             self._calls[short] = self._calls.get(short, 0) + 1
-            imported = self.ctx.qualname(func)
-            if imported is not None and "." in imported and not imported.startswith("torch."):
-                self._imported_calls.add(short)
+            aliases = self.ctx.aliases
+            if short in aliases.relative_imports or not aliases.aliases.get(short, "torch.").startswith(("torch.", "builtins.")):
+                self._imported_calls.add(short)  # a dict lookup: no qualname for every call
             if short.startswith("_"):
                 sites = self._private_calls.setdefault(short, [])
                 sites.append((function, _under_export_check(self.ctx.ancestors)))
