@@ -375,3 +375,33 @@ def test_a_tensor_computed_with_a_device_tensor_in_one_arm_is_no_move():
             return torch.zeros(x.size(0), 8).scatter(1, idx, 1.0)
         """
     ) == [4]
+
+
+DEAD_HELPER_SCRIPT = textwrap.dedent(
+    """
+    import torch
+
+    def guidance_embedding(w, dim=64):
+        assert w.ndim == 1
+        freqs = torch.exp(-torch.arange(dim // 2) / dim)
+        return w[:, None] * freqs[None]
+
+    if __name__ == "__main__":
+        Net().cuda().fit()
+    """
+).lstrip("\n")
+
+
+def test_a_scripts_unnamed_helper_stands_when_another_file_imports_and_calls_it():
+    alone = check_sources({"distill.py": DEAD_HELPER_SCRIPT}, select=["TL201"]).findings
+    assert alone == []  # dead code: the script never names it, nothing else calls it
+    caller = "import torch\nfrom distill import guidance_embedding\n\ndef step(w):\n    return guidance_embedding(w.cuda()) + torch.zeros(1)\n"
+    called = check_sources({"distill.py": DEAD_HELPER_SCRIPT, "sample.py": caller}, select=["TL201"]).findings
+    assert [(f.path, f.location.line) for f in called] == [("distill.py", 5)]
+
+
+def test_a_helper_the_script_names_or_a_library_module_stands():
+    named = DEAD_HELPER_SCRIPT.replace("Net().cuda().fit()", "Net().cuda().fit(embed=guidance_embedding)")
+    assert [f.location.line for f in check_sources({"distill.py": named}, select=["TL201"]).findings] == [5]
+    library = DEAD_HELPER_SCRIPT.replace('if __name__ == "__main__":\n    Net().cuda().fit()\n', "model.cuda()\n")
+    assert [f.location.line for f in check_sources({"distill.py": library}, select=["TL201"]).findings] == [5]

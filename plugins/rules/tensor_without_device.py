@@ -1,77 +1,16 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
 
 from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
-from torchlint.static.names import dotted_name
-from torchlint.static.walker import iter_nodes
-
-from torchlint.semantic.devices import (
-    FACTORIES,
-    FACTORY_NAMES,
-    LEGACY_CONSTRUCTORS,
-    NEW_TWINS,
-    Flow,
-    FlowSetup,
-    Meeting,
-    Module,
-    annotation_text,
-    is_literal,
-    is_tensor_annotation,
-    iter_params,
-    joined_return,
-)
-from torchlint.semantic.model import SemanticModel
-from torchlint.semantic.values import GlobalName, Param, SelfAttr
+from torchlint.semantic.devices import FACTORY_NAMES, NEW_TWINS, FlowSetup, Meeting
+from torchlint.semantic.placement import Placement
 
 from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
 from ._calls import with_keyword
-
-#: Names of calls that may make a CPU tensor: the factories, the legacy constructors, normal.
-CREATING_NAMES = FACTORY_NAMES | {q.rpartition(".")[2] for q in LEGACY_CONSTRUCTORS} | {"normal"}
-
-#: torch.nn layers that own parameters: a CPU tensor passed to one meets its weights.
-PARAM_LAYERS = frozenset(
-    f"torch.nn.{name}"
-    for name in (
-        "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
-        "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "Embedding",
-        "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d",
-        "BatchNorm3d", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention",
-        "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-        "TransformerDecoderLayer", "PReLU",
-    )
-)
-PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-#: Parameter uses that show it is a tensor (numpy shares .shape and .dtype; the spec accepts them).
-TENSOR_EVIDENCE_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim"})
-TENSOR_EVIDENCE_METHODS = frozenset({"size", "dim"})
-#: Calls that take a size or an int: a parameter passed to one is no tensor.
-INT_CONSUMERS = frozenset({"range", "int", "float", "bool", "str"})
-
-
-def _nested_scopes() -> tuple[type, ...]:
-    """Nested scopes are read on their own (their factories belong to them). A function, not
-    a module constant: touching libcst at import time would load it for every run."""
-    return (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-
-DATA_LOADING_METHODS = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__"})
-DATA_LOADING_BASES = ("Dataset", "Sampler", "DataPipe", "Collator", "Processor")
-#: Classes named so prepare data (`Preprocessing`, `RandomTransform`, `Augmenter`).
-PREPARING_CLASS_WORDS = ("Preprocess", "Transform", "Augment", "Tokeniz")
-#: Functions that assemble a batch before it is moved (`get_batch` in nanoGPT-style scripts).
-BATCH_BUILDERS = ("get_batch", "make_batch", "build_batch")
-#: A file that changes the default device makes every factory follow it.
-DEFAULT_DEVICE_SETTERS = ("set_default_device", "set_default_tensor_type")
-
-
-#: Names that read as a model when something moves them to a device.
-_MODEL_WORDS = ("model", "net", "encoder", "decoder", "generator", "discriminator", "classifier", "policy", "critic", "actor")
-
 
 class TensorWithoutDevice(Rule):
     """
@@ -169,7 +108,7 @@ class TensorWithoutDevice(Rule):
     summary = "A tensor factory without `device=` in device code makes a CPU tensor that meets device tensors"
     #: The error that proves it when the program runs (the device probe also names both lines).
     proven_by = (("RuntimeError", r"Expected all tensors to be on the same device"),)
-    analyses = (SemanticModel,)
+    analyses = (Placement,)
     triggers = tuple(sorted(FACTORY_NAMES | {"_window", "Tensor(", "normal("}))
     imports = ("torch",)
     fix_safety = UNSAFE
@@ -765,6 +704,60 @@ class TensorWithoutDevice(Rule):
         ),
         Good(
             """
+            import torch
+            import torchvision
+
+            def _onnx_pad_mask(mask, rows: int):
+                pad = torch.zeros(rows, mask.shape[1])
+                return torch.cat([mask, pad])
+
+            def pad_mask(mask, rows: int):
+                if torchvision._is_tracing():
+                    return _onnx_pad_mask(mask, rows)
+                return torch.cat([mask, mask.new_zeros(rows, mask.shape[1])])
+
+            model.cuda()
+            """,
+            note="a private helper only an export check's branch calls: the ONNX export runs on the CPU",
+        ),
+        Bad(
+            """
+            import torch
+            import torchvision
+
+            def _pad_mask(mask, rows: int):
+                pad = torch.zeros(rows, mask.shape[1])  # error
+                return torch.cat([mask, pad])
+
+            def pad_mask(mask, rows: int):
+                if torchvision._is_tracing():
+                    return _pad_mask(mask, rows)
+                return _pad_mask(mask, rows) * 2
+
+            model.cuda()
+            """,
+            note="a call outside the export check: it runs with the model's tensors",
+        ),
+        Good(
+            """
+            import torch
+
+            def guidance_embedding(w, dim=64):
+                assert w.ndim == 1
+                freqs = torch.exp(-torch.arange(dim // 2) / dim)
+                return w[:, None] * freqs[None]
+
+            def main():
+                model = Net().cuda()
+                model.fit()
+
+            if __name__ == "__main__":
+                main()
+            """,
+            note="a script's helper that nothing calls (a copy left behind) never runs",
+        ),
+        Good(
+            """
             import numpy as np
             import torch
             import torch.nn.functional as F
@@ -807,320 +800,35 @@ class TensorWithoutDevice(Rule):
 
     @classmethod
     def keep_in_project(cls, project, finding) -> bool:
-        return project_uses_accelerator(project, finding.path)
+        if not project_uses_accelerator(project, finding.path):
+            return False
+        facts = project.facts.get(finding.path, {}).get(cls.code, {})
+        at = [finding.location.line, finding.location.column]
+        fact = next((f for f in facts.get("unreferenced", ()) if f["at"] == at), None)
+        if fact is None or not fact["script"] or "." in project.module_names.get(finding.path, ""):
+            return True
+        # A helper of a script that runs as `__main__`, outside any package, that its own file
+        # never names: dead code unless another file of the project imports and calls it.
+        root = project.roots.get(finding.path, "")
+        return any(
+            fact["function"] in file_facts.get(cls.code, {}).get("calls", ())
+            for path, file_facts in project.facts.items()
+            if path != finding.path and project.roots.get(path, "") == root
+        )
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.model: SemanticModel = ctx.analysis(SemanticModel)
-        self._enabled = not any(setter in ctx.text for setter in DEFAULT_DEVICE_SETTERS)
-        self._class_info: dict[int, tuple[frozenset, frozenset]] = {}
-        #: functions (and None: the module's own statements) that call something named like
-        #: a factory, and the plain or `self.` names each function calls
-        self._with_factories: set = set()
-        self._called: dict[int, set[str]] = {}
-        self._functions: list[tuple[cst.FunctionDef, Optional[cst.ClassDef]]] = []
-        #: for each plain name called in the file: how often, and how often its result is
-        #: moved to a device right away (`name(...).cuda()`, `fabric.to_device(name(...))`)
-        self._calls: dict[str, int] = {}
-        self._moved: dict[str, int] = {}
-        self._flows: dict[int, Optional[Flow]] = {}
-        self._model_moved: Optional[bool] = None
-        #: factory call -> the body (function or module) that made it
-        self._homes: dict[int, cst.CSTNode] = {}
+        self.placement: Placement = ctx.analysis(Placement)
         self._reported: set[int] = set()
-        #: what each function's body shows before its flow runs (read while visiting)
-        self._scans: dict[int, _BodyScan] = {}
-        #: nested functions of data-loading functions
-        self._preparing: set[int] = set()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        cls = self._method_class(node)
-        enclosing = self.ctx.enclosing_function()
-        if enclosing is not None and (id(enclosing) in self._preparing or _runs_in_data_loading(enclosing, None)):
-            self._preparing.add(id(node))  # a helper nested in batch building builds batches too
-        self._functions.append((node, cls))
-
-    def _scan(self, function: cst.FunctionDef) -> _BodyScan:
-        scan = self._scans.get(id(function))
-        if scan is None:
-            scan = self._scans[id(function)] = _BodyScan()
-        return scan
-
-    def _visiting_qualname(self, expr: cst.BaseExpression) -> Optional[str]:
-        found = self.ctx.qualname(expr)
-        if found is None and type(expr) is cst.Name and expr.value in CREATING_NAMES:
-            return self.model.torch_star_name(expr.value)
-        return found
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        """`x.shape`, `x.device`...: evidence that `x` is a tensor in this function."""
-        if type(node.value) is cst.Name and node.attr.value in TENSOR_EVIDENCE_ATTRIBUTES:
-            function = self.ctx.enclosing_function()
-            if function is not None:
-                self._scan(function).evident.add(node.value.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        """Remember which functions call something named like a factory, and which names each
-        calls (a function calling one that makes tensors reads what it returns)."""
-        func = node.func
-        function = self.ctx.enclosing_function()
-        if function is not None:
-            _scan_call(node, self._visiting_qualname, self._scan(function))
-        short = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if short is None:
-            return
-        if type(func) is cst.Name:
-            self._calls[short] = self._calls.get(short, 0) + 1
-        elif _on_self(func):
-            key = f"self.{short}"
-            self._calls[key] = self._calls.get(key, 0) + 1
-        if short in ("cuda", "to") or short in MOVING_FUNCTIONS:
-            moved = _moved_call(node)
-            if moved is not None:
-                self._moved[moved] = self._moved.get(moved, 0) + 1
-        if short in CREATING_NAMES:
-            self._with_factories.add(id(function) if function is not None else None)
-        elif function is not None:
-            self._called.setdefault(id(function), set()).add(short)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        """`y = name(...)` whose next use in the block is `y = y.to(device)`: moved right away."""
-        if len(node.targets) != 1 or type(node.targets[0].target) is not cst.Name or type(node.value) is not cst.Call:
-            return
-        callee = _called(node.value.func)
-        if callee is not None and _next_use_moves(self.ctx.ancestors, node, node.targets[0].target.value):
-            self._moved[callee] = self._moved.get(callee, 0) + 1
 
     def finish(self) -> None:
-        if not self._enabled or not self._with_factories:
-            return
-        makers = {node.name.value for node, _ in self._functions if id(node) in self._with_factories}
+        for name in self.placement.imported_names_called():
+            self.add_fact("calls", name)
         try:
-            for node, cls in self._functions:
-                if node.name.value == "__init__":
-                    continue
-                if id(node) in self._with_factories or self._called.get(id(node), set()) & makers:
-                    self._check_function(node, cls)
-            if None in self._with_factories:
-                self._check_script()
+            for meeting, setup in self.placement.meetings():
+                self._report(meeting, setup)
         except RecursionError:
             return  # a pathological expression (libcst's visitors recurse too); stay quiet
-
-    def _check_function(self, node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> None:
-        flow = self._flow(node, cls)
-        if flow is None:
-            return
-        for meeting in flow.meetings.values():
-            self._report(meeting, flow.setup)
-
-    def _check_script(self) -> None:
-        """The module's own statements: a training script's loop at top level."""
-        module = self.ctx.module
-        setup = FlowSetup({}, self._qualname_in(None), module_of=self._module_of(None, None), returns=self._returns(None), body=module)
-        flow = self._run(setup, module)
-        for meeting in flow.meetings.values():
-            self._report(meeting, setup)
-
-    def _flow(self, node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> Optional[Flow]:
-        """The device flow of one function, read once (callers read what it returns)."""
-        key = id(node)
-        if key in self._flows:
-            return self._flows[key]
-        self._flows[key] = None  # a recursive call reads nothing back
-        setup = self._setup(node, cls)
-        flow = self._run(setup, node.body) if setup is not None else None
-        self._flows[key] = flow
-        return flow
-
-    def _run(self, setup: FlowSetup, body) -> Flow:
-        flow = Flow(setup)
-        if isinstance(body, cst.Module):
-            for statement in body.body:
-                flow.statement(statement)
-        else:
-            flow.run(body)
-        for origin in flow.made:
-            self._homes.setdefault(id(origin), setup.body)
-        return flow
-
-    def _setup(self, node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> Optional[FlowSetup]:
-        qualname = self._qualname_in(node)
-        scan = self._scans.get(id(node)) or _BodyScan()
-        if cls is not None and _is_module_forward(self, node, cls):
-            setup = self._forward_setup(node, cls, scan, qualname)
-        elif _runs_in_data_loading(node, cls) or id(node) in self._preparing:
-            return None
-        elif self._every_caller_moves_the_result(node.name.value if cls is None else f"self.{node.name.value}"):
-            return None  # CPU preprocessing: `preprocess(x).cuda()`, `fabric.to_device(jitter(b))`
-        else:
-            setup = self._helper_setup(node, scan, qualname)
-            if _numpy_of_tensor_params(node, set(setup.tensor_params)):
-                return None  # `.numpy()` of what its tensors compute, with no `.cpu()`: they are CPU tensors
-        class_name = cls.name.value if cls is not None else None
-        setup.module_of = self._module_of(node, class_name)
-        setup.returns = self._returns(class_name)
-        setup.body = node
-        if setup.self_name is None and class_name is not None:
-            params = list(iter_params(node))
-            setup.self_name = params[0].name.value if params else None
-        return setup
-
-    # -- what the semantic model answers -------------------------------------------------------
-    def _module_of(self, function: Optional[cst.FunctionDef], class_name: Optional[str]):
-        """A callee or receiver the semantic model resolves to modules only: a parameter every
-        caller passes a model to, a module-level model, `self.<submodule>`."""
-        model = self.model
-        info = model.function_info(function) if function is not None else None
-        local = self.ctx.bindings_of(function) if function is not None else ()
-
-        def module_of(expr: cst.BaseExpression) -> Optional[Module]:
-            value = None
-            if isinstance(expr, cst.Name):
-                name = expr.value
-                if info is not None and name in info.params:
-                    index = info.params.index(name)
-                    if not (info.is_method and index == 0):
-                        value = Param(info.owner, info.node.name.value, index, name)
-                elif name not in local:
-                    value = GlobalName(name)
-            elif (
-                class_name is not None
-                and info is not None
-                and info.is_method
-                and isinstance(expr, cst.Attribute)
-                and isinstance(expr.value, cst.Name)
-                and expr.value.value == info.params[0]
-            ):
-                value = SelfAttr(class_name, expr.attr.value)
-            if value is None:
-                return None
-            resolved = model.resolve(value)
-            if resolved and all(model.is_module(v) for v in resolved):
-                # A model handed to a driver (`evaluate(model)`) in a file that moves its
-                # models to the device: it is on the device, and a CPU batch given to it meets
-                # its weights.
-                moved = type(value) is Param and self._moves_a_model()
-                return Module(dotted_name(expr) or "", moved)
-            return None
-
-        return module_of
-
-    def _moves_a_model(self) -> bool:
-        """Whether this file moves a model to a device: `.cuda()` or `.to(...)` on a module it
-        builds (`Net().to(device)`, `nn.Linear(...).cuda()`) or on a name that reads as one
-        (`model`, `net`, `encoder`, `generator`, ...)."""
-        if self._model_moved is None:
-            self._model_moved = any(
-                type(node) is cst.Call
-                and type(node.func) is cst.Attribute
-                and node.func.attr.value in ("cuda", "to")
-                and (node.func.attr.value == "cuda" or bool(node.args))
-                and self._reads_as_model(node.func.value)
-                for node in iter_nodes(self.ctx.module)
-            )
-        return self._model_moved
-
-    def _reads_as_model(self, receiver: cst.BaseExpression) -> bool:
-        if type(receiver) is cst.Call:
-            qualname = self.ctx.qualname(receiver.func) or ""
-            called = dotted_name(receiver.func) or ""
-            return qualname.startswith("torch.nn.") or called[:1].isupper() or called.rpartition(".")[2][:1].isupper()
-        name = (dotted_name(receiver) or "").rpartition(".")[2].lower()
-        return any(word in name for word in _MODEL_WORDS)
-
-    def _returns(self, class_name: Optional[str]):
-        """What a call of a function (or `self.` method) of this file returns, in the device domain."""
-        model = self.model
-
-        def returns(call: cst.Call):
-            func = call.func
-            info = None
-            if isinstance(func, cst.Name):
-                info = model.functions.get(("", func.value))
-            elif class_name is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-                info = model.method(class_name, func.attr.value)
-                if info is not None and (not info.is_method or not info.params or info.params[0] != func.value.value):
-                    info = None if func.value.value != "self" else info
-            if info is None or info.node.name.value == "__init__":
-                return None
-            owner = model.classes.get(info.owner) if info.owner else None
-            flow = self._flow(info.node, owner.node if owner is not None else None)
-            return joined_return(flow.returned) if flow is not None else None
-
-        return returns
-
-    def _every_caller_moves_the_result(self, name: str) -> bool:
-        """Every call of the module-level function `name` (or of the method, as `self.name`)
-        in this file hands its result straight to a move: `name(...).cuda()`,
-        `name(...).to(...)`, `x.to_device(name(...))`, or `y = name(...)` whose next use is
-        `y = y.to(...)`."""
-        if self.ctx.text.count(f"{name}(") < (1 if name.startswith("self.") else 2):
-            return False  # only its own `def name(`: no caller in this file
-        calls, moved = self._calls, self._moved
-        return calls.get(name, 0) > 0 and moved.get(name, 0) == calls[name]
-
-    # -- setting up ---------------------------------------------------------------------------
-    def _method_class(self, node: cst.FunctionDef) -> Optional[cst.ClassDef]:
-        ancestors = self.ctx.ancestors
-        if len(ancestors) >= 2 and isinstance(ancestors[-1], cst.IndentedBlock) and isinstance(ancestors[-2], cst.ClassDef):
-            return ancestors[-2]
-        return None
-
-    def _qualname_in(self, function: Optional[cst.FunctionDef]):
-        local = self.ctx.bindings_of(function) if function is not None else frozenset()
-
-        def resolve(expr: cst.BaseExpression) -> Optional[str]:
-            resolved = self.ctx.qualname(expr)
-            dotted = dotted_name(expr) or ""
-            if dotted.partition(".")[0] in local:
-                return None
-            if resolved is None and isinstance(expr, cst.Name) and expr.value in CREATING_NAMES:
-                return self.model.torch_star_name(expr.value)  # `from torch import *`
-            return resolved
-
-        return resolve
-
-    def _forward_setup(self, node: cst.FunctionDef, cls: cst.ClassDef, scan: _BodyScan, qualname) -> FlowSetup:
-        params = list(iter_params(node))
-        self_name = params[0].name.value if params else None
-        not_tensors = scan.int_like
-        tensor_params = {}
-        for param in params[1:]:
-            name = param.name.value
-            if name in not_tensors:
-                continue
-            annotation = annotation_text(self.ctx.module, param)
-            if annotation is not None and not is_tensor_annotation(annotation):
-                continue
-            if param.default is not None and (is_literal(param.default) and not _is_none(param.default)):
-                continue
-            if param.default is not None and isinstance(param.default, (cst.Tuple, cst.List, cst.Dict)):
-                continue
-            tensor_params[name] = name
-        tensors, modules = self._self_attributes(cls)
-        return FlowSetup(tensor_params, qualname, tensors, modules, self_name)
-
-    def _helper_setup(self, node: cst.FunctionDef, scan: _BodyScan, qualname) -> FlowSetup:
-        evident = scan.evident
-        tensor_params = {}
-        for param in iter_params(node):
-            name = param.name.value
-            annotation = annotation_text(self.ctx.module, param)
-            if (annotation is not None and is_tensor_annotation(annotation)) or name in evident:
-                tensor_params[name] = name
-        tensor_params.pop("self", None)
-        tensor_params.pop("cls", None)
-        return FlowSetup(tensor_params, qualname)
-
-    def _self_attributes(self, cls: cst.ClassDef) -> tuple[frozenset, frozenset]:
-        """Parameters/buffers and parameter-holding submodules that a class's methods assign."""
-        cached = self._class_info.get(id(cls))
-        if cached is not None:
-            return cached
-        collector = _SelfAttributes(self, cls)
-        result = (frozenset(collector.tensors), frozenset(collector.modules - collector.methods))
-        self._class_info[id(cls)] = result
-        return result
 
     # -- reporting ----------------------------------------------------------------------------
     def _report(self, meeting: Meeting, setup: FlowSetup) -> None:
@@ -1128,7 +836,7 @@ class TensorWithoutDevice(Rule):
         if id(origin) in self._reported:
             return  # a helper's tensor met in its caller is reported once
         self._reported.add(id(origin))
-        home = self._homes.get(id(origin), meeting.body)
+        home = self.placement.home_of(origin, meeting.body)
         factory = self.ctx.module.code_for_node(origin.func)
         line = self.ctx.position(meeting.node)[0]
         where = self._where(home)
@@ -1154,12 +862,16 @@ class TensorWithoutDevice(Rule):
             f"`{factory}(...)` creates a CPU tensor in {where}; it meets `{meeting.other}` {met} — {advice}",
             fix=fix,
         )
+        if isinstance(home, cst.FunctionDef) and self.placement.is_unreferenced(home):
+            self.add_fact(
+                "unreferenced",
+                {"at": list(self.ctx.position(origin)[:2]), "function": home.name.value, "script": "__main__" in self.ctx.text},
+            )
 
     def _where(self, body: Optional[cst.CSTNode]) -> str:
         if not isinstance(body, cst.FunctionDef):
             return "script code"
-        cls = next((c for node, c in self._functions if node is body), None)
-        if cls is not None and _is_module_forward(self, body, cls):
+        if self.placement.is_forward(body):
             return "forward"
         return f"`{body.name.value}()`"
 
@@ -1171,297 +883,5 @@ class TensorWithoutDevice(Rule):
 RANDOM_FACTORIES = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "poisson"})
 
 
-#: Calls that put their argument on a device (Lightning's `fabric.to_device`, accelerate's
-#: `send_to_device`, a project's `move_to(...)`).
-MOVING_FUNCTIONS = ("to_device", "send_to_device", "move_to", "move_to_device")
-
-
-def _numpy_of_tensor_params(function: cst.FunctionDef, params: set[str]) -> bool:
-    """The function calls `.numpy()` on a value computed from its tensor parameters without
-    moving it to the CPU first (`energy = torch.norm(spec, dim=1).numpy()`): `.numpy()` raises
-    on a device tensor, so this code only ever runs on CPU tensors (audio or image
-    preprocessing), and its CPU factories meet nothing on a device."""
-    if not params:
-        return False
-    derived = set(params)
-    assignments = [
-        inner for inner in iter_nodes(function.body, skip=_nested_scopes()) if type(inner) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
-    ]
-    for _ in range(2):  # a loop may use a name before the statement that derives it
-        for assign in assignments:
-            value = assign.value
-            if value is None or not _mentions(value, derived):
-                continue
-            targets = [t.target for t in assign.targets] if type(assign) is cst.Assign else [assign.target]
-            for target in targets:
-                derived.update(n.value for n in iter_nodes(target) if type(n) is cst.Name)
-    for inner in iter_nodes(function.body, skip=_nested_scopes()):
-        if type(inner) is not cst.Call or inner.args or type(inner.func) is not cst.Attribute or inner.func.attr.value != "numpy":
-            continue
-        receiver = inner.func.value
-        if not _moves_off_device(receiver) and _mentions(receiver, derived):
-            return True
-    return False
-
-
-def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
-    return any(type(n) is cst.Name and n.value in names for n in iter_nodes(expr))
-
-
-def _moves_off_device(expr: cst.BaseExpression) -> bool:
-    """`x.cpu()`, `x.detach().cpu()`, `x.to("cpu")` somewhere in a method chain."""
-    while type(expr) is cst.Call and type(expr.func) is cst.Attribute:
-        method = expr.func.attr.value
-        if method == "cpu" or (method == "to" and any(type(a.value) is cst.SimpleString and "cpu" in a.value.value for a in expr.args)):
-            return True
-        expr = expr.func.value
-    return False
-
-
-def _moved_call(node: cst.Call) -> Optional[str]:
-    """`name` when `node` moves the result of `name(...)` to a device right away."""
-    func = node.func
-    inner = None
-    if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to") and isinstance(func.value, cst.Call):
-        inner = func.value
-    elif (func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")) in MOVING_FUNCTIONS:
-        first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
-        inner = first if isinstance(first, cst.Call) else None
-    return _called(inner.func) if inner is not None else None
-
-
-def _on_self(func: cst.BaseExpression) -> bool:
-    """`self.name`: a method of the class the call is written in."""
-    return type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"
-
-
-def _called(func: cst.BaseExpression) -> Optional[str]:
-    """The key `_calls` counts a call under: `name` for `name(...)`, `self.name` for `self.name(...)`."""
-    if type(func) is cst.Name:
-        return func.value
-    if _on_self(func):
-        return f"self.{func.attr.value}"
-    return None
-
-
-def _names_a_destination(call: cst.Call) -> bool:
-    """`.to(device=...)`, `.to(device)`, `.to(other)`: not `.to(torch.float16)` / `.to(dtype=...)`."""
-    for arg in call.args:
-        if arg.keyword is not None:
-            if arg.keyword.value == "device":
-                return True
-            continue
-        if not (dotted_name(arg.value) or "").startswith("torch."):
-            return True
-    return False
-
-
-#: How many statements after `y = f(...)` the move `y = y.to(...)` may come.
-_MOVE_LOOKAHEAD = 6
-
-
-def _next_use_moves(ancestors: list, assign: cst.Assign, name: str) -> bool:
-    """The first of the next few statements of the block that mentions `name` is
-    `name = name.to(...)` or `name = name.cuda()`."""
-    if len(ancestors) < 2 or type(ancestors[-1]) is not cst.SimpleStatementLine or len(ancestors[-1].body) != 1:
-        return False
-    line, block = ancestors[-1], ancestors[-2]
-    statements = list(block.body) if type(block) in (cst.IndentedBlock, cst.Module) else []
-    start = next((i for i, s in enumerate(statements) if s is line), len(statements)) + 1
-    # A move "right away" is a few statements later; looking further would cost a walk of
-    # the rest of the block for every assignment of a call.
-    for statement in statements[start : start + _MOVE_LOOKAHEAD]:
-        if not _mentions(statement, {name}):
-            continue
-        if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1 or type(statement.body[0]) is not cst.Assign:
-            return False
-        moved = statement.body[0]
-        value = moved.value
-        return (
-            len(moved.targets) == 1
-            and type(moved.targets[0].target) is cst.Name
-            and moved.targets[0].target.value == name
-            and type(value) is cst.Call
-            and type(value.func) is cst.Attribute
-            and type(value.func.value) is cst.Name
-            and value.func.value.value == name
-            and (value.func.attr.value == "cuda" or (value.func.attr.value == "to" and _names_a_destination(value)))
-        )
-    return False
-
-
 def _is_dotted_name(text: str) -> bool:
     return all(part.isidentifier() for part in text.split("."))
-
-
-def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
-
-
-def _runs_in_data_loading(node: cst.FunctionDef, cls: Optional[cst.ClassDef]) -> bool:
-    """Datasets, samplers, collate and batch-building functions, and preprocessing classes
-    build their tensors on the CPU by design."""
-    name = node.name.value
-    if name in DATA_LOADING_METHODS or "collate" in name.lower() or name.startswith(BATCH_BUILDERS):
-        return True
-    if cls is None:
-        return False
-    if cls.name.value.endswith(DATA_LOADING_BASES) or any(word in cls.name.value for word in PREPARING_CLASS_WORDS):
-        return True
-    return any((dotted_name(base.value) or "").endswith(DATA_LOADING_BASES) for base in cls.bases)
-
-
-def _is_module_forward(rule: Rule, node: cst.FunctionDef, cls: cst.ClassDef) -> bool:
-    """`forward` of a class with bases; not autograd.Function's static `forward(ctx, ...)`."""
-    if node.name.value != "forward" or not cls.bases:
-        return False
-    for decorator in node.decorators:
-        if dotted_name(decorator.decorator) in ("staticmethod", "classmethod"):
-            return False
-    for base in cls.bases:
-        qualname = rule.ctx.qualname(base.value) or dotted_name(base.value) or ""
-        if qualname.endswith("Function"):
-            return False
-    params = list(iter_params(node))
-    return bool(params) and params[0].name.value != "ctx"
-
-
-@dataclass
-class _BodyScan:
-    """What one pass over a function body tells before the flow runs."""
-
-    makes_tensors: bool = False  # calls a factory at all
-    evident: set = field(default_factory=set)  # names whose .shape/.size()/.device/... is read
-    int_like: set = field(default_factory=set)  # names passed to range(), int() or as a size
-
-
-def _scan_call(node: cst.Call, qualname, scan: _BodyScan) -> None:
-    func = node.func
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in TENSOR_EVIDENCE_METHODS:
-        scan.evident.add(func.value.value)
-    short = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
-    if short is None:
-        return
-    consumer = isinstance(func, cst.Name) and short in INT_CONSUMERS
-    if short in FACTORY_NAMES and qualname(func) in FACTORIES:
-        scan.makes_tensors = True
-        consumer = short not in ("tensor", "as_tensor")
-    if consumer:
-        for arg in node.args:
-            if isinstance(arg.value, cst.Name):
-                scan.int_like.add(arg.value.value)
-            elif isinstance(arg.value, (cst.Tuple, cst.List)):
-                scan.int_like.update(e.value.value for e in arg.value.elements if isinstance(e.value, cst.Name))
-
-
-class _SelfAttributes:
-    """Reads a class's methods for `self.X = nn.Parameter(...)`, `self.register_buffer("X", ...)`
-    and `self.X = <layer with parameters>(...)`."""
-
-    def __init__(self, rule: TensorWithoutDevice, cls: cst.ClassDef) -> None:
-        self.rule = rule
-        self.tensors: set[str] = set()
-        self.modules: set[str] = set()
-        self.methods: set[str] = set()
-        self.local_classes = {
-            statement.name.value
-            for statement in rule.ctx.module.body
-            if isinstance(statement, cst.ClassDef) and statement.bases
-        }
-        for statement in cls.body.body:
-            if isinstance(statement, cst.FunctionDef):
-                self.methods.add(statement.name.value)
-                self._read_method(statement)
-
-    def _read_method(self, method: cst.FunctionDef) -> None:
-        params = list(iter_params(method))
-        if not params:
-            return
-        self_name = params[0].name.value
-        self._method = method
-        for node in iter_nodes(method.body, skip=_nested_scopes()):
-            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
-                for target in node.targets:
-                    attr = _self_attribute(target.target, self_name)
-                    if attr is not None:
-                        self._classify(attr, node.value)
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-                if _self_attribute(node.func, self_name) in ("register_buffer", "register_parameter") and node.args:
-                    first = node.args[0].value
-                    if isinstance(first, cst.SimpleString):
-                        self.tensors.add(first.evaluated_value)
-
-    def _classify(self, attr: str, value: cst.Call) -> None:
-        qualname = self.rule.ctx.qualname(value.func)
-        if qualname in PARAMETER_CLASSES:
-            self.tensors.add(attr)
-        elif self._holds_parameters(value):
-            self.modules.add(attr)
-
-    def _holds_parameters(self, call: cst.Call) -> bool:
-        qualname = self.rule.ctx.qualname(call.func)
-        if qualname in PARAM_LAYERS:
-            return True
-        if qualname is not None and qualname.endswith(".from_pretrained") and qualname.rpartition(".")[0] in PARAM_LAYERS:
-            return True  # `nn.Embedding.from_pretrained(vectors)`: a layer whose weights are given
-        if qualname == "torch.nn.Sequential":
-            return any(self._argument_holds_parameters(arg) for arg in call.args)
-        if isinstance(call.func, cst.Name):
-            name = call.func.value
-            if name in self.local_classes or name in self.rule.ctx.aliases.relative_imports:
-                return True
-            return _imported_layer_class(qualname)
-        return False
-
-    def _argument_holds_parameters(self, arg: cst.Arg) -> bool:
-        if isinstance(arg.value, cst.Call):
-            return self._holds_parameters(arg.value)
-        if arg.star == "*" and isinstance(arg.value, cst.Name):
-            return self._list_holds_parameters(arg.value.value)
-        return False
-
-    def _list_holds_parameters(self, name: str) -> bool:
-        """`nn.Sequential(*layers)`: a layer with parameters put in `layers` in the same method
-        (`layers = [nn.Linear(...), ...]`, a comprehension of them, `layers.append(...)`,
-        `layers += [...]`, `layers.extend([...])`)."""
-        for node in iter_nodes(self._method.body, skip=_nested_scopes()):
-            added: list[cst.BaseExpression] = []
-            if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
-                added.append(node.value)
-            elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and node.target.value == name:
-                added.append(node.value)
-            elif (
-                isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Attribute)
-                and isinstance(node.func.value, cst.Name)
-                and node.func.value.value == name
-                and node.func.attr.value in ("append", "extend", "insert")
-            ):
-                added.extend(arg.value for arg in node.args)
-            for value in added:
-                elements = [value.elt] if isinstance(value, (cst.ListComp, cst.GeneratorExp)) else (
-                    [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
-                )
-                if any(isinstance(e, cst.Call) and self._holds_parameters(e) for e in elements):
-                    return True
-        return False
-
-
-#: Imported classes named so are data helpers, not layers: what they return stays on the CPU.
-_NOT_LAYER_WORDS = ("Tokenizer", "Processor", "Transform", "Compose", "Dataset", "Loader", "Sampler", "Config", "Logger", "Writer")
-
-
-def _imported_layer_class(qualname: Optional[str]) -> bool:
-    """A class imported from a package outside torch and the checked tree (`from mylib.layers
-    import FancyBlock`), assigned to an attribute of a module: a layer whose parameters move
-    with the module."""
-    if qualname is None or "." not in qualname or qualname.split(".")[0] in ("torch", "builtins", "typing", "collections", "numpy"):
-        return False
-    last = qualname.rpartition(".")[2]
-    return last[:1].isupper() and not last.isupper() and not any(word in last for word in _NOT_LAYER_WORDS)
-
-
-def _self_attribute(node: cst.BaseExpression, self_name: str) -> Optional[str]:
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name:
-        return node.attr.value
-    return None

@@ -272,6 +272,12 @@ def iter_params(function: cst.FunctionDef) -> Iterator[cst.Param]:
     yield from params.kwonly_params
 
 
+def nested_scopes() -> tuple[type, ...]:
+    """Nested scopes are read on their own (their factories belong to them). A function, not
+    a module constant: touching libcst at import time would load it for every run."""
+    return (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
 def annotation_text(module: cst.Module, param: cst.Param) -> Optional[str]:
     if param.annotation is None:
         return None
