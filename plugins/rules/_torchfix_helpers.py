@@ -57,9 +57,9 @@ def in_compat_fallback(ctx: FileContext) -> bool:
     `hasattr(torch, ...)`, `TORCH_VERSION >= ...`, `is_torch_greater_or_equal(...)`).
     Old APIs there are there on purpose, for old torch versions."""
     for ancestor in ctx.ancestors:
-        if isinstance(ancestor, cst.ExceptHandler) and _catches_import_error(ancestor):
+        if type(ancestor) is cst.ExceptHandler and _catches_import_error(ancestor):
             return True
-        if isinstance(ancestor, (cst.If, cst.IfExp)) and _GUARD_WORDS.search(_code(ctx, ancestor.test)):
+        if type(ancestor) in (cst.If, cst.IfExp) and _GUARD_WORDS.search(_code(ctx, ancestor.test)):
             return True
     return False
 
@@ -68,7 +68,7 @@ def _catches_import_error(handler: cst.ExceptHandler) -> bool:
     kind = handler.type
     if kind is None:
         return False
-    names = kind.elements if isinstance(kind, cst.Tuple) else [cst.Element(kind)]
+    names = kind.elements if type(kind) is cst.Tuple else [cst.Element(kind)]
     for element in names:
         dotted = dotted_name(element.value) or ""
         if dotted.rpartition(".")[2] in _FALLBACK_EXCEPTIONS:
@@ -86,7 +86,7 @@ def _code(ctx: FileContext, node: cst.CSTNode) -> str:
 def imported_names(node: cst.ImportFrom) -> Iterator[tuple[cst.ImportAlias, str]]:
     """(alias node, "module.name") for each name an absolute `from module import ...` binds.
     Relative and star imports yield nothing; odd aliases (`import range as r`) are fine."""
-    if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+    if node.relative or node.module is None or type(node.names) is cst.ImportStar:
         return
     module = dotted_name(node.module)
     if module is None:
@@ -106,7 +106,7 @@ def replace_import_module(node: cst.ImportFrom, new_module: str) -> cst.ImportFr
 
 
 def is_name(node: cst.BaseExpression, value: str) -> bool:
-    return isinstance(node, cst.Name) and node.value == value
+    return type(node) is cst.Name and node.value == value
 
 
 # The parity rules' names for the shared argument helpers in _calls.
@@ -198,10 +198,10 @@ class QualifiedApiRule(Rule):
         return found
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name):
+        if type(node.func) is cst.Name:
             self._imported_name_call(node)
             return
-        if not isinstance(node.func, cst.Attribute) or self.report_references:
+        if type(node.func) is not cst.Attribute or self.report_references:
             return  # with report_references, visit_Attribute reports the callee
         qualified = self.ctx.qualname(node.func)
         found = self._active(qualified)

@@ -222,7 +222,7 @@ class AccumulatedLossNotDivided(Rule):
         loss = leftmost_name(receiver)
         if loss is not None and _scaled_in_loop(loop, loss, divisor):
             return
-        if loss is None and not isinstance(receiver, cst.Call):
+        if loss is None and type(receiver) is not cst.Call:
             return  # `losses[i].backward()` and the like: not followed
         count = self.ctx.module.code_for_node(divisor).strip()
         subject = f"`{loss}`" if loss is not None else "the loss"
@@ -249,7 +249,7 @@ def _modulo_ifs(loop: cst.CSTNode) -> list[tuple[cst.If, cst.BaseExpression]]:
 def _steps(node: cst.CSTNode) -> bool:
     """An optimizer step in `node`: `optimizer.step()`, `scaler.step(optimizer)`."""
     for call in iter_nodes(node):
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "step":
+        if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value == "step":
             receiver = dotted_name(call.func.value) or ""
             if _STEPPER.search(receiver.rpartition(".")[2]):
                 return True
@@ -260,38 +260,38 @@ def _zeroes_every_iteration(loop: cst.CSTNode, guards: set[int]) -> bool:
     """A `zero_grad()` (or `.grad = None`) outside every `if` of the loop body."""
     def walk(statements) -> bool:
         for statement in statements:
-            if isinstance(statement, cst.If) or id(statement) in guards:
+            if type(statement) is cst.If or id(statement) in guards:
                 continue
-            if isinstance(statement, (cst.With, cst.Try)):
+            if type(statement) in (cst.With, cst.Try):
                 if walk(statement.body.body):
                     return True
                 continue
-            if any(isinstance(n, cst.Attribute) and n.attr.value == "zero_grad" for n in iter_nodes(statement)):
+            if any(type(n) is cst.Attribute and n.attr.value == "zero_grad" for n in iter_nodes(statement)):
                 return True
         return False
 
     body = loop.body
-    return walk(body.body if isinstance(body, cst.IndentedBlock) else [body])
+    return walk(body.body if type(body) is cst.IndentedBlock else [body])
 
 
 def _managed(loop: cst.CSTNode) -> bool:
     return any(
-        isinstance(n, cst.Attribute) and n.attr.value in _MANAGED for n in iter_nodes(loop)
+        type(n) is cst.Attribute and n.attr.value in _MANAGED for n in iter_nodes(loop)
     )
 
 
 def _backward_calls(loop: cst.CSTNode) -> list[cst.Call]:
-    return [n for n in loop_nodes(loop) if isinstance(n, cst.Call) and is_backward_call(n)]
+    return [n for n in loop_nodes(loop) if type(n) is cst.Call and is_backward_call(n)]
 
 
 def _backward_subject(call: cst.Call) -> cst.BaseExpression | None:
     """The expression back-propagated: `loss` in `loss.backward()`, `scaler.scale(loss)
     .backward()` and `accelerator.backward(loss)`."""
     func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "backward"):
+    if not (type(func) is cst.Attribute and func.attr.value == "backward"):
         return call.args[0].value if call.args else None  # torch.autograd.backward(loss)
     receiver = func.value
-    if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "scale" and receiver.args:
+    if type(receiver) is cst.Call and type(receiver.func) is cst.Attribute and receiver.func.attr.value == "scale" and receiver.args:
         return receiver.args[0].value
     owner = (dotted_name(receiver) or "").rpartition(".")[2]
     if call.args and call.args[0].keyword is None and _FRAMEWORK.search(owner):
@@ -302,11 +302,11 @@ def _backward_subject(call: cst.Call) -> cst.BaseExpression | None:
 def _scales(expr: cst.CSTNode) -> bool:
     """A division or multiplication in the expression, or `.div(...)`/`.mul(...)`."""
     for node in iter_nodes(expr):
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Divide, cst.Multiply)):
+        if type(node) is cst.BinaryOperation and type(node.operator) in (cst.Divide, cst.Multiply):
             return True
-        if isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.DivideAssign, cst.MultiplyAssign)):
+        if type(node) is cst.AugAssign and type(node.operator) in (cst.DivideAssign, cst.MultiplyAssign):
             return True
-        if isinstance(node, cst.Attribute) and node.attr.value in ("div", "div_", "mul", "mul_", "true_divide"):
+        if type(node) is cst.Attribute and node.attr.value in ("div", "div_", "mul", "mul_", "true_divide"):
             return True
     return False
 
@@ -315,29 +315,29 @@ def _scaled_in_loop(loop: cst.CSTNode, loss: str, divisor: cst.BaseExpression) -
     """The loop divides `loss` somewhere, or computes it with a call told the divisor."""
     count = dotted_name(divisor)
     for node in loop_nodes(loop):
-        if isinstance(node, cst.AugAssign) and dotted_name(node.target) == loss:
-            if isinstance(node.operator, (cst.DivideAssign, cst.MultiplyAssign)):
+        if type(node) is cst.AugAssign and dotted_name(node.target) == loss:
+            if type(node.operator) in (cst.DivideAssign, cst.MultiplyAssign):
                 return True
-        elif isinstance(node, cst.Assign) and any(loss in _target_names(t.target) for t in node.targets):
+        elif type(node) is cst.Assign and any(loss in _target_names(t.target) for t in node.targets):
             if _scales(node.value):
                 return True
-            if count is not None and any(dotted_name(n) == count for n in iter_nodes(node.value) if isinstance(n, (cst.Name, cst.Attribute))):
+            if count is not None and any(dotted_name(n) == count for n in iter_nodes(node.value) if type(n) in (cst.Name, cst.Attribute)):
                 return True
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("div_", "mul_"):
+        elif type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in ("div_", "mul_"):
             if dotted_name(node.func.value) == loss:
                 return True
     return False
 
 
 def _target_names(target: cst.BaseExpression) -> set[str]:
-    return {dotted_name(n) for n in iter_nodes(target) if isinstance(n, (cst.Name, cst.Attribute))} - {None}
+    return {dotted_name(n) for n in iter_nodes(target) if type(n) in (cst.Name, cst.Attribute)} - {None}
 
 
 def _range_count(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """`N` of `range(N)`, unless N is a literal 0 or 1."""
-    if not (isinstance(expr, cst.Call) and dotted_name(expr.func) == "range" and len(expr.args) == 1):
+    if not (type(expr) is cst.Call and dotted_name(expr.func) == "range" and len(expr.args) == 1):
         return None
     count = expr.args[0].value
-    if isinstance(count, cst.Integer) and count.value in ("0", "1"):
+    if type(count) is cst.Integer and count.value in ("0", "1"):
         return None
     return count

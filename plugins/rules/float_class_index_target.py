@@ -219,7 +219,7 @@ class FloatClassIndexTarget(LocalTags):
         self._loss_names = {key: labels.pop() for key, labels in seen.items() if len(labels) == 1 and None not in labels}
 
     def _loss_module_label(self, expr: cst.BaseExpression) -> Optional[str]:
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return LOSS_MODULES.get(self.ctx.qualname(expr.func) or "")
         return None
 
@@ -240,18 +240,18 @@ class FloatClassIndexTarget(LocalTags):
 
     # -- what a target expression holds ------------------------------------------------------
     def tag_of(self, expr: cst.BaseExpression):
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return self.lookup(expr.value)
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             if _is_max_indices(expr, self.ctx):
                 return Indices(f"`{_short(self.ctx.module.code_for_node(expr))}`")
             inner = self.tag_of(expr.value)
             return inner if isinstance(inner, Indices) else None
-        if isinstance(expr, cst.Attribute) and expr.attr.value == "indices":
-            if isinstance(expr.value, cst.Call) and _method_or_function(expr.value, self.ctx) in ("max", "min"):
+        if type(expr) is cst.Attribute and expr.attr.value == "indices":
+            if type(expr.value) is cst.Call and _method_or_function(expr.value, self.ctx) in ("max", "min"):
                 return Indices(f"`{_short(self.ctx.module.code_for_node(expr))}`")
             return None
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return self._call_tag(expr)
         return None
 
@@ -266,7 +266,7 @@ class FloatClassIndexTarget(LocalTags):
             # Spelled out only when it is the answer: generating code is the costliest step here.
             return Indices(f"`{_short(self.ctx.module.code_for_node(call.func))}(...)`") if indices else None
         func = call.func
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return None
         method = func.attr.value
         if method in ("argmax", "argmin") and not _keepdim(call):
@@ -309,9 +309,9 @@ class FloatClassIndexTarget(LocalTags):
 
 
 def _target_key(target: cst.BaseExpression) -> Optional[str]:
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return target.value
-    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+    if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == "self":
         return "self." + target.attr.value
     return None
 
@@ -323,7 +323,7 @@ def _short(text: str) -> str:
 
 def _keepdim(call: cst.Call) -> bool:
     arg = keyword(call, "keepdim")
-    return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value == "False")
+    return arg is not None and not (type(arg.value) is cst.Name and arg.value.value == "False")
 
 
 def _dtype_name(expr: cst.BaseExpression, ctx) -> Optional[str]:
@@ -340,9 +340,9 @@ def _int_literals(call: cst.Call, qualname: str) -> bool:
     if qualname not in ("torch.tensor", "torch.as_tensor") or keyword(call, "dtype") is not None:
         return False
     first = argument(call, "data", 0)
-    if first is None or not isinstance(first.value, (cst.List, cst.Tuple)) or not first.value.elements:
+    if first is None or type(first.value) not in (cst.List, cst.Tuple) or not first.value.elements:
         return False
-    return all(isinstance(element.value, cst.Integer) for element in first.value.elements)
+    return all(type(element.value) is cst.Integer for element in first.value.elements)
 
 
 def _to_dtype(call: cst.Call, ctx) -> Optional[str]:
@@ -364,16 +364,16 @@ def _method_or_function(call: cst.Call, ctx) -> Optional[str]:
     qualname = ctx.qualname(call.func)
     if qualname in ("torch.max", "torch.min"):
         return qualname[6:] if len(call.args) >= 2 else None
-    if qualname is None and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("max", "min"):
+    if qualname is None and type(call.func) is cst.Attribute and call.func.attr.value in ("max", "min"):
         return call.func.attr.value if call.args else None
     return None
 
 
 def _is_max_indices(expr: cst.Subscript, ctx) -> bool:
     """`x.max(1)[1]` / `torch.max(x, 1)[1]`: the indices half of the (values, indices) pair."""
-    if not isinstance(expr.value, cst.Call) or _method_or_function(expr.value, ctx) is None:
+    if type(expr.value) is not cst.Call or _method_or_function(expr.value, ctx) is None:
         return False
-    if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+    if len(expr.slice) != 1 or type(expr.slice[0].slice) is not cst.Index:
         return False
     index = expr.slice[0].slice.value
-    return isinstance(index, cst.Integer) and index.value == "1"
+    return type(index) is cst.Integer and index.value == "1"

@@ -951,9 +951,9 @@ class InplaceOnGradTensor(Rule):
     def direct_owner(self) -> Optional[cst.ClassDef]:
         """The class whose body holds the function being entered (None for nested functions)."""
         for ancestor in reversed(self.ctx.ancestors):
-            if isinstance(ancestor, cst.ClassDef):
+            if type(ancestor) is cst.ClassDef:
                 return ancestor
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            if type(ancestor) in (cst.FunctionDef, cst.Lambda):
                 return None
         return None
 
@@ -977,7 +977,7 @@ class InplaceOnGradTensor(Rule):
         self.inplace(node, node.target, f"`{symbol}`", self.rewrite_hint(node.target, symbol), [node.value], index_target=True)
 
     def check_index_assignment(self, node: cst.CSTNode, target: cst.BaseExpression) -> None:
-        if not isinstance(target, cst.Subscript):
+        if type(target) is not cst.Subscript:
             return
         base = self.source(target.value)
         op = f"index assignment `{base}[...] = ...`"
@@ -989,7 +989,7 @@ class InplaceOnGradTensor(Rule):
             self.note_called_without_grad(node)
         func = node.func
         qualname = self.ctx.qualname(func)
-        if qualname is None and isinstance(func, cst.Attribute):  # a method, not `torch.relu_`
+        if qualname is None and type(func) is cst.Attribute:  # a method, not `torch.relu_`
             method = func.attr.value
             if method.endswith("_") and not method.startswith("_") and method not in NOT_INPLACE_METHODS:
                 self.check_inplace_method(node, func, method)
@@ -1007,7 +1007,7 @@ class InplaceOnGradTensor(Rule):
             return
         layers = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
         for before, after in zip(layers, layers[1:]):
-            if not (isinstance(before, cst.Call) and isinstance(after, cst.Call)):
+            if not (type(before) is cst.Call and type(after) is cst.Call):
                 continue
             first, second = self.ctx.qualname(before.func), self.ctx.qualname(after.func)
             if first is None or second is None or not built_inplace(after, second):
@@ -1048,14 +1048,14 @@ class InplaceOnGradTensor(Rule):
         if first is None:
             return
         fix = "build the module without `inplace=True`"
-        if isinstance(func, cst.Call):
+        if type(func) is cst.Call:
             qualname = self.ctx.qualname(func.func)
             if qualname is not None and qualname.startswith("torch.nn.") and built_inplace(func, qualname):
                 label = f"`{self.source(func)}` (`{qualname.replace('torch.nn.', 'nn.')}(inplace=True)`{_dropout_note(qualname)})"
                 self.inplace(node, first, label, fix, [], index_target=False)
             return
         owner = self.scopes[-1].owner
-        if owner is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        if owner is None or not (type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self"):
             return
         if is_autograd_function_class(owner):
             return
@@ -1098,9 +1098,9 @@ class InplaceOnGradTensor(Rule):
             return
         scope = self.scopes[-1]
         functions = tuple(s.function.name.value for s in self.scopes if s.function is not None)
-        name = root.value if isinstance(root, cst.Name) else None
+        name = root.value if type(root) is cst.Name else None
         training = self.model.in_training_path()
-        dotted = dotted_name(root) if isinstance(root, cst.Attribute) else None
+        dotted = dotted_name(root) if type(root) is cst.Attribute else None
         self.asked.append(Asked(node, self.model.value(root), op, fix, tuple(operands), functions, scope, name, training, dotted, layer))
 
     def finish(self) -> None:
@@ -1185,7 +1185,7 @@ class InplaceOnGradTensor(Rule):
         return text if len(text) <= 40 else text[:37] + "..."
 
     def rewrite_hint(self, target: cst.BaseExpression, symbol: str) -> str:
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             base = self.source(target.value)
             return f"build a new tensor instead (e.g. `{base} = {base}.clone()` first)"
         text = self.source(target)
@@ -1211,7 +1211,7 @@ _ATOMS = frozenset({"Name", "Attribute", "Call", "Subscript", "Integer", "Float"
 
 def _out_of_place(node: cst.CSTNode) -> Optional[cst.Assign]:
     """`h += y` -> `h = h + y` for a plain name (the right side parenthesised unless atomic)."""
-    if not isinstance(node, cst.AugAssign) or not isinstance(node.target, cst.Name):
+    if type(node) is not cst.AugAssign or type(node.target) is not cst.Name:
         return None
     operator_name = type(node.operator).__name__
     if not operator_name.endswith("Assign"):

@@ -206,7 +206,7 @@ class LogOfSoftmax(LossInputRule):
                 return node.args[0].value, "`torch.log`"
             return None, ""
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "log" and not node.args:
+        if type(func) is cst.Attribute and func.attr.value == "log" and not node.args:
             if self.ctx.qualname(func.value) is None:  # not `some_module.log()`
                 return func.value, "`.log()`"
         return None, ""
@@ -216,7 +216,7 @@ class LogOfSoftmax(LossInputRule):
 
     def _direct_fix(self, node: cst.Call, subject: cst.BaseExpression) -> NodeFix | None:
         """`torch.log(F.softmax(...))` -> `F.log_softmax(...)`; `x.softmax(d).log()` -> `x.log_softmax(d)`."""
-        if not isinstance(subject, cst.Call) or subject.lpar or not isinstance(subject.func, cst.Attribute):
+        if type(subject) is not cst.Call or subject.lpar or type(subject.func) is not cst.Attribute:
             return None
         qualname = self.ctx.qualname(subject.func)
         if qualname in LOG_TWINS:

@@ -148,7 +148,7 @@ class LoopInvariantDeviceCopy(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or not _device_move(node):
+        if type(func) is not cst.Attribute or not _device_move(node):
             return
         loops = enclosing_loops(self.ctx.ancestors)
         if not loops or not _steps_through_data(loops[0]):
@@ -156,7 +156,7 @@ class LoopInvariantDeviceCopy(Rule):
         loop = loops[0]
         if self._under_if_in(loop):
             return
-        if isinstance(func.value, cst.Call) and self._constant_factory(func.value):
+        if type(func.value) is cst.Call and self._constant_factory(func.value):
             self.report(
                 node,
                 f"`{self.ctx.module.code_for_node(node)}` builds the same constant on the host and copies it to the device on every step: "
@@ -181,7 +181,7 @@ class LoopInvariantDeviceCopy(Rule):
     def _under_if_in(self, loop: cst.CSTNode) -> bool:
         ancestors = self.ctx.ancestors
         start = next((i for i, a in enumerate(ancestors) if a is loop), len(ancestors))
-        return any(isinstance(a, (cst.If, cst.IfExp)) for a in ancestors[start + 1:])
+        return any(type(a) in (cst.If, cst.IfExp) for a in ancestors[start + 1:])
 
     def _on_device_before(self, loop: cst.CSTNode, receiver: str) -> bool:
         """The function assigns `receiver` from a device move or a `device=` factory (or
@@ -191,7 +191,7 @@ class LoopInvariantDeviceCopy(Rule):
         for node in iter_nodes(scope):
             if node is loop:
                 break
-            if isinstance(node, cst.Assign) and any(dotted_name(t.target) == receiver for t in node.targets):
+            if type(node) is cst.Assign and any(dotted_name(t.target) == receiver for t in node.targets):
                 text = self.ctx.module.code_for_node(node.value)
                 if ".to(" in text or ".cuda(" in text or "device=" in text or "device =" in text:
                     return True
@@ -210,25 +210,25 @@ def _steps_through_data(loop: cst.CSTNode) -> bool:
     """A training step loop (a backward pass in it, not in a loop nested in it: an epoch loop
     copies once per epoch), or a loop over a DataLoader's batches."""
     own_nodes = iter_nodes(loop.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.For, cst.While))
-    if any(isinstance(node, cst.Call) and is_backward_call(node) for node in own_nodes):
+    if any(type(node) is cst.Call and is_backward_call(node) for node in own_nodes):
         return True
-    if not isinstance(loop, cst.For):
+    if type(loop) is not cst.For:
         return False
     iterable = loop.iter
-    while isinstance(iterable, cst.Call) and dotted_name(iterable.func) in ("enumerate", "tqdm", "tqdm.tqdm", "zip") and iterable.args:
+    while type(iterable) is cst.Call and dotted_name(iterable.func) in ("enumerate", "tqdm", "tqdm.tqdm", "zip") and iterable.args:
         iterable = iterable.args[0].value
     name = (dotted_name(iterable) or "").rpartition(".")[2].lower()
     return name.endswith(_DATA_ITERABLE)
 
 
 def _literal(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString)):
+    if type(expr) in (cst.Integer, cst.Float, cst.SimpleString):
         return True
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         return expr.value in ("True", "False", "None")
-    if isinstance(expr, cst.UnaryOperation):
+    if type(expr) is cst.UnaryOperation:
         return _literal(expr.expression)
-    if isinstance(expr, (cst.List, cst.Tuple)):
+    if type(expr) in (cst.List, cst.Tuple):
         return all(_literal(element.value) for element in expr.elements)
     return False
 
@@ -245,9 +245,9 @@ def _device_move(call: cst.Call) -> bool:
     if arg is None:
         return False
     value = arg.value
-    if isinstance(value, cst.SimpleString):
+    if type(value) is cst.SimpleString:
         return any(word in value.value for word in ("cuda", "cpu", "mps", "xpu"))
-    if isinstance(value, cst.Call):
+    if type(value) is cst.Call:
         return (dotted_name(value.func) or "").endswith("device")
     dotted = (dotted_name(value) or "").rpartition(".")[2].lower()
     return "device" in dotted or dotted in ("dev", "gpu")
@@ -257,21 +257,21 @@ def _invariant(loop: cst.CSTNode, receiver: str) -> bool:
     """Nothing in the loop (or its own header) assigns, iterates into, edits or moves `receiver`."""
     head = receiver.partition(".")[0]
     head = receiver if head == "self" else head  # `self` is never rebound; `self.x = ...` elsewhere is no change
-    if isinstance(loop, cst.For) and _binds(loop.target, receiver, head):
+    if type(loop) is cst.For and _binds(loop.target, receiver, head):
         return False
     for node in loop_nodes(loop):
         targets: list[cst.BaseExpression] = []
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        elif type(node) in (cst.AugAssign, cst.AnnAssign):
             targets = [node.target]
-        elif isinstance(node, (cst.For, cst.CompFor)):
+        elif type(node) in (cst.For, cst.CompFor):
             targets = [node.target]
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
+        elif type(node) is cst.WithItem and node.asname is not None:
             targets = [node.asname.name]
         if any(_binds(target, receiver, head) for target in targets):
             return False
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dotted_name(node.func.value) == receiver:
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and dotted_name(node.func.value) == receiver:
             method = node.func.attr.value
             if method.endswith("_") or (method in _MOVES and not _is_this_kind_of_copy(node)):
                 return False
@@ -281,9 +281,9 @@ def _invariant(loop: cst.CSTNode, receiver: str) -> bool:
 def _binds(target: cst.BaseExpression, receiver: str, head: str) -> bool:
     """The assignment target rebinds `receiver` (or the name it hangs from), or writes into it."""
     for part in iter_nodes(target):
-        if isinstance(part, (cst.Name, cst.Attribute)) and dotted_name(part) in (receiver, head):
+        if type(part) in (cst.Name, cst.Attribute) and dotted_name(part) in (receiver, head):
             return True
-        if isinstance(part, cst.Subscript) and dotted_name(part.value) == receiver:
+        if type(part) is cst.Subscript and dotted_name(part.value) == receiver:
             return True
     return False
 
@@ -294,4 +294,4 @@ def _is_this_kind_of_copy(call: cst.Call) -> bool:
 
 
 def _names_cpu(call: cst.Call) -> bool:
-    return any(isinstance(a.value, cst.SimpleString) and "cpu" in a.value.value for a in call.args)
+    return any(type(a.value) is cst.SimpleString and "cpu" in a.value.value for a in call.args)

@@ -357,13 +357,13 @@ class LossAccumulatedWithGraph(Rule):
         self.fed_by_calls: list[_FedByCall] = []
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if not isinstance(node.operator, cst.AddAssign):
+        if type(node.operator) is not cst.AddAssign:
             return
         self._check(node, dotted_name(node.target), _leaf_names(node.value))
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend")) or len(node.args) != 1:
+        if not (type(func) is cst.Attribute and func.attr.value in ("append", "extend")) or len(node.args) != 1:
             return
         self._check(node, dotted_name(func.value), _leaf_names(node.args[0].value))
 
@@ -467,17 +467,17 @@ class LossAccumulatedWithGraph(Rule):
         function = self.ctx.enclosing_function()
         scope = function if function is not None else self.ctx.module
         for node in iter_nodes(scope):
-            if isinstance(node, cst.Call) and is_backward_call(node):
-                if total in {dotted_name(n) for n in iter_nodes(node) if isinstance(n, (cst.Name, cst.Attribute))}:
+            if type(node) is cst.Call and is_backward_call(node):
+                if total in {dotted_name(n) for n in iter_nodes(node) if type(n) in (cst.Name, cst.Attribute)}:
                     return True
         return False
 
     def _detached_in_loop(self, loop: cst.CSTNode, loss: str) -> bool:
         """`loss = loss.detach()` or `loss = loss.item()` somewhere in the loop."""
         for node in loop_nodes(loop):
-            if isinstance(node, cst.Assign) and any(dotted_name(t.target) == loss for t in node.targets):
+            if type(node) is cst.Assign and any(dotted_name(t.target) == loss for t in node.targets):
                 for inner in iter_nodes(node.value):
-                    if isinstance(inner, cst.Attribute) and inner.attr.value in _DETACHING:
+                    if type(inner) is cst.Attribute and inner.attr.value in _DETACHING:
                         return True
     
         return False

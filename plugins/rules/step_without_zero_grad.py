@@ -218,7 +218,7 @@ class StepWithoutZeroGrad(Rule):
 def _stepped_optimizer(call: cst.Call) -> str | None:
     """`optimizer` for `optimizer.step()` and `scaler.step(optimizer)`; None otherwise."""
     func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "step"):
+    if not (type(func) is cst.Attribute and func.attr.value == "step"):
         return None
     receiver = dotted_name(func.value)
     if receiver is None:
@@ -257,7 +257,7 @@ def _made_in_loop(loop: cst.CSTNode, optimizer: str) -> bool:
     """An optimizer built afresh in each iteration takes one-off steps (a numeric check, a
     probe), not the steps of a training loop."""
     return any(
-        isinstance(node, cst.Assign) and any(dotted_name(t.target) == optimizer for t in node.targets)
+        type(node) is cst.Assign and any(dotted_name(t.target) == optimizer for t in node.targets)
         for node in loop_nodes(loop)
     )
 

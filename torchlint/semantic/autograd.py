@@ -77,8 +77,8 @@ def keyword_argument(call: cst.Call, name: str) -> Optional[cst.Arg]:
 
 
 def is_true(arg: Optional[cst.Arg | cst.BaseExpression]) -> bool:
-    value = arg.value if isinstance(arg, cst.Arg) else arg
-    return isinstance(value, cst.Name) and value.value == "True"
+    value = arg.value if type(arg) is cst.Arg else arg
+    return type(value) is cst.Name and value.value == "True"
 
 
 def built_inplace(call: cst.Call, qualname: str) -> bool:
@@ -107,12 +107,12 @@ def is_basic_index(node: cst.Subscript) -> bool:
     """Integer, slice, None and `...` indexing returns a view; anything else may copy."""
     for element in node.slice:
         index = element.slice
-        if isinstance(index, cst.Slice):
+        if type(index) is cst.Slice:
             continue
         value = index.value
-        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+        if type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus:
             value = value.expression
-        if isinstance(value, (cst.Integer, cst.Ellipsis)) or (isinstance(value, cst.Name) and value.value == "None"):
+        if type(value) in (cst.Integer, cst.Ellipsis) or (type(value) is cst.Name and value.value == "None"):
             continue
         return False
     return True
@@ -123,26 +123,26 @@ def view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.B
     `.view()`, `.t()`, `.T`): a name, an attribute (`self.fc.weight`), or a call returning
     several views (`x.chunk(2)[0]`). None through anything that copies (`x[mask]`,
     `x.clone()`) or leaves autograd (`.data`, `.grad`, `.detach()`)."""
-    if index_target and isinstance(expr, cst.Subscript):
+    if index_target and type(expr) is cst.Subscript:
         expr = expr.value  # `w[mask] = v` writes into w whatever the index
     while True:
-        if isinstance(expr, cst.Subscript) and is_basic_index(expr):
+        if type(expr) is cst.Subscript and is_basic_index(expr):
             expr = expr.value
-        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in VIEW_METHODS:
+        elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in VIEW_METHODS:
             if expr.func.attr.value in api.MAY_COPY_METHODS:
                 return expr  # a view or a copy: the model tells what that means
             expr = expr.func.value
-        elif isinstance(expr, cst.Attribute) and expr.attr.value in VIEW_ATTRIBUTES:
+        elif type(expr) is cst.Attribute and expr.attr.value in VIEW_ATTRIBUTES:
             expr = expr.value
         else:
             break
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         return expr
-    if isinstance(expr, cst.Attribute):
+    if type(expr) is cst.Attribute:
         return None if expr.attr.value in ("data", "grad") else expr
-    if isinstance(expr, cst.Call):
+    if type(expr) is cst.Call:
         func = expr.func
-        method = func.attr.value if isinstance(func, cst.Attribute) else None
+        method = func.attr.value if type(func) is cst.Attribute else None
         if method in api.MULTI_OUTPUT_VIEW_METHODS or (dotted_name(func) or "").rpartition(".")[2] in api.MULTI_OUTPUT_VIEW_METHODS:
             return expr
     return None
@@ -153,9 +153,9 @@ def reads_grad_of(expr: cst.CSTNode, name: str) -> bool:
     while stack:
         node = stack.pop()
         if (
-            isinstance(node, cst.Attribute)
+            type(node) is cst.Attribute
             and node.attr.value == "grad"
-            and isinstance(node.value, cst.Name)
+            and type(node.value) is cst.Name
             and node.value.value == name
         ):
             return True
@@ -177,7 +177,7 @@ def backward_mode_and_sinks(scope: Scope, module: cst.Module) -> tuple[str, Opti
     flow = _FlowCollector(mode)
     if function is None:
         for statement in module.body:
-            if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            if type(statement) not in (cst.FunctionDef, cst.ClassDef):
                 flow.read(statement)
     else:
         flow.read(body)
@@ -210,12 +210,12 @@ def names_in(node: Optional[cst.CSTNode]) -> set[str]:
     stack = [node]
     while stack:
         item = stack.pop()
-        if isinstance(item, cst.Name):
+        if type(item) is cst.Name:
             found.add(item.value)
-        elif isinstance(item, cst.Attribute):
+        elif type(item) is cst.Attribute:
             stack.append(item.value)  # `x.shape`: x, never the attribute name
             continue
-        elif isinstance(item, cst.Lambda):
+        elif type(item) is cst.Lambda:
             continue
         else:
             stack.extend(children(item))
@@ -235,22 +235,22 @@ class _FlowCollector:
         stack = [root]
         while stack:
             node = stack.pop()
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not root:
+            if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda) and node is not root:
                 continue
             self._read_node(node)
             stack.extend(children(node))
 
     def _read_node(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             for target in node.targets:
                 self._flow(target.target, node.value)
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        elif type(node) in (cst.AugAssign, cst.AnnAssign):
             self._flow(node.target, node.value)
-        elif isinstance(node, cst.For):
+        elif type(node) is cst.For:
             self._flow(node.target, node.iter)
-        elif isinstance(node, cst.Return) and self.mode == "forward":
+        elif type(node) is cst.Return and self.mode == "forward":
             self.sinks |= names_in(node.value)
-        elif isinstance(node, cst.Call):
+        elif type(node) is cst.Call:
             self._read_call(node)
 
     def _flow(self, target: cst.BaseExpression, value: Optional[cst.CSTNode]) -> None:
@@ -261,24 +261,24 @@ class _FlowCollector:
     def _read_call(self, node: cst.Call) -> None:
         func = node.func
         if self.mode == "backward" and is_backward_call(node):
-            if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+            if type(func) is cst.Attribute and func.attr.value == "backward":
                 self.sinks |= names_in(func.value)
             for arg in node.args:
                 self.sinks |= names_in(arg.value)
-        if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert", "update", "add"):
+        if type(func) is cst.Attribute and func.attr.value in ("append", "extend", "insert", "update", "add"):
             for name in _target_roots(func.value):
                 self.edges.setdefault(name, set()).update(*(names_in(arg.value) for arg in node.args))
 
 
 def _target_roots(target: cst.BaseExpression) -> Iterator[str]:
-    while isinstance(target, (cst.Subscript, cst.Attribute)):
+    while type(target) in (cst.Subscript, cst.Attribute):
         target = target.value
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
+    elif type(target) in (cst.Tuple, cst.List):
         for element in target.elements:
             yield from _target_roots(element.value)
-    elif isinstance(target, cst.StarredElement):
+    elif type(target) is cst.StarredElement:
         yield from _target_roots(target.value)
 
 
@@ -369,12 +369,12 @@ class Autograd:
         if scope.backward_mode != "forward" or forward is None or self.owns_layers(forward.owner) or scope.function is None:
             return False
         call = origin.node
-        if not isinstance(call, cst.Call):
+        if type(call) is not cst.Call:
             return False
         names: set[str] = set()
         for arg in call.args:
             names |= names_in(arg.value)
-        if isinstance(call.func, cst.Attribute) and self.ctx.qualname(call.func) is None:
+        if type(call.func) is cst.Attribute and self.ctx.qualname(call.func) is None:
             names |= names_in(call.func.value)  # the receiver of `x.softmax(-1)`, `self` of `self.act(x)`
         arguments = parameter_names(scope.function)
         return bool(names) and names <= arguments and not any(self.model.bound_in(scope.function, n) for n in names)

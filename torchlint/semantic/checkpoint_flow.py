@@ -144,7 +144,7 @@ class CheckpointFlow(Analysis):
         self.saves.append({"path": None, "tensors": True, "cpu": False, "name": None, "model": None, "cuda_only": False})
 
     def _note_call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Name):
+        if type(node.func) is not cst.Name:
             return
         caller = self.function_name()
         self.order.calls.setdefault(caller, set()).add(node.func.value)

@@ -32,6 +32,7 @@ meta device and FakeTensorMode (CUDA semantics without a GPU).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional, Union
 
@@ -202,28 +203,28 @@ class Meeting:
 # -- small readers ---------------------------------------------------------------------------
 
 def is_literal(node: cst.BaseExpression) -> bool:
-    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)):
+    if type(node) in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString):
         return True
-    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+    if type(node) is cst.Name and node.value in ("True", "False", "None"):
         return True
-    if isinstance(node, cst.UnaryOperation):
+    if type(node) is cst.UnaryOperation:
         return is_literal(node.expression)
     return False
 
 
 def is_empty_sequence(node: cst.BaseExpression) -> bool:
-    return isinstance(node, (cst.Tuple, cst.List)) and not node.elements
+    return type(node) in (cst.Tuple, cst.List) and not node.elements
 
 
 def literal_depth(node: cst.BaseExpression) -> Optional[int]:
     """Dimensions of a nested list/tuple literal: `[[1, 2]]` -> 2; None when not a literal."""
-    if isinstance(node, (cst.List, cst.Tuple)):
+    if type(node) in (cst.List, cst.Tuple):
         if not node.elements:
             return 1
         first = node.elements[0].value
-        inner = literal_depth(first) if isinstance(first, (cst.List, cst.Tuple)) else 0
+        inner = literal_depth(first) if type(first) in (cst.List, cst.Tuple) else 0
         return None if inner is None else inner + 1
-    if isinstance(node, cst.ListComp):
+    if type(node) is cst.ListComp:
         return None
     return None
 
@@ -234,15 +235,15 @@ def size_count(args: list[cst.Arg]) -> Optional[int]:
         return None
     if len(args) == 1:
         only = args[0].value
-        if isinstance(only, (cst.Tuple, cst.List)):
-            if any(isinstance(e, cst.StarredElement) for e in only.elements):
+        if type(only) in (cst.Tuple, cst.List):
+            if any(type(e) is cst.StarredElement for e in only.elements):
                 return None
             return len(only.elements)
-        if isinstance(only, (cst.Integer, cst.BinaryOperation)) or (
-            isinstance(only, cst.Subscript) and isinstance(only.value, cst.Attribute) and only.value.attr.value == "shape"
+        if type(only) in (cst.Integer, cst.BinaryOperation) or (
+            type(only) is cst.Subscript and type(only.value) is cst.Attribute and only.value.attr.value == "shape"
         ):
             return 1
-        if isinstance(only, cst.Call) and isinstance(only.func, cst.Attribute) and only.func.attr.value == "size" and only.args:
+        if type(only) is cst.Call and type(only.func) is cst.Attribute and only.func.attr.value == "size" and only.args:
             return 1
         return None  # a name may hold a whole shape
     return len(args)
@@ -251,15 +252,15 @@ def size_count(args: list[cst.Arg]) -> Optional[int]:
 def root_of(node: cst.BaseExpression) -> Optional[str]:
     """The name an expression reads first: `lengths[:, None]` -> lengths, `self.w.t()` -> self.w."""
     while True:
-        if isinstance(node, cst.Subscript):
+        if type(node) is cst.Subscript:
             node = node.value
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        elif type(node) is cst.Call and type(node.func) is cst.Attribute:
             node = node.func.value
-        elif isinstance(node, cst.Attribute):
-            if isinstance(node.value, cst.Name) and node.value.value == "self":
+        elif type(node) is cst.Attribute:
+            if type(node.value) is cst.Name and node.value.value == "self":
                 return f"self.{node.attr.value}"
             node = node.value
-        elif isinstance(node, cst.Name):
+        elif type(node) is cst.Name:
             return node.value
         else:
             return None
@@ -346,30 +347,30 @@ class Flow:
         return tuple(body.body)
 
     def statement(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.SimpleStatementLine):
+        if type(node) is cst.SimpleStatementLine:
             for small in node.body:
                 self.small_statement(small)
-        elif isinstance(node, cst.SimpleStatementSuite):
+        elif type(node) is cst.SimpleStatementSuite:
             for small in node.body:
                 self.small_statement(small)
-        elif isinstance(node, cst.If):
+        elif type(node) is cst.If:
             self.value(node.test)
             self.branches(node.body, node.orelse)
-        elif isinstance(node, cst.Else):
+        elif type(node) is cst.Else:
             self.run(node.body)
-        elif isinstance(node, cst.While):
+        elif type(node) is cst.While:
             self.value(node.test)
             self.loop(node.body)
             if node.orelse is not None:
                 self.run(node.orelse.body)
-        elif isinstance(node, cst.For):
+        elif type(node) is cst.For:
             self.bind(node.target, self._element(self.value(node.iter)))
             self.loop(node.body)
             if node.orelse is not None:
                 self.run(node.orelse.body)
-        elif isinstance(node, cst.With):
+        elif type(node) is cst.With:
             self.with_statement(node)
-        elif isinstance(node, cst.Try):
+        elif type(node) is cst.Try:
             self.run(node.body)
             for handler in node.handlers:
                 self.run(handler.body)
@@ -419,45 +420,45 @@ class Flow:
 
     def _is_device_context(self, node: cst.BaseExpression) -> bool:
         """`with torch.device("cuda"):` makes factories follow that device; so may `with dev:`."""
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             return self.setup.qualname(node.func) == "torch.device"
-        if isinstance(node, (cst.Name, cst.Attribute)):
+        if type(node) in (cst.Name, cst.Attribute):
             return "device" in (root_of(node) or "").lower() or (
-                isinstance(node, cst.Attribute) and "device" in node.attr.value.lower()
+                type(node) is cst.Attribute and "device" in node.attr.value.lower()
             )
         return False
 
     def small_statement(self, node: cst.BaseSmallStatement) -> None:
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             value = self.value(node.value)
             for target in node.targets:
                 self.bind(target.target, value, node.value)
-        elif isinstance(node, cst.AnnAssign):
+        elif type(node) is cst.AnnAssign:
             if node.value is not None:
                 self.bind(node.target, self.value(node.value), node.value)
-        elif isinstance(node, cst.AugAssign):
+        elif type(node) is cst.AugAssign:
             right = self.value(node.value)
-            if isinstance(node.target, cst.Name):
+            if type(node.target) is cst.Name:
                 left = self.env.get(node.target.value)
                 self.env[node.target.value] = self.combine(left, node.target, right, node.value, node)
             else:
                 self.target_expressions(node.target)
-        elif isinstance(node, cst.Expr):
+        elif type(node) is cst.Expr:
             self.value(node.value)
-        elif isinstance(node, cst.Return) and node.value is not None:
+        elif type(node) is cst.Return and node.value is not None:
             self.returned.append(self.value(node.value))
-        elif isinstance(node, cst.Assert):
+        elif type(node) is cst.Assert:
             self.value(node.test)
-        elif isinstance(node, cst.Del):
+        elif type(node) is cst.Del:
             pass
 
     def bind(self, target: cst.BaseExpression, value: Value, source: Optional[cst.BaseExpression] = None) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             if value is None:
                 self.env.pop(target.value, None)
             else:
                 self.env[target.value] = _named(value, target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             items = value.items if isinstance(value, Seq) and len(value.items) == len(target.elements) else None
             for index, element in enumerate(target.elements):
                 if items is not None:
@@ -469,14 +470,14 @@ class Flow:
                 else:
                     item = None
                 self.bind(element.value, item)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self.bind(target.value, None)
         else:
             # `x[i] = cpu` and `self.buf = cpu` copy or store; they combine nothing
             self.target_expressions(target)
 
     def target_expressions(self, target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             self.value(target.value)
             self.slice_values(target)
 
@@ -491,34 +492,34 @@ class Flow:
             return self.attribute(node)
         if kind is cst.Call:
             return self.call(node)
-        if kind in _NO_DEVICE_VALUE:
+        if kind in _literal_types():
             return None
         if kind is cst.Subscript:
             return self.subscript(node)
-        if isinstance(node, cst.BinaryOperation):
+        if type(node) is cst.BinaryOperation:
             left = self.value(node.left)
             right = self.value(node.right)
             return self.combine(left, node.left, right, node.right, node)
-        if isinstance(node, cst.Comparison):
+        if type(node) is cst.Comparison:
             left_node = node.left
             left = self.value(left_node)
             result: Value = None
             for target in node.comparisons:
                 right = self.value(target.comparator)
-                if isinstance(target.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+                if type(target.operator) in (cst.In, cst.NotIn, cst.Is, cst.IsNot):
                     result = None
                 else:
                     result = self.combine(left, left_node, right, target.comparator, node)
                 left, left_node = right, target.comparator
             return result if len(node.comparisons) == 1 else None
-        if isinstance(node, cst.UnaryOperation):
+        if type(node) is cst.UnaryOperation:
             inner = self.value(node.expression)
-            return None if isinstance(node.operator, cst.Not) else inner
-        if isinstance(node, cst.BooleanOperation):
+            return None if type(node.operator) is cst.Not else inner
+        if type(node) is cst.BooleanOperation:
             self.value(node.left)
             self.value(node.right)
             return None
-        if isinstance(node, cst.IfExp):
+        if type(node) is cst.IfExp:
             self.value(node.test)
             body = self.value(node.body)
             orelse = self.value(node.orelse)
@@ -527,40 +528,40 @@ class Flow:
                 if isinstance(candidate, Cpu):
                     return candidate
             return body if body is not None else orelse
-        if isinstance(node, (cst.Tuple, cst.List)):
+        if type(node) in (cst.Tuple, cst.List):
             return Seq(tuple(self.value(element.value) for element in node.elements))
-        if isinstance(node, cst.StarredElement):
+        if type(node) is cst.StarredElement:
             return self.value(node.value)
-        if isinstance(node, cst.NamedExpr):
+        if type(node) is cst.NamedExpr:
             value = self.value(node.value)
             self.bind(node.target, value)
             return value
-        if isinstance(node, (cst.Dict,)):
+        if type(node) is cst.Dict:
             for element in node.elements:
-                if isinstance(element, cst.DictElement):
+                if type(element) is cst.DictElement:
                     self.value(element.key)
                     self.value(element.value)
                 else:
                     self.value(element.value)
             return None
-        if isinstance(node, cst.Set):
+        if type(node) is cst.Set:
             for element in node.elements:
                 self.value(element.value)
             return None
-        if isinstance(node, cst.Await):
+        if type(node) is cst.Await:
             return self.value(node.expression)
         return None  # literals, comprehensions and lambdas (their own scopes) and the rest
 
     def attribute(self, node: cst.Attribute) -> Value:
         attr = node.attr.value
         base = node.value
-        if isinstance(base, cst.Name) and base.value == self.setup.self_name:
+        if type(base) is cst.Name and base.value == self.setup.self_name:
             if attr in self.setup.self_tensors:
                 return Device(f"self.{attr}")
             return None
         if (
-            isinstance(base, cst.Attribute)
-            and isinstance(base.value, cst.Name)
+            type(base) is cst.Attribute
+            and type(base.value) is cst.Name
             and base.value.value == self.setup.self_name
             and base.attr.value in self.setup.self_modules
             and attr in ("weight", "bias")
@@ -587,9 +588,9 @@ class Flow:
 
     def slice_values(self, node: cst.Subscript) -> None:
         for element in node.slice:
-            if isinstance(element.slice, cst.Index):
+            if type(element.slice) is cst.Index:
                 self.value(element.slice.value)
-            elif isinstance(element.slice, cst.Slice):
+            elif type(element.slice) is cst.Slice:
                 for part in (element.slice.lower, element.slice.upper, element.slice.step):
                     if part is not None:
                         self.value(part)
@@ -598,9 +599,9 @@ class Flow:
     def _keeps_a_dimension(node: cst.Subscript) -> bool:
         """`t[:, None]`, `t[i:j]` keep a dimension whatever `t` was."""
         for element in node.slice:
-            if isinstance(element.slice, cst.Slice):
+            if type(element.slice) is cst.Slice:
                 return True
-            if isinstance(element.slice.value, cst.Name) and element.slice.value.value == "None":
+            if type(element.slice.value) is cst.Name and element.slice.value.value == "None":
                 return True
         return False
 
@@ -608,16 +609,16 @@ class Flow:
         if ndim is None:
             return None
         for element in node.slice:
-            if isinstance(element.slice, cst.Slice):
+            if type(element.slice) is cst.Slice:
                 continue
             index = element.slice.value
-            if isinstance(index, cst.Name) and index.value == "None":
+            if type(index) is cst.Name and index.value == "None":
                 ndim += 1
-            elif isinstance(index, cst.Ellipsis):
+            elif type(index) is cst.Ellipsis:
                 return None
-            elif isinstance(index, cst.Integer) or (isinstance(index, cst.UnaryOperation) and isinstance(index.expression, cst.Integer)):
+            elif type(index) is cst.Integer or (type(index) is cst.UnaryOperation and type(index.expression) is cst.Integer):
                 ndim -= 1
-            elif isinstance(index, cst.Name) and index.value not in self.env:
+            elif type(index) is cst.Name and index.value not in self.env:
                 ndim -= 1  # most likely an int
             else:
                 return None
@@ -645,7 +646,7 @@ class Flow:
         if id(cpu.origin) in self.meetings:
             return
         other = root_of(other_node) if other_node is not None else None
-        if other is None and isinstance(other_node, cst.Call):
+        if other is None and type(other_node) is cst.Call:
             called = dotted_name(other_node.func)
             other = f"{called}(...)" if called else None
         self.meetings[id(cpu.origin)] = Meeting(cpu, other or device.root or "a device tensor", device.root, node, self.setup.body)
@@ -657,7 +658,7 @@ class Flow:
             return self.factory(node, qualname)
         if qualname == "torch.normal" and _sized_normal(node):
             return self.factory(node, qualname)
-        if isinstance(func, cst.Attribute) and qualname is None:
+        if type(func) is cst.Attribute and qualname is None:
             return self.method_call(node, func)
         if qualname is not None and _is_module_class(qualname):
             for arg in node.args:
@@ -709,10 +710,10 @@ class Flow:
             data = positional(node)
             if not data:
                 return None
-            if isinstance(data[0].value, cst.Name) and isinstance(values[0], (Cpu, Device)):
+            if type(data[0].value) is cst.Name and isinstance(values[0], (Cpu, Device)):
                 return None  # torch.tensor(t) copies a tensor; not a fresh factory
             ndim = literal_depth(data[0].value)
-            if ndim is None and not isinstance(data[0].value, cst.ListComp):
+            if ndim is None and type(data[0].value) is not cst.ListComp:
                 return None  # `torch.tensor(x)` may well be a Python scalar: 0-dim
             return Cpu(node, ndim)
         if name in ONE_DIM_FACTORIES:
@@ -739,7 +740,7 @@ class Flow:
         if name == "full":
             return args[:1]
         if name == "randint":
-            if len(args) >= 2 and isinstance(args[-1].value, (cst.Tuple, cst.List)):
+            if len(args) >= 2 and type(args[-1].value) in (cst.Tuple, cst.List):
                 return args[-1:]
             return None
         return args
@@ -747,7 +748,7 @@ class Flow:
     def _device_argument(self, node: cst.BaseExpression) -> Value:
         """`device=x.device` places the tensor with `x`; `device=device` (a name or attribute
         that is no CPU literal) on the program's device; other values tell us nothing."""
-        if isinstance(node, cst.Attribute) and node.attr.value == "device":
+        if type(node) is cst.Attribute and node.attr.value == "device":
             base = self.value(node.value)
             if isinstance(base, Device):
                 return base
@@ -786,7 +787,7 @@ class Flow:
     def method_call(self, node: cst.Call, func: cst.Attribute) -> Value:
         method = func.attr.value
         receiver_node = func.value
-        if isinstance(receiver_node, cst.Name) and receiver_node.value == self.setup.self_name:
+        if type(receiver_node) is cst.Name and receiver_node.value == self.setup.self_name:
             return self.self_call(node, method)
         receiver = self.value(receiver_node)
         if receiver is None:
@@ -824,7 +825,7 @@ class Flow:
     def module_method(self, node: cst.Call, module: Module, receiver_node, method: str, values: list) -> Value:
         if method in ("cuda", "to") and self._moves_to_device(node):
             moved = Module(module.root or root_of(receiver_node) or "", True)
-            if isinstance(receiver_node, cst.Name):
+            if type(receiver_node) is cst.Name:
                 self.env[receiver_node.value] = moved  # modules move in place: `model.cuda()`
             return moved
         if method in ("forward", "__call__"):
@@ -836,7 +837,7 @@ class Flow:
     def _moves_to_device(self, node: cst.Call) -> bool:
         """`.cuda()`, `.to(device)`, `.to("cuda")`: not `.to("cpu")`, not a dtype-only `.to`."""
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+        if type(func) is cst.Attribute and func.attr.value == "cuda":
             return True
         if not node.args or self._dtype_only(node):
             return False
@@ -883,7 +884,7 @@ class Flow:
             if isinstance(value, Device):
                 return value
         for arg in node.args:
-            if isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "device":
+            if type(arg.value) is cst.Attribute and arg.value.attr.value == "device":
                 moved = self._device_argument(arg.value)
                 if moved is not None:
                     return moved
@@ -893,7 +894,7 @@ class Flow:
         if not node.args or receiver.ndim is None:
             return None
         keepdim = keyword(node, "keepdim")
-        if keepdim is not None and isinstance(keepdim.value, cst.Name) and keepdim.value.value == "True":
+        if keepdim is not None and type(keepdim.value) is cst.Name and keepdim.value.value == "True":
             return receiver
         ndim = receiver.ndim - 1
         return Cpu(receiver.origin, ndim) if ndim > 0 else None
@@ -910,9 +911,9 @@ class Flow:
                     return False
                 continue
             value = arg.value
-            if isinstance(value, cst.Attribute) and value.attr.value == "dtype":
+            if type(value) is cst.Attribute and value.attr.value == "dtype":
                 continue
-            if isinstance(value, cst.Name) and value.value == "dtype":
+            if type(value) is cst.Name and value.value == "dtype":
                 continue
             if self.setup.qualname(value) in TORCH_DTYPES:
                 continue
@@ -948,8 +949,11 @@ def _named(value: Value, name: str) -> Value:
 
 #: When the arms of an `if` disagree, the joined value is the first kind here that one of
 #: them holds: a CPU tensor on any path is a CPU tensor on that path.
-#: Literals: no tensor, nothing inside them to read.
-_NO_DEVICE_VALUE = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis})
+@functools.cache
+def _literal_types() -> frozenset[type]:
+    """Literals: no tensor, nothing inside them to read. Made on first use: touching libcst's
+    classes at import would load libcst for runs that parse nothing."""
+    return frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis})
 
 
 def _rank(value: Value) -> int:
@@ -1000,9 +1004,9 @@ def _join(first: dict, second: dict, entry: dict) -> dict:
 
 
 def _is_zero_size(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         return node.value == "0"
-    if isinstance(node, (cst.List, cst.Tuple)) and node.elements:
+    if type(node) in (cst.List, cst.Tuple) and node.elements:
         return all(_is_zero_size(element.value) for element in node.elements)
     return False
 
@@ -1027,23 +1031,23 @@ def _is_module_class(qualname: str) -> bool:
 def _names_a_device(node: cst.BaseExpression) -> bool:
     """A device argument that is no CPU: `device`, `self.device`, `args.device`, `"cuda"`,
     `torch.device("cuda")`, `f"cuda:{rank}"`, `rank` — not `"cpu"` nor `torch.device("cpu")`."""
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         text = node.evaluated_value
         return isinstance(text, str) and not text.startswith("cpu")
-    if isinstance(node, cst.FormattedString):
-        return "cpu" not in "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
-    if isinstance(node, cst.Call):
+    if type(node) is cst.FormattedString:
+        return "cpu" not in "".join(p.value for p in node.parts if type(p) is cst.FormattedStringText)
+    if type(node) is cst.Call:
         args = node.args
         return (
             bool(args)
             and (dotted_name(node.func) or "").endswith("device")
             and _names_a_device(args[0].value)
         )
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         return node.value not in ("None", "True", "False") and "cpu" not in node.value.lower()
-    if isinstance(node, cst.Attribute):
+    if type(node) is cst.Attribute:
         return "cpu" not in node.attr.value.lower() and node.attr.value not in ("dtype",)
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         return True  # `.to(0)`, `.cuda(1)`: a CUDA ordinal
     return False
 
@@ -1063,7 +1067,7 @@ def _node_of_value(args, values, wanted) -> Optional[cst.BaseExpression]:
             return arg.value
         if isinstance(value, Seq):
             container = arg.value
-            if isinstance(container, (cst.List, cst.Tuple)):
+            if type(container) in (cst.List, cst.Tuple):
                 for element, item in zip(container.elements, value.items):
                     if item is wanted:
                         return element.value

@@ -293,7 +293,7 @@ class SemanticModel(Analysis):
             node = self.ctx.ancestors[index]
             if (id(node), name) in self._bindings:
                 return True
-            if isinstance(node, cst.FunctionDef) and name in self.ctx.bindings_of(node):
+            if type(node) is cst.FunctionDef and name in self.ctx.bindings_of(node):
                 return True
         return name in self.classes or ("", name) in self.functions
 
@@ -303,30 +303,30 @@ class SemanticModel(Analysis):
         scope = self.ctx.ancestors[scope_index]
         binding = Binding(value, self._path(scope_index), next(self._order), self._dead_in_training(scope_index))
         self._bindings.setdefault((id(scope), name), []).append(binding)
-        if isinstance(scope, cst.ClassDef):
+        if type(scope) is cst.ClassDef:
             info = self.classes.get(scope.name.value)
             if info is not None and info.node is scope:
                 info.attrs.setdefault(name, []).append(value)
 
     def bind_target(self, target: cst.BaseExpression, value: Value) -> None:
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             self._bind(target.value, value)
-        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+        elif type(target) is cst.Attribute and type(target.value) is cst.Name:
             method = self._method()
             if method is not None and target.value.value == method[1]:
                 info = self.classes.get(method[0])
                 if info is not None:
                     info.attrs.setdefault(target.attr.value, []).append(value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) in (cst.Tuple, cst.List):
             starred = False
             for index, element in enumerate(target.elements):
-                if isinstance(element, cst.StarredElement):
+                if type(element) is cst.StarredElement:
                     starred = True
                     self.bind_target(element.value, None)
                 else:
                     # After a starred target, positions count from the end: not followed.
                     self.bind_target(element.value, None if starred else Item(value, index))
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self.bind_target(target.value, None)
 
     def leave_Assign(self, node: cst.Assign) -> None:
@@ -353,7 +353,7 @@ class SemanticModel(Analysis):
             self.bind_target(node.asname.name, None)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not isinstance(node.names, cst.ImportStar):
+        if type(node.names) is not cst.ImportStar:
             return
         module = dotted_name(node.module) if node.module is not None else ""
         level = len(node.relative)
@@ -375,21 +375,21 @@ class SemanticModel(Analysis):
         if name in self.classes or name in self._ambiguous_classes:
             self.classes.pop(name, None)
             self._ambiguous_classes.add(name)
-        elif isinstance(self.ctx.ancestors[self._scope_index()], cst.Module):
+        elif type(self.ctx.ancestors[self._scope_index()]) is cst.Module:
             self.classes[name] = ClassInfo(node, bases)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = self.ctx.ancestors[self._scope_index()]
         owner = ""
-        if isinstance(scope, cst.ClassDef):
+        if type(scope) is cst.ClassDef:
             info = self.classes.get(scope.name.value)
             if info is None or info.node is not scope:
                 return
             owner = scope.name.value
-        elif isinstance(scope, cst.FunctionDef):
+        elif type(scope) is cst.FunctionDef:
             self._visit_nested_function(node, scope)
             return
-        elif not isinstance(scope, cst.Module):
+        elif type(scope) is not cst.Module:
             return
         key = (owner, node.name.value)
         is_method = bool(owner) and not any(
@@ -443,15 +443,15 @@ class SemanticModel(Analysis):
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = self.ctx.ancestors[self._scope_index()]
-        if isinstance(scope, cst.Module):
+        if type(scope) is cst.Module:
             self._bind(node.name.value, FunctionObj("", node.name.value))
-        elif not isinstance(scope, cst.ClassDef):
+        elif type(scope) is not cst.ClassDef:
             info = self._followed.get(id(node))
             # a nested function: followed when the function holding it is
             self._bind(node.name.value, FunctionObj(info.owner, node.name.value) if info is not None else None)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        if not isinstance(self.ctx.ancestors[self._scope_index()], cst.Module):
+        if type(self.ctx.ancestors[self._scope_index()]) is not cst.Module:
             self._bind(node.name.value, None)
 
     def _current_function(self) -> FunctionInfo | None:
@@ -467,7 +467,7 @@ class SemanticModel(Analysis):
 
     def visit_Return(self, node: cst.Return) -> None:
         scope_index = self._scope_index()
-        if not isinstance(self.ctx.ancestors[scope_index], cst.FunctionDef):
+        if type(self.ctx.ancestors[scope_index]) is not cst.FunctionDef:
             return
         info = self._current_function()
         if info is None or self._dead_in_training(scope_index):
@@ -612,7 +612,7 @@ class SemanticModel(Analysis):
             return self._name(expr.value)
         if kind is cst.Attribute:
             method = self._method()
-            if method is not None and isinstance(expr.value, cst.Name) and expr.value.value == method[1]:
+            if method is not None and type(expr.value) is cst.Name and expr.value.value == method[1]:
                 return SelfAttr(method[0], expr.attr.value)
             return Attr(self.value(expr.value), expr.attr.value)
         if kind is cst.Call:
@@ -620,7 +620,7 @@ class SemanticModel(Analysis):
         if kind is cst.Subscript:
             return self._subscript(expr)
         if kind in (cst.Tuple, cst.List):
-            if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            if any(type(e) is cst.StarredElement for e in expr.elements):
                 return None
             return Sequence("tuple" if kind is cst.Tuple else "list", tuple(self.value(e.value) for e in expr.elements))
         if kind is cst.IfExp:
@@ -643,11 +643,11 @@ class SemanticModel(Analysis):
 
     def _subscript(self, expr: cst.Subscript) -> Value:
         index: Any = None
-        if len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        if len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index:
             inner = expr.slice[0].slice.value
-            if isinstance(inner, cst.Integer):
+            if type(inner) is cst.Integer:
                 index = int(inner.value, 0)
-            elif isinstance(inner, cst.SimpleString):
+            elif type(inner) is cst.SimpleString:
                 index = inner.evaluated_value if isinstance(inner.evaluated_value, str) else None
         if index is None and not _basic_index(expr):
             index = COPYING_INDEX
@@ -658,7 +658,7 @@ class SemanticModel(Analysis):
         if type(right) is not cst.Call:
             return None
         summed = None
-        if isinstance(right.func, cst.Attribute) and right.func.attr.value == "sum" and self.qualname(right.func) is None:
+        if type(right.func) is cst.Attribute and right.func.attr.value == "sum" and self.qualname(right.func) is None:
             summed = right.func.value
         elif self.qualname(right.func) in api.SUM_FUNCTIONS and right.args:
             summed = right.args[0].value
@@ -677,17 +677,17 @@ class SemanticModel(Analysis):
         autograd = self._autograd_call(call, func, qualname)
         if autograd is not None:
             return autograd
-        if qualname is not None and (qualname.split(".")[0] == "torch" or not isinstance(func, cst.Attribute)):
+        if qualname is not None and (qualname.split(".")[0] == "torch" or type(func) is not cst.Attribute):
             return self._qualified_call(call, qualname)
         # `classifier.to(device)` on an imported object: its methods, not a module's function.
-        if isinstance(func, cst.Attribute) and qualname is not None:
+        if type(func) is cst.Attribute and qualname is not None:
             method = func.attr.value
             if method in api.PASSTHROUGH_METHODS or method in api.COPY_METHODS:
                 return self.value(func.value)
             if method in ("forward", "__call__"):
                 return Applied(self.value(func.value))
             return self._qualified_call(call, qualname)
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             method = func.attr.value
             receiver = self.value(func.value)
             if method in api.TENSOR_METHODS and self._tensor_method(call, func):
@@ -725,13 +725,13 @@ class SemanticModel(Analysis):
     def is_tensor_method(self, call: cst.Call, method: str) -> bool:
         """`call` is `<tensor>.<method>(...)` (as opposed to a module's or library's method)."""
         func = call.func
-        return isinstance(func, cst.Attribute) and func.attr.value == method and self.qualname(func) is None and self._tensor_method(call, func)
+        return type(func) is cst.Attribute and func.attr.value == method and self.qualname(func) is None and self._tensor_method(call, func)
 
     def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> bool:
         """`x.softmax(1)` is Tensor.softmax unless `x` is `self` (the module's own method), a
         module of another library, or the call does not take a dimension."""
         receiver = func.value
-        if isinstance(receiver, cst.Name):
+        if type(receiver) is cst.Name:
             method = self._method()
             if method is not None and receiver.value == method[1]:
                 return False
@@ -764,8 +764,8 @@ class SemanticModel(Analysis):
             return Sequence("modulelist", (self._listed(first.value),)) if first is not None else None
         if qualname in api.MODULE_DICT:
             first = _argument(call, "modules", 0)
-            if first is not None and isinstance(first.value, cst.Dict):
-                return Sequence("moduledict", tuple(self.value(e.value) for e in first.value.elements if isinstance(e, cst.DictElement)))
+            if first is not None and type(first.value) is cst.Dict:
+                return Sequence("moduledict", tuple(self.value(e.value) for e in first.value.elements if type(e) is cst.DictElement))
             return None
         if qualname in api.IDENTITY_LAYERS:
             return Layer(IDENTITY, self.origin(call, call.func), _built_inplace(call, qualname))
@@ -785,7 +785,7 @@ class SemanticModel(Analysis):
             if qualname.split(".")[0] == "torch" or not qualname.rpartition(".")[2][:1].isupper():
                 return None
             return ClassRef(qualname=qualname)
-        if isinstance(func, cst.Name) and func.value in self.ctx.aliases.relative_imports:
+        if type(func) is cst.Name and func.value in self.ctx.aliases.relative_imports:
             function = self.ctx.enclosing_function()
             if function is not None and func.value in self.ctx.bindings_of(function):
                 return None
@@ -1014,7 +1014,7 @@ class SemanticModel(Analysis):
         """What a name means before any binding in its scope: a parameter, `self`, a name of
         an enclosing scope, or a module-level name."""
         scope = self._scope_node(use.scope)
-        if isinstance(scope, cst.FunctionDef):
+        if type(scope) is cst.FunctionDef:
             info = self._function_of(scope)
             if info is not None and use.name in info.params:
                 index = info.params.index(use.name)
@@ -1027,7 +1027,7 @@ class SemanticModel(Analysis):
             if enclosing is not None:
                 # a name of the function holding this one: its value once that function has run
                 return self._resolve_local(Local(enclosing, use.name, (), _END_OF_MODULE), depth)
-        if isinstance(scope, cst.Module):
+        if type(scope) is cst.Module:
             return self._resolve_imported_or_defined(use.name)
         return self._resolve_global(use.name, depth)
 
@@ -1646,10 +1646,10 @@ def _training_test(test: cst.BaseExpression) -> bool | None:
     """True when the test holds in training mode (`self.training`, a `training` flag), False
     when it holds outside it (`not self.training`, an `eval`/`inference` flag), else None."""
     negated = False
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         negated = not negated
         test = test.expression
-    name = test.attr.value if isinstance(test, cst.Attribute) else test.value if isinstance(test, cst.Name) else None
+    name = test.attr.value if type(test) is cst.Attribute else test.value if type(test) is cst.Name else None
     if name in _TRAINING_FLAGS:
         return not negated
     if name in _EVAL_FLAGS:
@@ -1658,11 +1658,11 @@ def _training_test(test: cst.BaseExpression) -> bool | None:
 
 
 def _disables_grad(expr: cst.BaseExpression) -> bool:
-    func = expr.func if isinstance(expr, cst.Call) else expr
+    func = expr.func if type(expr) is cst.Call else expr
     name = dotted_name(func) or ""
     if not name.endswith(("no_grad", "inference_mode")):
         return False
-    if isinstance(expr, cst.Call) and expr.args and isinstance(expr.args[0].value, cst.Name):
+    if type(expr) is cst.Call and expr.args and type(expr.args[0].value) is cst.Name:
         return expr.args[0].value.value != "False"
     return True
 
@@ -1673,9 +1673,9 @@ def _always_leaves(block: cst.BaseSuite) -> bool:
     if not body:
         return False
     last = body[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        return bool(last.body) and isinstance(last.body[-1], (cst.Return, cst.Raise))
-    return isinstance(last, (cst.Return, cst.Raise))
+    if type(last) is cst.SimpleStatementLine:
+        return bool(last.body) and type(last.body[-1]) in (cst.Return, cst.Raise)
+    return type(last) in (cst.Return, cst.Raise)
 
 
 def _one_direction(call: Any) -> bool:
@@ -1752,9 +1752,9 @@ def _flag_conditions(ancestors: list, scope_index: int, info: FunctionInfo) -> t
 
 
 def _called_name(func: cst.BaseExpression) -> str | None:
-    if isinstance(func, cst.Name):
+    if type(func) is cst.Name:
         return func.value
-    if isinstance(func, cst.Attribute):
+    if type(func) is cst.Attribute:
         return func.attr.value
     return None
 
@@ -1776,9 +1776,9 @@ def _looks_like_dim(call: cst.Call) -> bool:
     if not positional:
         return not call.args
     first = positional[0].value
-    if isinstance(first, cst.UnaryOperation) and isinstance(first.operator, cst.Minus):
+    if type(first) is cst.UnaryOperation and type(first.operator) is cst.Minus:
         first = first.expression
-    if isinstance(first, cst.Integer):
+    if type(first) is cst.Integer:
         return True
     name = dotted_name(first)
     if name is None:

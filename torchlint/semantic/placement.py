@@ -148,7 +148,7 @@ class Placement(Analysis):
         function = self.ctx.enclosing_function()
         if function is not None:
             _scan_call(node, self._visiting_qualname, self._scan(function))
-        short = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        short = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
         if short is None:
             return
         if type(func) is cst.Name:
@@ -230,7 +230,7 @@ class Placement(Analysis):
 
     def _run(self, setup: FlowSetup, body) -> Flow:
         flow = Flow(setup)
-        if isinstance(body, cst.Module):
+        if type(body) is cst.Module:
             for statement in body.body:
                 flow.statement(statement)
         else:
@@ -273,7 +273,7 @@ class Placement(Analysis):
 
         def module_of(expr: cst.BaseExpression) -> Optional[Module]:
             value = None
-            if isinstance(expr, cst.Name):
+            if type(expr) is cst.Name:
                 name = expr.value
                 if info is not None and name in info.params:
                     index = info.params.index(name)
@@ -285,8 +285,8 @@ class Placement(Analysis):
                 class_name is not None
                 and info is not None
                 and info.is_method
-                and isinstance(expr, cst.Attribute)
-                and isinstance(expr.value, cst.Name)
+                and type(expr) is cst.Attribute
+                and type(expr.value) is cst.Name
                 and expr.value.value == info.params[0]
             ):
                 value = SelfAttr(class_name, expr.attr.value)
@@ -333,9 +333,9 @@ class Placement(Analysis):
         def returns(call: cst.Call):
             func = call.func
             info = None
-            if isinstance(func, cst.Name):
+            if type(func) is cst.Name:
                 info = model.functions.get(("", func.value))
-            elif class_name is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            elif class_name is not None and type(func) is cst.Attribute and type(func.value) is cst.Name:
                 info = model.method(class_name, func.attr.value)
                 if info is not None and (not info.is_method or not info.params or info.params[0] != func.value.value):
                     info = None if func.value.value != "self" else info
@@ -398,7 +398,7 @@ class Placement(Analysis):
     # -- setting up ---------------------------------------------------------------------------
     def _method_class(self, node: cst.FunctionDef) -> Optional[cst.ClassDef]:
         ancestors = self.ctx.ancestors
-        if len(ancestors) >= 2 and isinstance(ancestors[-1], cst.IndentedBlock) and isinstance(ancestors[-2], cst.ClassDef):
+        if len(ancestors) >= 2 and type(ancestors[-1]) is cst.IndentedBlock and type(ancestors[-2]) is cst.ClassDef:
             return ancestors[-2]
         return None
 
@@ -410,7 +410,7 @@ class Placement(Analysis):
             dotted = dotted_name(expr) or ""
             if dotted.partition(".")[0] in local:
                 return None
-            if resolved is None and isinstance(expr, cst.Name) and expr.value in CREATING_NAMES:
+            if resolved is None and type(expr) is cst.Name and expr.value in CREATING_NAMES:
                 return self.model.torch_star_name(expr.value)  # `from torch import *`
             return resolved
 
@@ -430,7 +430,7 @@ class Placement(Analysis):
                 continue
             if param.default is not None and (is_literal(param.default) and not _is_none(param.default)):
                 continue
-            if param.default is not None and isinstance(param.default, (cst.Tuple, cst.List, cst.Dict)):
+            if param.default is not None and type(param.default) in (cst.Tuple, cst.List, cst.Dict):
                 continue
             tensor_params[name] = name
         tensors, modules = self.parameter_attributes(cls)
@@ -510,11 +510,11 @@ def _moved_call(node: cst.Call) -> Optional[str]:
     """`name` when `node` moves the result of `name(...)` to a device right away."""
     func = node.func
     inner = None
-    if isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to") and isinstance(func.value, cst.Call):
+    if type(func) is cst.Attribute and func.attr.value in ("cuda", "to") and type(func.value) is cst.Call:
         inner = func.value
-    elif (func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")) in MOVING_FUNCTIONS:
+    elif (func.attr.value if type(func) is cst.Attribute else getattr(func, "value", "")) in MOVING_FUNCTIONS:
         first = next((a.value for a in node.args if a.keyword is None and not a.star), None)
-        inner = first if isinstance(first, cst.Call) else None
+        inner = first if type(first) is cst.Call else None
     return _called(inner.func) if inner is not None else None
 
 
@@ -579,7 +579,7 @@ def _next_use_moves(ancestors: list, assign: cst.Assign, name: str) -> bool:
 
 
 def _is_none(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
+    return type(node) is cst.Name and node.value == "None"
 
 
 #: Checks that are true only while a model is traced for export (ONNX or TorchScript tracing).
@@ -644,18 +644,18 @@ class _BodyScan:
 
 def _scan_call(node: cst.Call, qualname, scan: _BodyScan) -> None:
     func = node.func
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in TENSOR_EVIDENCE_METHODS:
+    if type(func) is cst.Attribute and type(func.value) is cst.Name and func.attr.value in TENSOR_EVIDENCE_METHODS:
         scan.evident.add(func.value.value)
-    short = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+    short = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
     if short is None:
         return
-    consumer = isinstance(func, cst.Name) and short in INT_CONSUMERS
+    consumer = type(func) is cst.Name and short in INT_CONSUMERS
     if short in FACTORY_NAMES and qualname(func) in FACTORIES:
         scan.makes_tensors = True
         consumer = short not in ("tensor", "as_tensor")
     if consumer:
         for arg in node.args:
-            if isinstance(arg.value, cst.Name):
+            if type(arg.value) is cst.Name:
                 scan.int_like.add(arg.value.value)
-            elif isinstance(arg.value, (cst.Tuple, cst.List)):
-                scan.int_like.update(e.value.value for e in arg.value.elements if isinstance(e.value, cst.Name))
+            elif type(arg.value) in (cst.Tuple, cst.List):
+                scan.int_like.update(e.value.value for e in arg.value.elements if type(e.value) is cst.Name)
