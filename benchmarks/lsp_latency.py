@@ -47,7 +47,7 @@ from pathlib import Path
 
 TIMEOUT = 60.0
 KEY_INTERVAL_S = 0.08  # a steady typist: about 12 keys a second
-PAUSE_S = 0.4  # longer than torchlint's 150 ms debounce window
+PAUSE_S = 0.4  # a pause between edits: longer than any check under way needs to finish
 
 BLOCK = '''
 
