@@ -41,10 +41,10 @@ def with_keyword(call: cst.Call, name: str, value: str) -> cst.Call:
     )
     args = list(call.args)
     last = args[-1] if args else None
-    if last is not None and isinstance(last.comma, cst.Comma):
+    if last is not None and type(last.comma) is cst.Comma:
         new_arg = new_arg.with_changes(comma=last.comma)
         layout = call.whitespace_before_args
-        if isinstance(layout, cst.ParenthesizedWhitespace):
+        if type(layout) is cst.ParenthesizedWhitespace:
             layout = layout.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
         args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=layout))
     return call.with_changes(args=[*args, new_arg])

@@ -151,7 +151,7 @@ class LossInputRule(Rule):
         arg = next((a for a in loss.args if a.keyword is not None and a.keyword.value == "input"), None)
         if arg is None:
             arg = next((a for a in loss.args if a.keyword is None and not a.star), None)
-        if arg is None or not isinstance(arg.value, cst.Call):
+        if arg is None or type(arg.value) is not cst.Call:
             return None
         softmax = arg.value
         qualname = self.model.qualname(softmax.func)

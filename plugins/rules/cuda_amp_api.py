@@ -214,7 +214,7 @@ class CudaAmpApi(QualifiedApiRule):
     def visit_Decorator(self, node: cst.Decorator) -> None:
         """`@torch.cuda.amp.custom_fwd` without parentheses."""
         target = node.decorator
-        if not isinstance(target, cst.Attribute):
+        if type(target) is not cst.Attribute:
             return
         qualified = self.ctx.qualname(target)
         found = self._active(qualified)

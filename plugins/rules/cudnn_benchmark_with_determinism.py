@@ -136,12 +136,12 @@ class CudnnBenchmarkWithDeterminism(Rule):
 
 
 def _is_true(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value == "True"
+    return type(node) is cst.Name and node.value == "True"
 
 
 def _scope(path: tuple[cst.CSTNode, ...]) -> cst.CSTNode | None:
     for ancestor in reversed(path):
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+        if type(ancestor) in (cst.FunctionDef, cst.Lambda):
             return ancestor
     return None
 
@@ -154,5 +154,5 @@ def _same_path(first: tuple[cst.CSTNode, ...], second: tuple[cst.CSTNode, ...]) 
     for index, (mine, theirs) in enumerate(zip(first, second)):
         if mine is not theirs:
             parent = first[index - 1]
-            return not isinstance(parent, (cst.If, cst.Try, cst.Match))
+            return type(parent) not in (cst.If, cst.Try, cst.Match)
     return True

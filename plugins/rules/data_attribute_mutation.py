@@ -116,10 +116,10 @@ class DataAttributeMutation(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not (isinstance(func, cst.Attribute) and _is_inplace(func.attr.value)):
+        if not (type(func) is cst.Attribute and _is_inplace(func.attr.value)):
             return
         owner = func.value
-        if isinstance(owner, cst.Attribute) and owner.attr.value == "data" and self._counts(owner):
+        if type(owner) is cst.Attribute and owner.attr.value == "data" and self._counts(owner):
             self.report(node, f"`{_spell(owner)}.{func.attr.value}(...)` mutates through `.data`, hidden from autograd; "
                         f"use `with torch.no_grad(): {_spell(owner.value)}.{func.attr.value}(...)`")
 
@@ -131,20 +131,20 @@ class DataAttributeMutation(Rule):
         self._check_target(node, node.target)
 
     def _check_target(self, node: cst.CSTNode, target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             target = target.value
-        if isinstance(target, cst.Attribute) and target.attr.value == "data" and self._counts(target):
+        if type(target) is cst.Attribute and target.attr.value == "data" and self._counts(target):
             self.report(node, f"assigning to `{_spell(target)}` hides the change from autograd; "
                         f"use `with torch.no_grad(): {_spell(target.value)}.copy_(...)`")
 
     def _counts(self, data: cst.Attribute) -> bool:
         owner = data.value
-        if isinstance(owner, cst.Attribute) and owner.attr.value == "grad":
+        if type(owner) is cst.Attribute and owner.attr.value == "grad":
             return False
-        if isinstance(owner, cst.Name) and owner.value in ("batch", "self"):
+        if type(owner) is cst.Name and owner.value in ("batch", "self"):
             return False  # a data-holder object, not a tensor
         return not any(
-            isinstance(a, cst.FunctionDef) and _INIT_FUNCTION.search(a.name.value) for a in self.ctx.ancestors
+            type(a) is cst.FunctionDef and _INIT_FUNCTION.search(a.name.value) for a in self.ctx.ancestors
         )
 
 

@@ -149,10 +149,10 @@ class DataloaderWithoutDistributedSampler(Rule):
 
     def _training_loader(self, node: cst.Call) -> bool:
         shuffle = keyword(node, "shuffle")
-        if shuffle is not None and isinstance(shuffle.value, cst.Name) and shuffle.value.value == "True":
+        if shuffle is not None and type(shuffle.value) is cst.Name and shuffle.value.value == "True":
             return True
         for ancestor in reversed(self.ctx.ancestors[-3:]):
-            if isinstance(ancestor, cst.Assign):
+            if type(ancestor) is cst.Assign:
                 names = [dotted_name(t.target) or "" for t in ancestor.targets]
                 return any("train" in name.lower() for name in names)
         return False
@@ -168,10 +168,10 @@ class DataloaderWithoutDistributedSampler(Rule):
         name = dotted_name(dataset.value)
         scope = function if function is not None else self.ctx.module
         for statement in scope_nodes(scope):
-            if isinstance(statement, cst.Assign) and any(name in _names(t.target) for t in statement.targets):
+            if type(statement) is cst.Assign and any(name in _names(t.target) for t in statement.targets):
                 if _SHARDED_DATA.search(self.ctx.module.code_for_node(statement.value)):
                     return True
-            elif isinstance(statement, cst.Call) and isinstance(statement.func, cst.Attribute):
+            elif type(statement) is cst.Call and type(statement.func) is cst.Attribute:
                 if dotted_name(statement.func.value) == name and _SHARDED_DATA.search(statement.func.attr.value):
                     return True
         return False
@@ -184,7 +184,7 @@ class DataloaderWithoutDistributedSampler(Rule):
         if key not in self._scopes:
             text = self.ctx.module.code_for_node(scope)
             ddp = any(
-                isinstance(n, cst.Call) and self.ctx.qualname(n.func) in (DDP | _INIT) for n in scope_nodes(scope)
+                type(n) is cst.Call and self.ctx.qualname(n.func) in (DDP | _INIT) for n in scope_nodes(scope)
             )
             self._scopes[key] = ddp and _FRAMEWORK.search(text) is None
         if self._scopes[key]:
@@ -193,10 +193,10 @@ class DataloaderWithoutDistributedSampler(Rule):
             return False
         if self._module_inits is None:
             self._module_inits = any(
-                isinstance(n, cst.Call) and self.ctx.qualname(n.func) in _INIT for n in scope_nodes(self.ctx.module)
+                type(n) is cst.Call and self.ctx.qualname(n.func) in _INIT for n in scope_nodes(self.ctx.module)
             )
         return self._module_inits and _FRAMEWORK.search(self.ctx.module.code_for_node(function)) is None
 
 
 def _names(target: cst.BaseExpression) -> set[str | None]:
-    return {dotted_name(n) for n in iter_nodes(target) if isinstance(n, (cst.Name, cst.Attribute))}
+    return {dotted_name(n) for n in iter_nodes(target) if type(n) in (cst.Name, cst.Attribute)}

@@ -177,7 +177,7 @@ class DebuggerLeftIn(Rule):
         return None
 
     def _is_builtin_breakpoint(self, node: cst.Call) -> bool:
-        if not (isinstance(node.func, cst.Name) and node.func.value == "breakpoint"):
+        if not (type(node.func) is cst.Name and node.func.value == "breakpoint"):
             return False
         if re.search(r"\bdef\s+breakpoint\b|\bbreakpoint\s*=[^=]|import[^\n]*\bbreakpoint\b", self.ctx.text):
             return False
@@ -188,9 +188,9 @@ class DebuggerLeftIn(Rule):
         """Under `if args.debug:`, or inside a function or class whose name says it is a
         debugging tool (`_breakpoint_for_c_dynamo`, `class DebugMode`, `numeric_check_...`)."""
         for ancestor in self.ctx.ancestors:
-            if isinstance(ancestor, (cst.FunctionDef, cst.ClassDef)) and _DEBUG_TOOL_NAME.search(ancestor.name.value):
+            if type(ancestor) in (cst.FunctionDef, cst.ClassDef) and _DEBUG_TOOL_NAME.search(ancestor.name.value):
                 return True
-            if isinstance(ancestor, (cst.If, cst.IfExp)) and any(
+            if type(ancestor) in (cst.If, cst.IfExp) and any(
                 word in name for name in names_in(ancestor.test) for word in ("debug", "pdb", "breakpoint", "anomaly")
             ):
                 return True
@@ -198,9 +198,9 @@ class DebuggerLeftIn(Rule):
 
     def _used_as_context_or_decorator(self) -> bool:
         parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
-        return isinstance(parent, (cst.WithItem, cst.Decorator))
+        return type(parent) in (cst.WithItem, cst.Decorator)
 
 
 def _first_arg_is_true(call: cst.Call) -> bool:
     args = [arg for arg in call.args if arg.keyword is None or arg.keyword.value == "mode"]
-    return bool(args) and isinstance(args[0].value, cst.Name) and args[0].value.value == "True"
+    return bool(args) and type(args[0].value) is cst.Name and args[0].value.value == "True"

@@ -171,16 +171,16 @@ class EvalInTrainingLoopWithoutTrain(Rule):
 
     def _check(self, loop: cst.For | cst.While) -> None:
         nodes = list(loop_nodes(loop))
-        if not any(isinstance(n, cst.Call) and is_backward_call(n) for n in nodes):
+        if not any(type(n) is cst.Call and is_backward_call(n) for n in nodes):
             return  # training, if any, happens in a helper
-        called = {dotted_name(n.func) for n in nodes if isinstance(n, cst.Call)}
+        called = {dotted_name(n.func) for n in nodes if type(n) is cst.Call}
         trained = {
             _receiver(n.func.value) for n in nodes
-            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "train"
+            if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value == "train"
         }
         loop_variables = _loop_variables(loop)
         order = {id(n): index for index, n in enumerate(nodes)}
-        first_backward = min(order[id(n)] for n in nodes if isinstance(n, cst.Call) and is_backward_call(n))
+        first_backward = min(order[id(n)] for n in nodes if type(n) is cst.Call and is_backward_call(n))
         for statement_path in _eval_calls(loop):
             call = statement_path[-1]
             model = dotted_name(call.func.value)
@@ -188,7 +188,7 @@ class EvalInTrainingLoopWithoutTrain(Rule):
                 continue
             if _ends_or_last_epoch(statement_path, loop_variables):
                 continue
-            conditional = any(isinstance(n, cst.If) for n in statement_path)
+            conditional = any(type(n) is cst.If for n in statement_path)
             if not conditional and order.get(id(call), -1) < first_backward:
                 continue  # eval() before all training, every iteration: trained in eval mode on purpose
             self._reported.add(id(call))
@@ -202,14 +202,14 @@ class EvalInTrainingLoopWithoutTrain(Rule):
 
 def _receiver(expr: cst.BaseExpression) -> str | None:
     """`model` for `model`, and for `model.to(device)` in `model.to(device).train()`."""
-    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+    while type(expr) is cst.Call and type(expr.func) is cst.Attribute:
         expr = expr.func.value
     return dotted_name(expr)
 
 
 def _loop_variables(loop: cst.CSTNode) -> set[str]:
-    if isinstance(loop, cst.For):
-        return {n.value for n in iter_nodes(loop.target) if isinstance(n, cst.Name)}
+    if type(loop) is cst.For:
+        return {n.value for n in iter_nodes(loop.target) if type(n) is cst.Name}
     return set()
 
 
@@ -219,10 +219,10 @@ def _eval_calls(loop: cst.CSTNode) -> list[list[cst.CSTNode]]:
     found: list[list[cst.CSTNode]] = []
 
     def walk(node: cst.CSTNode, path: list[cst.CSTNode]) -> None:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if type(node) in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             return
         if (
-            isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+            type(node) is cst.Call and type(node.func) is cst.Attribute
             and node.func.attr.value == "eval" and not node.args
         ):
             found.append(path + [node])
@@ -237,21 +237,21 @@ def _ends_or_last_epoch(path: list[cst.CSTNode], loop_variables: set[str]) -> bo
     """The evaluation ends the loop (its block breaks or returns) or runs only when the loop
     variable equals something (the last epoch)."""
     for index, node in enumerate(path):
-        if isinstance(node, cst.If):
+        if type(node) is cst.If:
             # `epoch == epochs - 1`, not `step % 100 == 0` (that one recurs)
             compares_loop_variable = any(
-                isinstance(part, cst.Comparison)
-                and any(isinstance(t.operator, cst.Equal) for t in part.comparisons)
+                type(part) is cst.Comparison
+                and any(type(t.operator) is cst.Equal for t in part.comparisons)
                 and any(
-                    isinstance(side, cst.Name) and side.value in loop_variables
+                    type(side) is cst.Name and side.value in loop_variables
                     for side in [part.left, *(t.comparator for t in part.comparisons)]
                 )
                 for part in iter_nodes(node.test)
             )
             if compares_loop_variable:
                 return True
-        if isinstance(node, cst.IndentedBlock) and index > 0:
+        if type(node) is cst.IndentedBlock and index > 0:
             last = node.body[-1] if node.body else None
-            if isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, (cst.Break, cst.Return)) for s in last.body):
+            if type(last) is cst.SimpleStatementLine and any(type(s) in (cst.Break, cst.Return) for s in last.body):
                 return True
     return False

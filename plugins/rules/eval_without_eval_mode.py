@@ -162,12 +162,12 @@ class EvalWithoutEvalMode(Rule):
 
 
 def _owner(ancestors) -> cst.ClassDef | None:
-    return ancestors[-2] if len(ancestors) >= 2 and isinstance(ancestors[-2], cst.ClassDef) else None
+    return ancestors[-2] if len(ancestors) >= 2 and type(ancestors[-2]) is cst.ClassDef else None
 
 
 def _sets_train_false(function: cst.FunctionDef) -> bool:
     return any(
-        any(isinstance(a.value, cst.Name) and a.value.value == "False" for a in call.args)
+        any(type(a.value) is cst.Name and a.value.value == "False" for a in call.args)
         for call in calls_method(function, "train")
     )
 
@@ -180,7 +180,7 @@ def _calls_a_model(function: cst.FunctionDef) -> bool:
     from torchlint.static.walker import iter_nodes
 
     for node in iter_nodes(function.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:
             continue
         name = (dotted_name(node.func) or "").lower()
         parts = name.split(".")

@@ -172,7 +172,7 @@ class EvalWithoutNoGrad(Rule):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         owner = self.ctx.ancestors[-2] if len(self.ctx.ancestors) >= 2 else None
-        if not is_eval_function(node, owner if isinstance(owner, cst.ClassDef) else None, self.ctx.path):
+        if not is_eval_function(node, owner if type(owner) is cst.ClassDef else None, self.ctx.path):
             return
         evaluated = {dotted_name(call.func.value) for call in calls_method(node, "eval") if not call.args}
         evaluated.discard(None)
@@ -204,7 +204,7 @@ class EvalWithoutNoGrad(Rule):
         ancestors = self.ctx.ancestors
         for index in range(len(ancestors) - 1, 0, -1):
             if ancestors[index] is function:
-                return ancestors[index - 1] if isinstance(ancestors[index - 1], cst.ClassDef) else None
+                return ancestors[index - 1] if type(ancestors[index - 1]) is cst.ClassDef else None
         return None
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -227,18 +227,18 @@ class EvalWithoutNoGrad(Rule):
 
 def _wants_grad(function: cst.FunctionDef) -> bool:
     for node in iter_nodes(function.body):
-        if isinstance(node, cst.Call) and is_backward_call(node):
+        if type(node) is cst.Call and is_backward_call(node):
             return True
-        if isinstance(node, cst.Attribute) and node.attr.value in _WANTS_GRAD:
+        if type(node) is cst.Attribute and node.attr.value in _WANTS_GRAD:
             return True
-        if isinstance(node, cst.Name) and node.value in ("enable_grad", "requires_grad"):
+        if type(node) is cst.Name and node.value in ("enable_grad", "requires_grad"):
             return True
     return False
 
 
 def _first_call_of(function: cst.FunctionDef, models: set[str]) -> cst.Call | None:
     for node in iter_nodes(function.body, skip=(cst.FunctionDef, cst.ClassDef)):
-        if isinstance(node, cst.Call) and dotted_name(node.func) in models:
+        if type(node) is cst.Call and dotted_name(node.func) in models:
             return node
     return None
 
@@ -255,7 +255,7 @@ _TRAINING_CALLEE = re.compile(r"^(train|fit)(_|$)|_(train|fit)$|^step$")
 
 
 def _is_validation_iterable(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.Call) and dotted_name(expr.func) in ("enumerate", "tqdm", "tqdm.tqdm") and expr.args:
+    if type(expr) is cst.Call and dotted_name(expr.func) in ("enumerate", "tqdm", "tqdm.tqdm") and expr.args:
         expr = expr.args[0].value
     name = dotted_name(expr)
     return name is not None and _VALIDATION_ITERABLE.match(name.rpartition(".")[2].lower()) is not None
@@ -264,7 +264,7 @@ def _is_validation_iterable(expr: cst.BaseExpression) -> bool:
 def _loop_has_backward(loop: cst.For) -> bool:
     """The loop trains: a backward pass, or a call of a training helper or an optimizer step."""
     for node in iter_nodes(loop.body):
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             if is_backward_call(node):
                 return True
             callee = (dotted_name(node.func) or "").rpartition(".")[2].lower()
@@ -275,7 +275,7 @@ def _loop_has_backward(loop: cst.For) -> bool:
 
 def _first_model_call(loop: cst.For) -> cst.Call | None:
     for node in iter_nodes(loop.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             callee = dotted_name(node.func)
             if callee is not None and _MODEL_CALLEE.search(callee.rpartition(".")[2].lower()):
                 return node

@@ -157,10 +157,10 @@ class ExpMinusOne(LocalTags):
         return WholeNumbers(self.lookup, self.ctx.qualname, by_spelling=True)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if not isinstance(node.operator, cst.Subtract) or not is_one(node.right):
+        if type(node.operator) is not cst.Subtract or not is_one(node.right):
             return
         call = node.left
-        if not isinstance(call, cst.Call) or call.lpar or self.ctx.qualname(call.func) not in EXP_FUNCTIONS:
+        if type(call) is not cst.Call or call.lpar or self.ctx.qualname(call.func) not in EXP_FUNCTIONS:
             return
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
             return

@@ -132,7 +132,7 @@ class HardCodedCuda(Rule):
         if not self._library:
             return
         spelled = self._hard_coded(node)
-        if spelled is None or any(isinstance(a, cst.Param) for a in self.ctx.ancestors):
+        if spelled is None or any(type(a) is cst.Param for a in self.ctx.ancestors):
             return  # a parameter's default: the caller can pass another device
         if cuda_guarded(self.ctx.ancestors, node):
             return
@@ -144,20 +144,20 @@ class HardCodedCuda(Rule):
 
     def _hard_coded(self, node: cst.Call) -> str | None:
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+        if type(func) is cst.Attribute and func.attr.value == "cuda":
             if self.ctx.qualname(func) is None:  # `x.cuda()`, not a `torch.cuda` module path
                 return "`.cuda()`"
-        if isinstance(func, cst.Attribute) and func.attr.value == "to" and node.args:
+        if type(func) is cst.Attribute and func.attr.value == "to" and node.args:
             first = node.args[0]
             if first.keyword is None and _is_cuda_string(first.value):
                 return '`.to("cuda")`'
         qualname = self.ctx.qualname(func) or ""
         if qualname == "torch.device" and node.args and _is_cuda_string(node.args[0].value):
             parent = self.ctx.ancestors[-1] if self.ctx.ancestors else None
-            if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
+            if type(parent) in (cst.Comparison, cst.ComparisonTarget):
                 return None  # `torch.device("cuda") in devices` asks, it does not place
             return '`torch.device("cuda")`'
-        placing = qualname.startswith("torch.") or (isinstance(func, cst.Attribute) and func.attr.value == "to")
+        placing = qualname.startswith("torch.") or (type(func) is cst.Attribute and func.attr.value == "to")
         for arg in node.args:
             if placing and arg.keyword is not None and arg.keyword.value == "device" and _is_cuda_string(arg.value):
                 return '`device="cuda"`'
@@ -165,7 +165,7 @@ class HardCodedCuda(Rule):
 
 
 def _is_cuda_string(node: cst.BaseExpression) -> bool:
-    if not isinstance(node, cst.SimpleString):
+    if type(node) is not cst.SimpleString:
         return False
     text = node.evaluated_value
     return isinstance(text, str) and (text == "cuda" or text.startswith("cuda:"))

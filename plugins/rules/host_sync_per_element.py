@@ -105,7 +105,7 @@ class HostSyncPerElement(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in _SYNCS) or node.args:
+        if not (type(func) is cst.Attribute and func.attr.value in _SYNCS) or node.args:
             return
         element = func.value
         for scope in _element_loops(self.ctx.ancestors):
@@ -128,8 +128,8 @@ class HostSyncPerElement(Rule):
         if function is None:
             return False
         for node in iter_nodes(function.body):
-            if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-                targets = node.targets if isinstance(node, cst.Assign) else [node]
+            if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+                targets = node.targets if type(node) is cst.Assign else [node]
                 if any(dotted_name(t.target) == container for t in targets):
                     return True
         return False
@@ -141,9 +141,9 @@ def _element_loops(ancestors) -> list[cst.CSTNode]:
     taken from the comprehension)."""
     loops: list[cst.CSTNode] = []
     for ancestor in reversed(ancestors):
-        if isinstance(ancestor, cst.For):
+        if type(ancestor) is cst.For:
             loops.append(ancestor)
-        elif isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        elif type(ancestor) in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
             clauses = []
             clause = ancestor.for_in
             while clause is not None:
@@ -157,16 +157,16 @@ def _container_of(loop: cst.For | cst.CompFor, element: cst.BaseExpression) -> s
     """`preds` when the loop walks `preds`' elements and `element` is one of them: `for p in
     preds` with `p`, or `for i in range(len(preds))` with `preds[i]`."""
     iterable = loop.iter
-    targets = {n.value for n in iter_nodes(loop.target) if isinstance(n, cst.Name)}
-    if isinstance(element, cst.Name) and element.value in targets:
+    targets = {n.value for n in iter_nodes(loop.target) if type(n) is cst.Name}
+    if type(element) is cst.Name and element.value in targets:
         container = dotted_name(iterable)
     elif (
-        isinstance(element, cst.Subscript) and len(element.slice) == 1
-        and isinstance(element.slice[0].slice, cst.Index)
-        and isinstance(element.slice[0].slice.value, cst.Name)
+        type(element) is cst.Subscript and len(element.slice) == 1
+        and type(element.slice[0].slice) is cst.Index
+        and type(element.slice[0].slice.value) is cst.Name
         and element.slice[0].slice.value.value in targets
-        and isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "range" and len(iterable.args) == 1
-        and isinstance(iterable.args[0].value, cst.Call) and dotted_name(iterable.args[0].value.func) == "len"
+        and type(iterable) is cst.Call and dotted_name(iterable.func) == "range" and len(iterable.args) == 1
+        and type(iterable.args[0].value) is cst.Call and dotted_name(iterable.args[0].value.func) == "len"
     ):
         container = dotted_name(iterable.args[0].value.args[0].value)
         if container != dotted_name(element.value):

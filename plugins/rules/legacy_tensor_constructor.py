@@ -66,7 +66,7 @@ class LegacyConstructorCalls(LocalTags):
         if len(args) != 1:
             return qualname, UNKNOWN
         value = args[0].value
-        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
+        if type(value) in (cst.List, cst.Tuple, cst.ListComp):
             return qualname, DATA
         if self._certain_int(value):
             return qualname, COUNT
@@ -233,9 +233,9 @@ def _positional(call: cst.Call) -> list[cst.Arg]:
 
 def _last_name(node: cst.BaseExpression) -> str | None:
     """`num_classes` for `num_classes` or `self.num_classes`."""
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         return node.value
-    if isinstance(node, cst.Attribute):
+    if type(node) is cst.Attribute:
         return node.attr.value
     return None
 

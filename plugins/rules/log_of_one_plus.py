@@ -242,7 +242,7 @@ def _cast_of_stored_value(expr: cst.BaseExpression) -> bool:
 
 def _one_plus_rest(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """`x` for `1 + x` or `x + 1`, else None."""
-    if not isinstance(expr, cst.BinaryOperation) or not isinstance(expr.operator, cst.Add):
+    if type(expr) is not cst.BinaryOperation or type(expr.operator) is not cst.Add:
         return None
     if is_one(expr.left):
         return expr.right
@@ -252,14 +252,14 @@ def _one_plus_rest(expr: cst.BaseExpression) -> cst.BaseExpression | None:
 
 
 def _is_atomic(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+    return type(expr) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 
 
 def _sibling_function(rule: Rule, func: cst.BaseExpression, name: str) -> cst.BaseExpression | None:
     """`torch.<name>` spelled the way the file spells torch: `T.log` -> `T.<name>`; for a bare
     `log` imported from torch, `<alias>.<name>` when the torch module itself is imported (and
     not re-bound here); else None."""
-    if isinstance(func, cst.Attribute):
+    if type(func) is cst.Attribute:
         return func.with_changes(attr=cst.Name(name))
     for local in sorted(rule.ctx.aliases.aliases):
         if rule.ctx.aliases.aliases[local] == "torch" and rule.ctx.qualname(cst.Name(local)) == "torch":

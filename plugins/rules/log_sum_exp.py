@@ -102,7 +102,7 @@ class LogSumExp(Rule):
     # `torch.log(y)` or `y.log()` -> y
     def _log_operand(self, node: cst.Call) -> cst.BaseExpression | None:
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "log" and not node.args:
+        if type(func) is cst.Attribute and func.attr.value == "log" and not node.args:
             if self.ctx.qualname(func.value) is None:  # a method, not `math.log()`
                 return func.value
         elif self.ctx.qualname(func) == "torch.log":
@@ -112,24 +112,24 @@ class LogSumExp(Rule):
 
     # `torch.sum(y, ...)` or `y.sum(...)` -> y
     def _sum_operand(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:
             return None
         func = node.func
         if self.ctx.qualname(func) == "torch.sum":
             args = positional_args(node)
             return args[0].value if args else None
-        if isinstance(func, cst.Attribute) and func.attr.value == "sum" and self.ctx.qualname(func.value) is None:
+        if type(func) is cst.Attribute and func.attr.value == "sum" and self.ctx.qualname(func.value) is None:
             return func.value
         return None
 
     def _is_unstable_exp(self, node: cst.BaseExpression) -> bool:
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:
             return False
         func = node.func
         if self.ctx.qualname(func) == "torch.exp":
             args = positional_args(node)
             operand = args[0].value if args else None
-        elif isinstance(func, cst.Attribute) and func.attr.value == "exp" and not node.args and self.ctx.qualname(func.value) is None:
+        elif type(func) is cst.Attribute and func.attr.value == "exp" and not node.args and self.ctx.qualname(func.value) is None:
             operand = func.value
         else:
             return False
@@ -138,17 +138,17 @@ class LogSumExp(Rule):
         function = self.ctx.enclosing_function()
         if function is not None and function.name.value == "logsumexp":
             return False
-        return not (isinstance(operand, cst.Name) and self._assigned_a_difference(operand.value, function))
+        return not (type(operand) is cst.Name and self._assigned_a_difference(operand.value, function))
 
     def _assigned_a_difference(self, name: str, function: cst.FunctionDef | None) -> bool:
         """`shifted = x - m` in the same function (or module) before the exp."""
         scope = function.body if function is not None else self.ctx.module
         for node in iter_nodes(scope, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            if isinstance(node, cst.Assign) and _is_difference(node.value):
-                if any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+            if type(node) is cst.Assign and _is_difference(node.value):
+                if any(type(t.target) is cst.Name and t.target.value == name for t in node.targets):
                     return True
         return False
 
 
 def _is_difference(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract)
+    return type(node) is cst.BinaryOperation and type(node.operator) is cst.Subtract

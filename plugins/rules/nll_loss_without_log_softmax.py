@@ -57,9 +57,9 @@ class NllLossWithoutLogSoftmax(LossInputRule):
         import libcst as cst
 
         func = softmax.func
-        if isinstance(func, cst.Attribute):
+        if type(func) is cst.Attribute:
             renamed = func.with_changes(attr=cst.Name("log_softmax"))
-        elif isinstance(func, cst.Name):
+        elif type(func) is cst.Name:
             renamed = func.with_changes(value="log_softmax")
         else:
             return None

@@ -207,21 +207,21 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
     # -- tags --------------------------------------------------------------------------------
     def tag_of(self, expr: cst.BaseExpression) -> Optional[Taint]:
         taint = self._taint(expr)
-        if taint and taint.grad and not isinstance(expr, cst.Name) and self._in_no_grad():
+        if taint and taint.grad and type(expr) is not cst.Name and self._in_no_grad():
             taint = replace(taint, grad="")  # computed under no_grad: no graph
         return taint or None
 
     def _taint(self, expr: cst.BaseExpression) -> Optional[Taint]:
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return self.lookup(expr.value)
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             return self._taint(expr.value)
-        if isinstance(expr, cst.Attribute):
+        if type(expr) is cst.Attribute:
             if expr.attr.value == "data":
                 inner = self._taint(expr.value)
                 return replace(inner, grad="") if inner else None
             return None
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return self._call_taint(expr)
         return None
 
@@ -233,7 +233,7 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
         if qualname is not None:
             return self._constructor_taint(call, qualname)
         func = call.func
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return None
         method = func.attr.value
         inner = self._taint(func.value) or Taint()
@@ -287,14 +287,14 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
 
     def _device_kind(self, expr: cst.BaseExpression) -> Optional[str]:
         """"accelerator", "cpu", "dtype", or None when the argument says nothing certain."""
-        if isinstance(expr, cst.SimpleString):
+        if type(expr) is cst.SimpleString:
             text = expr.evaluated_value if isinstance(expr.evaluated_value, str) else ""
             if text.startswith(("cuda", "mps", "xpu", "npu", "hpu")):
                 return "accelerator"
             return "cpu" if text == "cpu" or text.startswith("cpu:") else None
-        if isinstance(expr, cst.Integer):
+        if type(expr) is cst.Integer:
             return "accelerator"
-        if isinstance(expr, cst.Call) and self.ctx.qualname(expr.func) == "torch.device":
+        if type(expr) is cst.Call and self.ctx.qualname(expr.func) == "torch.device":
             args = positional(expr)
             return self._device_kind(args[0].value) if args else None
         qualname = self.ctx.qualname(expr)
@@ -312,15 +312,15 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
 
     def _in_no_grad(self) -> bool:
         for ancestor in self.ctx.ancestors:
-            if isinstance(ancestor, cst.With):
+            if type(ancestor) is cst.With:
                 for item in ancestor.items:
-                    context = item.item.func if isinstance(item.item, cst.Call) else item.item
+                    context = item.item.func if type(item.item) is cst.Call else item.item
                     if self.ctx.qualname(context) in NO_GRAD_CONTEXTS:
                         return True
-            elif isinstance(ancestor, cst.FunctionDef):
+            elif type(ancestor) is cst.FunctionDef:
                 for decorator in ancestor.decorators:
                     target = decorator.decorator
-                    target = target.func if isinstance(target, cst.Call) else target
+                    target = target.func if type(target) is cst.Call else target
                     if self.ctx.qualname(target) in NO_GRAD_CONTEXTS:
                         return True
         return False
@@ -328,9 +328,9 @@ class NumpyOnDeviceOrGradTensor(LocalTags):
     # -- the check ---------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return
-        if func.attr.value == "backward" and isinstance(func.value, cst.Name):
+        if func.attr.value == "backward" and type(func.value) is cst.Name:
             # backward() raises unless the tensor requires grad: from here on it does.
             name = func.value.value
             taint = self.lookup(name) or Taint()
@@ -358,11 +358,11 @@ def _code(rule: NumpyOnDeviceOrGradTensor, node: cst.CSTNode) -> str:
 
 
 def _is_true(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
+    return type(expr) is cst.Name and expr.value == "True"
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "False"
+    return type(expr) is cst.Name and expr.value == "False"
 
 
 def _true_or_absent(call: cst.Call, name: str, position: int) -> bool:

@@ -169,9 +169,9 @@ class PartiallySeededRandomness(Rule):
         DataLoader workers seed `random` and numpy from torch's seed, so with workers these
         draws are reproducible once torch is seeded."""
         for ancestor in self.ctx.ancestors:
-            if isinstance(ancestor, cst.ClassDef):
+            if type(ancestor) is cst.ClassDef:
                 methods = {
-                    item.name.value for item in ancestor.body.body if isinstance(item, cst.FunctionDef)
+                    item.name.value for item in ancestor.body.body if type(item) is cst.FunctionDef
                 }
                 if methods & {"__getitem__", "__iter__", "__call__"}:
                     return True

@@ -126,7 +126,7 @@ class RequireGradTypo(Rule):
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         target = node.target
-        if isinstance(target, cst.Attribute) and target.attr.value == "require_grad":
+        if type(target) is cst.Attribute and target.attr.value == "require_grad":
             self._assigned.append(target)
             self._targets.add(id(target))
 
@@ -162,4 +162,4 @@ def _private(dotted: str) -> bool:
 
 
 def _last_attr(func: cst.BaseExpression) -> str:
-    return func.attr.value if isinstance(func, cst.Attribute) else ""
+    return func.attr.value if type(func) is cst.Attribute else ""

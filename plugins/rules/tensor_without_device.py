@@ -862,14 +862,14 @@ class TensorWithoutDevice(Rule):
             f"`{factory}(...)` creates a CPU tensor in {where}; it meets `{meeting.other}` {met} — {advice}",
             fix=fix,
         )
-        if isinstance(home, cst.FunctionDef) and self.placement.is_unreferenced(home):
+        if type(home) is cst.FunctionDef and self.placement.is_unreferenced(home):
             self.add_fact(
                 "unreferenced",
                 {"at": list(self.ctx.position(origin)[:2]), "function": home.name.value, "script": "__main__" in self.ctx.text},
             )
 
     def _where(self, body: Optional[cst.CSTNode]) -> str:
-        if not isinstance(body, cst.FunctionDef):
+        if type(body) is not cst.FunctionDef:
             return "script code"
         if self.placement.is_forward(body):
             return "forward"

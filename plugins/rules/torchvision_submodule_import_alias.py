@@ -88,7 +88,7 @@ class TorchvisionSubmoduleImportAlias(Rule):
             package, _, sub = full.partition(".")
             if package != "torchvision" or not sub or "." in sub:
                 continue
-            if alias.asname is None or not isinstance(alias.asname.name, cst.Name) or alias.asname.name.value != sub:
+            if alias.asname is None or type(alias.asname.name) is not cst.Name or alias.asname.name.value != sub:
                 continue
             fix = None
             if len(node.names) == 1:

@@ -200,4 +200,4 @@ class UnguardedCudaCall(Rule):
 
 
 def _is_negative_literal(call: cst.Call) -> bool:
-    return bool(call.args) and isinstance(call.args[0].value, cst.UnaryOperation)
+    return bool(call.args) and type(call.args[0].value) is cst.UnaryOperation

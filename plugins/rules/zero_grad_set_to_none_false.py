@@ -91,7 +91,7 @@ class ZeroGradSetToNoneFalse(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute):
+        if type(func) is not cst.Attribute:
             return
         if func.attr.value == "zero_grad":
             arg = keyword_arg(node, "set_to_none") or (positional_args(node)[:1] or [None])[0]
@@ -101,7 +101,7 @@ class ZeroGradSetToNoneFalse(Rule):
             self._grad_in_place = True
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if _is_grad(node.target) or (isinstance(node.target, cst.Subscript) and _is_grad(node.target.value)):
+        if _is_grad(node.target) or (type(node.target) is cst.Subscript and _is_grad(node.target.value)):
             self._grad_in_place = True
 
     def finish(self) -> None:
@@ -113,4 +113,4 @@ class ZeroGradSetToNoneFalse(Rule):
 
 
 def _is_grad(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Attribute) and node.attr.value == "grad"
+    return type(node) is cst.Attribute and node.attr.value == "grad"

@@ -544,7 +544,7 @@ class _TensorFree:
             found = frozenset(
                 p.name.value
                 for p in (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg)
-                if isinstance(p, cst.Param)
+                if type(p) is cst.Param
             )
             self._params[id(function)] = found
         return found
@@ -617,11 +617,11 @@ def _names_in(target: cst.BaseExpression) -> list[str]:
 def is_main_guard(node: cst.If) -> bool:
     """`if __name__ == "__main__":`"""
     test = node.test
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return False
     sides = [test.left, test.comparisons[0].comparator]
-    names = [s.value for s in sides if isinstance(s, cst.Name)]
-    strings = [s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)]
+    names = [s.value for s in sides if type(s) is cst.Name]
+    strings = [s.evaluated_value for s in sides if type(s) is cst.SimpleString]
     return names == ["__name__"] and strings == ["__main__"]
 
 
@@ -638,11 +638,11 @@ def availability_guarded(ancestors: list[cst.CSTNode]) -> bool:
 
 
 def _accelerator_test(test: cst.BaseExpression) -> bool:
-    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute):
+    if type(test) is cst.Call and type(test.func) is cst.Attribute:
         return test.func.attr.value == "is_available"
-    if isinstance(test, cst.Attribute):
+    if type(test) is cst.Attribute:
         return test.attr.value in _ACCELERATOR_FLAGS
-    if isinstance(test, cst.Name):
+    if type(test) is cst.Name:
         return test.value in _ACCELERATOR_FLAGS
     return False
 
@@ -672,7 +672,7 @@ def cuda_only_script(ctx) -> bool:
     if "__main__" not in text and not any(
         "cuda" in ctx.module.code_for_node(statement)
         for statement in ctx.module.body
-        if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))
+        if type(statement) not in (cst.FunctionDef, cst.ClassDef)
     ):
         return False
     from torchlint.static.walker import iter_nodes
@@ -707,7 +707,7 @@ def saved_in_same_function(ctx, names, node: cst.Call) -> bool:
     """`torch.save(obj, buffer)` ... `torch.load(buffer)` in one function."""
     source = argument(node, "f", 0)
     function = ctx.enclosing_function()
-    if source is None or function is None or not isinstance(source.value, cst.Name):
+    if source is None or function is None or type(source.value) is not cst.Name:
         return False
     target = source.value.value
     from torchlint.static.walker import iter_nodes
@@ -715,7 +715,7 @@ def saved_in_same_function(ctx, names, node: cst.Call) -> bool:
     for inner in iter_nodes(function.body):
         if type(inner) is cst.Call and names.qualname(inner.func) in SAVE_FUNCTIONS:
             written = argument(inner, "f", 1)
-            if written is not None and isinstance(written.value, cst.Name) and written.value.value == target:
+            if written is not None and type(written.value) is cst.Name and written.value.value == target:
                 return True
     return False
 

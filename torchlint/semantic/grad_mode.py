@@ -23,17 +23,17 @@ _DISABLING_HINTS = ("no_grad", "inference_mode", "set_grad_enabled", "use_grad")
 
 
 def _is_literal(node: cst.BaseExpression | None, value: str) -> bool:
-    return isinstance(node, cst.Name) and node.value == value
+    return type(node) is cst.Name and node.value == value
 
 
 def grad_effect(expr: cst.BaseExpression) -> Optional[bool]:
     """How entering `expr` (a `with` item or a decorator) sets grad mode: False when it turns
     recording off (or might), True when it turns it on, None when it does not touch it."""
-    func = expr.func if isinstance(expr, cst.Call) else expr
+    func = expr.func if type(expr) is cst.Call else expr
     name = dotted_name(func)
     if name is not None:
         last = name.rpartition(".")[2]
-        args = [a for a in expr.args if a.keyword is None] if isinstance(expr, cst.Call) else []
+        args = [a for a in expr.args if a.keyword is None] if type(expr) is cst.Call else []
         if last == "enable_grad":
             return True
         if last == "set_grad_enabled":
@@ -54,9 +54,9 @@ def _mentions_grad_switch(expr: cst.CSTNode) -> bool:
     stack = [expr]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Name) and any(hint in node.value.lower() for hint in _DISABLING_HINTS):
+        if type(node) is cst.Name and any(hint in node.value.lower() for hint in _DISABLING_HINTS):
             return True
-        if isinstance(node, cst.Attribute) and any(hint in node.attr.value.lower() for hint in _DISABLING_HINTS):
+        if type(node) is cst.Attribute and any(hint in node.attr.value.lower() for hint in _DISABLING_HINTS):
             return True
         stack.extend(children(node))
     return False
@@ -106,7 +106,7 @@ def function_grad_effect(function: cst.FunctionDef, owner: cst.ClassDef | None) 
 def statement_grad_switch(node: cst.Expr) -> Optional[bool]:
     """`torch.set_grad_enabled(False)` (or True) written as a plain statement."""
     call = node.value
-    if not isinstance(call, cst.Call):
+    if type(call) is not cst.Call:
         return None
     name = dotted_name(call.func)
     if name is None or name.rpartition(".")[2] != "set_grad_enabled":
@@ -118,7 +118,7 @@ def is_backward_call(call: cst.Call) -> bool:
     """`loss.backward()`, `scaler.scale(loss).backward()`, `torch.autograd.grad(...)`,
     `torch.autograd.backward(...)`."""
     func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "backward":
+    if type(func) is cst.Attribute and func.attr.value == "backward":
         return True
     name = dotted_name(func)
     return name is not None and (name.endswith("autograd.grad") or name.endswith("autograd.backward"))

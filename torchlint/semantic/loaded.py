@@ -83,7 +83,7 @@ def in_dataset_class(ctx) -> bool:
     """Is the call inside a class deriving from a `...Dataset`? Datasets read caches they
     wrote themselves, on the CPU, for CPU batches."""
     for ancestor in ctx.ancestors:
-        if isinstance(ancestor, cst.ClassDef):
+        if type(ancestor) is cst.ClassDef:
             for base in ancestor.bases:
                 name = dotted_name(base.value) or ""
                 if name.rpartition(".")[2].endswith("Dataset"):
@@ -106,14 +106,14 @@ def feeds_load_state_dict(ctx) -> bool:
     the module adopts the loaded tensors themselves (and their device)."""
     ancestors = ctx.ancestors
     index = len(ancestors) - 1
-    while index >= 0 and isinstance(ancestors[index], (cst.Subscript, cst.SubscriptElement, cst.Index)):
+    while index >= 0 and type(ancestors[index]) in (cst.Subscript, cst.SubscriptElement, cst.Index):
         index -= 1
-    if index < 1 or not isinstance(ancestors[index], cst.Arg):
+    if index < 1 or type(ancestors[index]) is not cst.Arg:
         return False
     call = ancestors[index - 1]
     return (
-        isinstance(call, cst.Call)
-        and isinstance(call.func, cst.Attribute)
+        type(call) is cst.Call
+        and type(call.func) is cst.Attribute
         and call.func.attr.value == "load_state_dict"
         and call.args[0] is ancestors[index]
         and _copies_into_the_model(call)
@@ -130,7 +130,7 @@ def _copies_into_the_model(call: cst.Call) -> bool:
     assign = next((arg for arg in call.args if arg.keyword is not None and arg.keyword.value == "assign"), None)
     if assign is None and len(positional) >= 3:
         assign = positional[2]
-    return assign is None or (isinstance(assign.value, cst.Name) and assign.value.value == "False")
+    return assign is None or (type(assign.value) is cst.Name and assign.value.value == "False")
 
 
 #: Annotations of values that hold no tensors, and the containers that keep it so.

@@ -46,10 +46,10 @@ class SelfAttributes:
         self.local_classes = {
             statement.name.value
             for statement in ctx.module.body
-            if isinstance(statement, cst.ClassDef) and statement.bases
+            if type(statement) is cst.ClassDef and statement.bases
         }
         for statement in cls.body.body:
-            if isinstance(statement, cst.FunctionDef):
+            if type(statement) is cst.FunctionDef:
                 self.methods.add(statement.name.value)
                 self._read_method(statement)
 
@@ -60,15 +60,15 @@ class SelfAttributes:
         self_name = params[0].name.value
         self._method = method
         for node in iter_nodes(method.body, skip=nested_scopes()):
-            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+            if type(node) is cst.Assign and type(node.value) is cst.Call:
                 for target in node.targets:
                     attr = self_attribute(target.target, self_name)
                     if attr is not None:
                         self._classify(attr, node.value)
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            elif type(node) is cst.Call and type(node.func) is cst.Attribute:
                 if self_attribute(node.func, self_name) in ("register_buffer", "register_parameter") and node.args:
                     first = node.args[0].value
-                    if isinstance(first, cst.SimpleString):
+                    if type(first) is cst.SimpleString:
                         self.tensors.add(first.evaluated_value)
 
     def _classify(self, attr: str, value: cst.Call) -> None:
@@ -86,7 +86,7 @@ class SelfAttributes:
             return True  # `nn.Embedding.from_pretrained(vectors)`: a layer whose weights are given
         if qualname == "torch.nn.Sequential":
             return any(self._argument_holds_parameters(arg) for arg in call.args)
-        if isinstance(call.func, cst.Name):
+        if type(call.func) is cst.Name:
             name = call.func.value
             if name in self.local_classes or name in self.ctx.aliases.relative_imports:
                 return True
@@ -94,9 +94,9 @@ class SelfAttributes:
         return False
 
     def _argument_holds_parameters(self, arg: cst.Arg) -> bool:
-        if isinstance(arg.value, cst.Call):
+        if type(arg.value) is cst.Call:
             return self._holds_parameters(arg.value)
-        if arg.star == "*" and isinstance(arg.value, cst.Name):
+        if arg.star == "*" and type(arg.value) is cst.Name:
             return self._list_holds_parameters(arg.value.value)
         return False
 
@@ -106,23 +106,23 @@ class SelfAttributes:
         `layers += [...]`, `layers.extend([...])`)."""
         for node in iter_nodes(self._method.body, skip=nested_scopes()):
             added: list[cst.BaseExpression] = []
-            if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+            if type(node) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in node.targets):
                 added.append(node.value)
-            elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and node.target.value == name:
+            elif type(node) is cst.AugAssign and type(node.target) is cst.Name and node.target.value == name:
                 added.append(node.value)
             elif (
-                isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Attribute)
-                and isinstance(node.func.value, cst.Name)
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute
+                and type(node.func.value) is cst.Name
                 and node.func.value.value == name
                 and node.func.attr.value in ("append", "extend", "insert")
             ):
                 added.extend(arg.value for arg in node.args)
             for value in added:
-                elements = [value.elt] if isinstance(value, (cst.ListComp, cst.GeneratorExp)) else (
-                    [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
+                elements = [value.elt] if type(value) in (cst.ListComp, cst.GeneratorExp) else (
+                    [e.value for e in value.elements] if type(value) in (cst.List, cst.Tuple) else [value]
                 )
-                if any(isinstance(e, cst.Call) and self._holds_parameters(e) for e in elements):
+                if any(type(e) is cst.Call and self._holds_parameters(e) for e in elements):
                     return True
         return False
 
@@ -142,6 +142,6 @@ def imported_layer_class(qualname: Optional[str]) -> bool:
 
 
 def self_attribute(node: cst.BaseExpression, self_name: str) -> Optional[str]:
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name:
+    if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == self_name:
         return node.attr.value
     return None

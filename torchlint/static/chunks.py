@@ -109,14 +109,14 @@ def cut_points(text: str) -> list[int]:
 
 
 def _has_block(statement: cst.CSTNode) -> bool:
-    if isinstance(statement, cst.SimpleStatementLine):
+    if type(statement) is cst.SimpleStatementLine:
         return False
     stack = [statement]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.IndentedBlock):
+        if type(node) is cst.IndentedBlock:
             return True
-        if not isinstance(node, cst.SimpleStatementLine):
+        if type(node) is not cst.SimpleStatementLine:
             stack.extend(node.children)
     return False
 

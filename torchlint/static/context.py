@@ -127,7 +127,7 @@ class FileContext:
         if not self._maybe_rebound(head):
             return resolved
         for ancestor in self.ancestors:
-            if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)) and head in self.bindings_of(ancestor):
+            if type(ancestor) in (cst.FunctionDef, cst.Lambda) and head in self.bindings_of(ancestor):
                 return None
         return resolved
 
@@ -209,7 +209,7 @@ class FileContext:
             indents = tuple(
                 block.indent if block.indent is not None else self.module.default_indent
                 for block in self.ancestors
-                if isinstance(block, cst.IndentedBlock)
+                if type(block) is cst.IndentedBlock
             )
         report = PendingReport(rule, node, message, end_node, self._top_statement(node), fix, indents)
         self.pending.append(report)

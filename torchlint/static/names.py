@@ -103,20 +103,20 @@ class AliasTable:
                     full = dotted_name(alias.name)
                     if full is None:
                         continue
-                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    if alias.asname is not None and type(alias.asname.name) is cst.Name:
                         self._bind(alias.asname.name.value, full, ambiguous)
                     else:
                         top = full.split(".")[0]
                         self._bind(top, top, ambiguous)
             elif kind is cst.ImportFrom:
                 module_name = _import_from_module(statement)
-                if isinstance(statement.names, cst.ImportStar):
+                if type(statement.names) is cst.ImportStar:
                     star = True
                     continue
                 for alias in statement.names:
-                    if not isinstance(alias.name, cst.Name):
+                    if type(alias.name) is not cst.Name:
                         continue
-                    local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else alias.name.value
+                    local = alias.asname.name.value if alias.asname and type(alias.asname.name) is cst.Name else alias.name.value
                     if module_name is None:
                         base = dotted_name(statement.module) if statement.module is not None else ""
                         target = f"{base}.{alias.name.value}" if base else alias.name.value
@@ -152,24 +152,24 @@ class AliasTable:
 
 def _bound_names(statement: cst.CSTNode) -> Iterator[str]:
     """Names a module-level statement binds other than through imports."""
-    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+    if type(statement) in (cst.FunctionDef, cst.ClassDef):
         yield statement.name.value
-    elif isinstance(statement, cst.SimpleStatementLine):
+    elif type(statement) is cst.SimpleStatementLine:
         for small in statement.body:
-            if isinstance(small, cst.Assign):
+            if type(small) is cst.Assign:
                 for target in small.targets:
                     yield from _target_names(target.target)
-            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)) and small.value is not None:
+            elif type(small) in (cst.AnnAssign, cst.AugAssign) and small.value is not None:
                 yield from _target_names(small.target)
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[str]:
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
+    elif type(target) in (cst.Tuple, cst.List):
         for element in target.elements:
             yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
+    elif type(target) is cst.StarredElement:
         yield from _target_names(target.value)
 
 
@@ -184,9 +184,9 @@ def local_bindings(function: cst.FunctionDef | cst.Lambda, walrus: bool = True) 
     for param in (*params.posonly_params, *params.params, *params.kwonly_params):
         names.add(param.name.value)
     for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
+        if type(star) is cst.Param:
             names.add(star.name.value)
-    if isinstance(function, cst.Lambda):
+    if type(function) is cst.Lambda:
         return frozenset(names)
     if not walrus:
         found = _statement_bindings(function.body)
