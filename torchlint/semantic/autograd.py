@@ -22,7 +22,7 @@ import libcst as cst
 
 from torchlint.semantic import torch_api as api
 from torchlint.semantic.grad_mode import children, is_backward_call
-from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.model import SemanticModel, is_basic_index
 from torchlint.semantic.values import LEAF, MULTI_VIEW, SAVED_KINDS, Origin, Tensor
 from torchlint.static.names import dotted_name
 
@@ -101,21 +101,6 @@ def layer_saves_output(qualname: str, inplace: bool) -> bool:
         or qualname in api.SAVED_OUTPUT_LAYERS
         or (inplace and qualname in api.SAVED_WHEN_INPLACE_LAYERS)
     )
-
-
-def is_basic_index(node: cst.Subscript) -> bool:
-    """Integer, slice, None and `...` indexing returns a view; anything else may copy."""
-    for element in node.slice:
-        index = element.slice
-        if type(index) is cst.Slice:
-            continue
-        value = index.value
-        if type(value) is cst.UnaryOperation and type(value.operator) is cst.Minus:
-            value = value.expression
-        if type(value) in (cst.Integer, cst.Ellipsis) or (type(value) is cst.Name and value.value == "None"):
-            continue
-        return False
-    return True
 
 
 def view_root(expr: cst.BaseExpression, *, index_target: bool) -> Optional[cst.BaseExpression]:

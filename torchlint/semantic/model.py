@@ -649,7 +649,7 @@ class SemanticModel(Analysis):
                 index = int(inner.value, 0)
             elif type(inner) is cst.SimpleString:
                 index = inner.evaluated_value if isinstance(inner.evaluated_value, str) else None
-        if index is None and not _basic_index(expr):
+        if index is None and not is_basic_index(expr):
             index = COPYING_INDEX
         return Item(self.value(expr.value), index)
 
@@ -1799,7 +1799,7 @@ def _literal(expr: cst.BaseExpression) -> bool | None:
     return None
 
 
-def _basic_index(node: cst.Subscript) -> bool:
+def is_basic_index(node: cst.Subscript) -> bool:
     """Integer, slice, None and `...` indexing returns a view; a name, a tensor or a mask may
     copy."""
     for element in node.slice:
