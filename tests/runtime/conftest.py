@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -46,16 +47,41 @@ class RunResult:
 
 
 def torchlint_run(*args: str, cwd: Path, timeout: float = 120, env: dict | None = None) -> RunResult:
-    """`torchlint run ARGS` in a subprocess, as a user would type it (``env``: extra variables)."""
+    """`torchlint run ARGS` as a user would type it (``env``: extra variables), forked by this
+    worker's warm server where it starts the same (``runtime.parent.warm_server``; set
+    TORCHLINT_TEST_COLD=1 to start every run as a fresh `python -m torchlint` instead)."""
     import os
     import time
 
     started = time.monotonic()
+    environment = dict(os.environ, **(env or {}))
+    server = None if environment.get("TORCHLINT_TEST_COLD") else _warm_server()
+    if server is not None and server.serves(environment):
+        returncode, stdout, stderr = server.run(["run", *args], cwd=cwd, env=environment, timeout=timeout)
+        return RunResult(returncode, stdout, stderr, time.monotonic() - started)
     proc = subprocess.run(
         [sys.executable, "-m", "torchlint", "run", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})),
+        cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment,
     )
     return RunResult(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
+
+
+_WARM: list = []  # this worker's WarmServer, started by the first run that wants one
+
+
+def _warm_server():
+    if importlib.util.find_spec("torch") is None:
+        return None
+    if not _WARM:
+        from torchlint.runtime.parent.warm_server import WarmServer
+
+        _WARM.append(WarmServer())
+    return _WARM[0]
+
+
+def pytest_unconfigure(config):
+    for server in _WARM:
+        server.close()
 
 
 @pytest.fixture(scope="session")

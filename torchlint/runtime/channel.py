@@ -37,7 +37,9 @@ READ_CHUNK = 65536
 class EvidenceChannel:
     """Parent side: the pipe, the fallback socket, and the threads that drain them."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, read_now: bool = True) -> None:
+        """``read_now=False``: the reader threads start with ``child_started()``, so that
+        the process that starts the child has one thread until then (``warm_start`` forks it)."""
         self._read_fd, self.child_fd = os.pipe()
         self._routes: list[bytearray] = [bytearray()]  # the pipe, then each connection in accept order
         self._lock = threading.Lock()
@@ -52,9 +54,9 @@ class EvidenceChannel:
             listener.listen(64)
             listener.settimeout(0.1)
             self._listener = listener
-        self._start(self._drain_pipe, "torchlint-run-evidence")
-        if self._listener is not None:
-            self._accepter = self._start(self._accept, "torchlint-run-evidence-accept")
+        self._reading = False
+        if read_now:
+            self._start_reading()
 
     def child_settings(self) -> dict[str, Any]:
         return {"fd": self.child_fd, "socket": self.socket_name}
@@ -62,6 +64,7 @@ class EvidenceChannel:
     def child_started(self) -> None:
         """The child holds the write end now; ours must go, or the pipe never ends."""
         os.close(self.child_fd)
+        self._start_reading()
 
     def collect(self, wait: float = 5.0) -> list[dict[str, Any]]:
         """Every event received, once the child and its processes have ended (or ``wait`` s)."""
@@ -87,6 +90,14 @@ class EvidenceChannel:
             self._listener.close()
 
     # -- reader threads -----------------------------------------------------------------------
+    def _start_reading(self) -> None:
+        if self._reading:
+            return
+        self._reading = True
+        self._start(self._drain_pipe, "torchlint-run-evidence")
+        if self._listener is not None:
+            self._accepter = self._start(self._accept, "torchlint-run-evidence-accept")
+
     def _start(self, target: Any, name: str, *args: Any) -> threading.Thread:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         self._readers.append(thread)

@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 from torchlint.runtime.channel import EvidenceChannel
 from torchlint.runtime.child_env import SPEC_ENV
 from torchlint.runtime.merge.child_result import ChildResult
+from torchlint.runtime.parent import warm_start
 from torchlint.runtime.parent.supervisor import TERMINATE_GRACE_S
 from torchlint.runtime.parent.target import Target
 from torchlint.runtime.child.watchdog import PARENT_GRACE_S
@@ -101,7 +102,7 @@ class RunningChild:
         #: Watches the events while the child runs (``check(routes)`` -> an event to end the
         #: run with, or None); `--nproc-per-node` uses it to stop ranks that diverged.
         self.monitor = monitor
-        self.channel = EvidenceChannel()
+        self.channel = EvidenceChannel(read_now=False)
         python = python or sys.executable
         env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1", TORCHLINT_RUN_CHILD="1")
         fd = str(self.channel.child_fd)
@@ -124,7 +125,7 @@ class RunningChild:
         env[SPEC_ENV] = json.dumps(spec.to_json(settings))
         self.extra_events: list[dict[str, Any]] = []
         try:
-            self.proc = subprocess.Popen(
+            self.proc = warm_start.popen(
                 [*module_command(python, "torchlint.runtime.parent.supervisor"), "--parent", str(os.getpid()), *pass_fd,
                  "--", *command],
                 cwd=cwd,

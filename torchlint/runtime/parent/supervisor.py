@@ -16,12 +16,12 @@ from __future__ import annotations
 import os
 import resource
 import signal
-import subprocess
 import sys
 import time
 
 from torchlint.runtime.child_env import ENV_PARENT
 from torchlint.runtime.lifetime import adopt_orphans, die_with_parent, kill_descendants, reap_children
+from torchlint.runtime.parent import warm_start
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
 TERMINATE_GRACE_S = 2.0
@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
     if stops.received is not None:
         return 1
     # A session of its own, so that its whole process group can be killed but not us with it.
-    child = subprocess.Popen(command, pass_fds=pass_fds, start_new_session=True,
+    child = warm_start.popen(command, pass_fds=pass_fds, start_new_session=True,
                              env=dict(os.environ, **{ENV_PARENT: str(os.getpid())}))
     for fd in pass_fds:
         os.close(fd)  # the child holds them; the parent must see the end of the pipe when it exits

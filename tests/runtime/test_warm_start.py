@@ -1,0 +1,152 @@
+"""A run forked by the warm server is the run a user starts: same report, statuses and process
+tree, only without a fresh interpreter (``runtime.parent.warm_start``, ``warm_server``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from conftest import torchlint_run  # noqa: E402
+
+from torchlint.runtime.parent import warm_start  # noqa: E402
+from torchlint.runtime.parent.warm_server import WarmServer  # noqa: E402
+
+# Says which interpreter ran it (a fork keeps the server's command line), and has one finding
+# the static half and the probes share: probabilities into CrossEntropyLoss.
+PROGRAM = """
+import sys
+import torch
+import torch.nn.functional as F
+
+print("cmdline", open("/proc/self/cmdline").read().replace("\\0", " "))
+logits = torch.randn(8, 4, requires_grad=True)
+loss = torch.nn.CrossEntropyLoss()(torch.softmax(logits, dim=1), torch.randint(0, 4, (8,)))
+loss.backward()
+sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+"""
+
+ARGS = ("--device", "cpu", "--output-format", "json")
+
+
+@pytest.fixture(scope="module")
+def server():
+    warm = WarmServer()
+    if not warm.ready:
+        pytest.fail("the warm server did not start")
+    yield warm
+    warm.close()
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("warm")
+    (folder / "train.py").write_text(textwrap.dedent(PROGRAM).lstrip())
+    return folder
+
+
+def _warm(server, folder: Path, *args: str, timeout: float = 120) -> tuple[int, dict, str]:
+    returncode, stdout, stderr = server.run(["run", "train.py", *ARGS, *args], cwd=folder, env=dict(os.environ),
+                                            timeout=timeout)
+    return returncode, json.loads(stdout), stderr
+
+
+def _cold(folder: Path, *args: str) -> tuple[int, dict, str]:
+    run = torchlint_run("train.py", *ARGS, *args, cwd=folder, env={"TORCHLINT_TEST_COLD": "1"})
+    return run.returncode, run.report, run.stderr
+
+
+def _comparable(report: dict) -> list[tuple]:
+    return sorted((f["code"], f["status"], f["location"]["row"], f["message"]) for f in report["findings"])
+
+
+@pytest.mark.parametrize("exit_status", ["0", "3"])
+def test_a_forked_run_reports_what_a_fresh_one_does(server, program, exit_status):
+    warm_code, warm, warm_err = _warm(server, program, "--", exit_status)
+    cold_code, cold, cold_err = _cold(program, "--", exit_status)
+    assert "warm_server" in warm_err and "warm_server" not in cold_err  # it was forked, and not
+    assert "torchlint.runtime.child.main" in cold_err
+    assert warm_code == cold_code
+    assert warm["outcome"]["status"] == cold["outcome"]["status"]
+    assert _comparable(warm) == _comparable(cold)
+    assert any(code == "TL101" for code, *_ in _comparable(warm))
+
+
+def test_a_run_past_the_callers_timeout_is_killed_and_the_server_serves_on(server, program, tmp_path):
+    (tmp_path / "train.py").write_text(
+        "import os, pathlib, time\npathlib.Path('pid').write_text(str(os.getpid()))\ntime.sleep(600)\n")
+    with pytest.raises(subprocess.TimeoutExpired):
+        server.run(["run", "train.py", "--device", "cpu"], cwd=tmp_path, env=dict(os.environ), timeout=20)
+    target = int((tmp_path / "pid").read_text())
+    # `torchlint run` was killed; its supervisor, told by the kernel, ends the target.
+    deadline = time.monotonic() + 20
+    while _alive(target) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(target)
+    returncode, report, _ = _warm(server, program)
+    assert returncode != 0 and report["outcome"]["status"] == "completed"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_server_takes_only_environments_that_start_the_same(server):
+    same = dict(server.environment)
+    assert server.serves(same)
+    assert server.serves(dict(same, TORCHLINT_SOMETHING="1", PYTEST_CURRENT_TEST="x", NO_COLOR="1"))
+    assert not server.serves(dict(same, PYTHONPATH="/elsewhere"))  # read when Python starts
+    assert not server.serves(dict(same, TORCH_LOGS="+dynamo"))  # read when torch is imported
+    assert not server.serves({k: v for k, v in same.items() if k != "PATH"})
+
+
+def test_popen_forks_only_a_warm_single_threaded_process_running_a_torchlint_module():
+    code = textwrap.dedent("""
+        import subprocess, sys, threading
+        from torchlint.runtime.parent import warm_start
+        from torchlint.runtime.parent.runner import module_command
+        command = [*module_command(sys.executable, "torchlint.runtime.child_env"), "x"]
+        kinds = [type(warm_start.popen(command)).__name__]
+        warm_start.enable()
+        kinds.append(type(warm_start.popen(command)).__name__)
+        kinds.append(type(warm_start.popen([sys.executable, "-c", "pass"])).__name__)
+        stop = threading.Event()
+        thread = threading.Thread(target=stop.wait)
+        thread.start()
+        kinds.append(type(warm_start.popen(command)).__name__)
+        stop.set()
+        print(" ".join(kinds))
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["Popen", "ForkedProcess", "Popen", "Popen"], result.stderr
+
+
+def test_a_forked_process_reports_its_status_and_signal_as_popen_does(tmp_path):
+    code = textwrap.dedent("""
+        import signal, sys
+        from torchlint.runtime.parent import warm_start
+        from torchlint.runtime.parent.runner import module_command
+        warm_start.enable()
+        statuses = []
+        for module in ("tests_exit_three", "tests_killed"):
+            process = warm_start.popen([*module_command(sys.executable, module)], stdout=-1)
+            statuses.append((process.wait(timeout=30), process.stdout.read().decode().strip()))
+        print(statuses)
+    """)
+    (tmp_path / "tests_exit_three.py").write_text("print('three')\nraise SystemExit(3)\n")
+    (tmp_path / "tests_killed.py").write_text("import os, signal\nprint('killed', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert result.stdout.strip() == str([(3, "three"), (-9, "killed")]), result.stderr

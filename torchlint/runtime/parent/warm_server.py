@@ -1,0 +1,219 @@
+"""A process that holds torch and torchlint and forks `torchlint` command lines on request.
+
+Each `torchlint run` spends about 2 CPU-seconds starting interpreters and importing torch.
+The test suite runs some two hundred of them; with a ``WarmServer`` per worker each is a fork
+of a process that imported everything once (``warm_start`` explains what a fork keeps the
+same). The server forks one command line at a time, in its own session, with the caller's
+working folder, environment and output pipes, and answers its pid and then its exit status.
+
+A caller whose environment differs from the server's in anything but ``LATE_READ`` runs the
+command itself: torch and Python read the rest of the environment when they start, and the
+server started long ago.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+#: Variables read when they are used, not when torch or torchlint are imported: a caller may
+#: set them differently from the server's start.
+LATE_READ = ("TORCHINDUCTOR_CACHE_DIR", "NO_COLOR", "TERM", "COLUMNS", "PYTEST_CURRENT_TEST")
+LATE_READ_PREFIXES = ("TORCHLINT_",)
+START_TIMEOUT_S = 120.0
+_HEADER = struct.Struct("!I")
+
+
+# ------------------------------------------------------------------------------ the server
+
+def serve(address: str, parent: int) -> None:
+    """Import what a run needs, then fork each request's command line until the parent ends."""
+    from torchlint.runtime.lifetime import die_with_parent
+
+    if not die_with_parent(signal.SIGTERM, parent):
+        return
+    import torch  # noqa: F401  (the point of the server)
+
+    # What the three processes of a run import; not the modules they run as __main__
+    # (runpy warns of a module it runs that is already imported).
+    import torchlint.cli  # noqa: F401
+    import torchlint.runtime.child.probing  # noqa: F401
+    import torchlint.runtime.child.steps  # noqa: F401
+    import torchlint.runtime.child.user_warnings  # noqa: F401
+    import torchlint.runtime.child.watchdog  # noqa: F401
+    import torchlint.runtime.compile.regions  # noqa: F401
+    import torchlint.runtime.parent.runner  # noqa: F401
+    from torchlint.pluginmanager import make_plugin_manager
+    from torchlint.runtime.parent import warm_start
+
+    make_plugin_manager()  # imports every installed rule and probe plugin
+    warm_start.enable()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(8)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while True:
+        connection, _ = listener.accept()
+        with connection:
+            try:
+                _serve_one(connection, listener)
+            except (OSError, ValueError):
+                pass  # the caller went away: nothing to answer
+
+
+def _serve_one(connection: socket.socket, listener: socket.socket) -> None:
+    from torchlint.runtime.parent import warm_start
+
+    request, fds = _receive(connection)
+    stdout, stderr = fds
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            listener.close()
+            connection.close()
+            os.setsid()  # the caller kills the group on its timeout
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.dup2(stdout, 1)
+            os.dup2(stderr, 2)
+            for fd in (devnull, stdout, stderr):
+                os.close(fd)
+            os.chdir(request["cwd"])
+            os.environ.clear()
+            os.environ.update(request["env"])
+            code = warm_start.run_as_main("torchlint", request["argv"], path0=os.getcwd())
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    _, status = os.waitpid(pid, 0)
+    connection.sendall(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+
+
+def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    data, fds, _, _ = socket.recv_fds(connection, 1 << 16, 2)
+    while len(data) < _HEADER.size:
+        data += connection.recv(1 << 16)
+    (length,) = _HEADER.unpack_from(data)
+    while len(data) < _HEADER.size + length:
+        more = connection.recv(1 << 16)
+        if not more:
+            raise ValueError("request cut short")
+        data += more
+    if len(fds) != 2:
+        raise ValueError("a request carries its stdout and stderr")
+    return json.loads(data[_HEADER.size:_HEADER.size + length]), list(fds)
+
+
+# ------------------------------------------------------------------------------ the caller
+
+class WarmServer:
+    """The caller's side: ``run(argv, cwd, env, timeout)`` -> (returncode, stdout, stderr),
+    as ``subprocess.run([python, "-m", "torchlint", *argv], capture_output=True, text=True)``."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="torchlint-warm-")
+        self.address = os.path.join(self.folder, "socket")
+        self.environment = dict(os.environ)
+        code = f"from torchlint.runtime.parent.warm_server import serve; serve({self.address!r}, {os.getpid()})"
+        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, start_new_session=True, env=self.environment)
+        self.ready = self._wait_ready()
+
+    def _wait_ready(self) -> bool:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            if not selector.select(START_TIMEOUT_S):
+                self.close()
+                return False
+        if self.process.stdout.readline() != b"ready\n":
+            self.close()
+            return False
+        return True
+
+    def serves(self, env: dict[str, str]) -> bool:
+        """Whether a command with environment ``env`` would start the same in the server."""
+        if not self.ready or self.process.poll() is not None:
+            return False
+        for key in set(env) | set(self.environment):
+            if env.get(key) != self.environment.get(key) and not (
+                    key in LATE_READ or key.startswith(LATE_READ_PREFIXES)):
+                return False
+        return True
+
+    def run(self, argv: list[str], *, cwd: str | Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+        deadline = time.monotonic() + timeout
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(self.address)
+            payload = json.dumps({"argv": argv, "cwd": str(cwd), "env": env}).encode()
+            socket.send_fds(connection, [_HEADER.pack(len(payload)) + payload], [out_write, err_write])
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        answers = connection.makefile("rb")
+        pid = json.loads(answers.readline())["pid"]
+        try:
+            stdout, stderr = _read_until_closed(out_read, err_read, deadline)
+        except subprocess.TimeoutExpired:
+            os.killpg(pid, signal.SIGKILL)
+            raise subprocess.TimeoutExpired(argv, timeout) from None
+        finally:
+            os.close(out_read)
+            os.close(err_read)
+        returncode = json.loads(answers.readline())["returncode"]
+        connection.close()
+        return returncode, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.process.stdout.close()
+        for name in ("socket",):
+            try:
+                os.unlink(os.path.join(self.folder, name))
+            except OSError:
+                pass
+        try:
+            os.rmdir(self.folder)
+        except OSError:
+            pass
+
+
+def _read_until_closed(out_fd: int, err_fd: int, deadline: float) -> tuple[bytes, bytes]:
+    """Both pipes to their end, or TimeoutExpired at ``deadline``."""
+    chunks: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
+    with selectors.DefaultSelector() as selector:
+        for fd in chunks:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise subprocess.TimeoutExpired("torchlint", 0)
+            for key, _ in selector.select(remaining):
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    chunks[key.fd] += chunk
+                else:
+                    selector.unregister(key.fd)
+    return bytes(chunks[out_fd]), bytes(chunks[err_fd])
