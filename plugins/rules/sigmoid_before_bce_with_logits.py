@@ -179,6 +179,26 @@ class SigmoidBeforeBCEWithLogits(Rule):
         ),
         Good(
             """
+            import torch
+            import torch.nn as nn
+
+            class TwoHeads(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.score = nn.Linear(4, 1)
+                    self.aux = nn.Linear(4, 3)
+                    self.aux_loss = nn.BCEWithLogitsLoss()
+
+                def forward(self, x):
+                    return torch.sigmoid(self.score(x))
+
+                def aux_logits(self, x):
+                    return self.aux(x)
+            """,
+            note="another method returns logits: the loss may be meant for those",
+        ),
+        Good(
+            """
             import torch.nn as nn
 
             class GatedClassifier(nn.Module):
@@ -264,6 +284,8 @@ class SigmoidBeforeBCEWithLogits(Rule):
             loads = _self_attribute_loads(info.node)
             if any(loads.get(attr) for attr in losses):
                 continue  # the class applies its loss: what reaches it is judged at the call
+            if self._other_tensor_output(info):
+                continue  # `def logits(self, x)`: the loss may be meant for that output
             found = self._output_sigmoid(name, info, losses, loads)
             if found is None:
                 continue
@@ -279,6 +301,16 @@ class SigmoidBeforeBCEWithLogits(Rule):
                 f"{loss_line}) is BCEWithLogitsLoss, which applies sigmoid itself: output the logits and "
                 "apply the sigmoid only where probabilities are wanted (or use BCELoss)",
             )
+
+    def _other_tensor_output(self, info) -> bool:
+        """Whether a method other than forward returns a tensor that is not sigmoid output."""
+        for method, function in info.methods.items():
+            if method in ("forward", "__call__") or method.startswith("__"):
+                continue
+            for value in function.returns:
+                if any(type(v) is Tensor and v.kind != SIGMOID for v in self.model.resolve(value)):
+                    return True
+        return False
 
     def _conditional(self) -> frozenset[int]:
         """Nodes (by id) under an `if` or a conditional expression: a sigmoid built only when
