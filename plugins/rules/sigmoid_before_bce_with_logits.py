@@ -21,25 +21,27 @@ class SigmoidBeforeBCEWithLogits(Rule):
     `forward` returns one of those. Values are followed through local variables, views and
     casts by the engine's semantic model, as TL106 follows them into `BCELoss`.
 
+    It also flags a class that holds its own `nn.BCEWithLogitsLoss` in an attribute and
+    whose output is sigmoid output, when nothing in the class applies that loss (the
+    training loop that does lives elsewhere: a generic trainer, another file). Its output is
+    what its `forward` returns in training mode; a class with no `forward` at all counts
+    when its only network is an `nn.Sequential` ending in `nn.Sigmoid` that nothing in the
+    class uses. The finding is at the sigmoid, the line to change. Not flagged: a class that
+    applies its loss itself (judged where it does), a sigmoid the class uses inside its
+    `forward` (a gate multiplied into features), a sigmoid built under an `if` or a
+    conditional expression, and a class with another method returning logits (the loss may
+    be meant for those).
+
     ## Why is this bad?
     `BCEWithLogitsLoss` applies the sigmoid itself. Given probabilities it applies a second
     one: every prediction is squashed into `[0.5, 0.73]`, the loss cannot go below about
     0.31 for a positive target or 0.69 for a negative one, and the gradient reaching the model
     is multiplied by the first sigmoid's derivative (at most 0.25). Training runs without an
-    error and converges to a much worse model.
+    error and converges to a much worse model. A class and the loss it holds are meant to be
+    combined; a sigmoid-ended class and the fused loss, combined, apply the sigmoid twice.
 
     Only values this file shows to be sigmoid output are flagged (the model's `forward` in
     another file is not followed by this rule).
-
-    It also flags a module class that holds its own `nn.BCEWithLogitsLoss` in an attribute
-    and whose output is sigmoid output, when nothing in the class applies that loss (the
-    training loop that does lives elsewhere: a trainer, another file). Its output is its
-    `forward`'s; a class with no `forward` at all counts when its only network is an
-    `nn.Sequential` ending in `nn.Sigmoid` that nothing in the class uses. A class and its
-    own loss are meant to be combined, and combined they apply the sigmoid twice. The finding
-    is at the sigmoid, the line to change. A class that applies its loss itself is judged
-    where it does; a sigmoid-ended `nn.Sequential` the class uses in its `forward` (a gate
-    multiplied into features) is not its output and is not flagged.
 
     ## Example
     ```python
