@@ -79,15 +79,9 @@ _IMPORT_FIX_MIGRATES = (
     "with a safe fix to the public module, which migrates every use; reporting each call again "
     "would be one problem reported N times"
 )
-_EXPLICIT_ZERO_WORKERS = (
-    "`num_workers=0` written out (here positionally) says main-process loading is intended; "
-    "TL405 flags only a DataLoader that does not choose (TorchFix and torch-preflight flag both)"
-)
 TORCHFIX_DELIBERATE: dict[tuple[str, int], str] = {
     ("default_collate_convert", 5): _IMPORT_FIX_MIGRATES,
     ("default_collate_convert", 8): _IMPORT_FIX_MIGRATES,
-    ("dataloader", 5): _EXPLICIT_ZERO_WORKERS,
-    ("dataloader", 6): _EXPLICIT_ZERO_WORKERS,
     ("scoped_library", 3): (
         "TOR901 is an internal check for pytorch/pytorch's own test files (use "
         "`_scoped_library` so a test's operator registrations are undone); `torch.library."
@@ -132,21 +126,17 @@ PREFLIGHT_DISAGREE: dict[tuple[str, str], str] = {
         "accumulated gradients and names the optimizer nothing clears (a loop with two "
         "optimizers has one backward pass per loss and one step per optimizer), not at `backward()`"
     ),
-    ("test_tg004_flags_explicit_zero_workers", "TG004"): (
-        "`num_workers=0` written out is a choice; TL405 flags a DataLoader that does not choose"
-    ),
     ("test_tg005_flags_softmax_layer_in_model", "TG005"): (
-        "the Sequential ending in Softmax never reaches the loss in this snippet (the loss is "
-        "only defined); TL101 reports where probabilities reach a loss, not name co-occurrence"
+        "a module-level Sequential ending in Softmax and a CrossEntropyLoss, neither applied: "
+        "attention pooling is written as `nn.Sequential(..., nn.Linear(d, 1), nn.Softmax(dim=1))` "
+        "beside a classifier's loss, so the pair alone is no evidence; TL101 reports where "
+        "probabilities reach the loss, in this file or through imports"
     ),
     ("test_tg006_flags_raw_logits_into_plain_bce", "TG006"): (
-        "`model(x)` is of unknown range here (a model in another file may end in a sigmoid); "
-        "only its name says logits, and BCELoss raises at run time on inputs outside [0, 1]: "
-        "not a silent bug"
-    ),
-    ("test_tg006_flags_sequential_ending_in_sigmoid", "TG006"): (
-        "the loss is never applied in this snippet; TL109 reports where BCEWithLogitsLoss "
-        "receives the sigmoid output (its second Bad case is this class with a training step)"
+        "`model(x)` of a parameter is of unknown range (the peer's evidence is that the file "
+        "applies no sigmoid, but a model defined in another file, the usual layout, may end in "
+        "one); only its name says logits, and BCELoss raises at run time on inputs outside "
+        "[0, 1]: not a silent bug"
     ),
     ("test_tg007_flags_explicit_synchronize_in_the_training_loop", "TG007"): (
         "`torch.cuda.synchronize()` written in a loop is there on purpose (timing a step, "
@@ -165,7 +155,6 @@ _EXAMPLE_DISAGREE: dict[tuple[int, str], str] = {
         "no call in the file gives a Classifier to train(), so no loss is seen receiving its "
         "output; TL101 reports where probabilities reach a loss (line 60 is flagged)"
     ),
-    (28, "TG004"): "`num_workers=0` written out is a choice; TL405 flags a DataLoader that does not choose (line 27)",
     (45, "TG003"): "the same bug; TL602 reports it at `optimizer.step()` (line 46)",
     (84, "TG008"): _UNSEEDED,
 }
