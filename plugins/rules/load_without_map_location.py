@@ -5,12 +5,14 @@ import libcst as cst
 from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.checkpoint_flow import CheckpointFlow
+from torchlint.semantic.checkpoint_formats import MIN_KEYS, format_writers, keys_read, stores_cpu_tensors
 from torchlint.semantic.checkpoints import (
     LOAD_FUNCTIONS,
     CheckpointNames,
     availability_guarded,
     bound_path_text,
     cache_of_this_code,
+    facts_in_project,
     fetched_from_elsewhere,
     file_name_pattern,
     in_temp_dir,
@@ -106,7 +108,19 @@ class LoadWithoutMapLocation(Rule):
       what its callers pass, `fabric.save`, a `save_checkpoint(...)`, `torch.save(*args)`):
       whichever writer made the file, it holds CPU tensors. A file the code visibly downloads
       or copies (the folder handed to a `download(..., output_dir=...)`, a path from
-      `hf_hub_download(...)`) is not the project's and is still reported.
+      `hf_hub_download(...)`) is not the project's and is still reported;
+    - a load that matches no save by path and is not a download, whose result is read for at
+      least two string keys (`state["model"]`, `state["args"]`, `"k" in state`,
+      `state.get("k")`, also inside a function of the same file it is handed to) that are all
+      keys of the checkpoint format of the project's writers, when every such writer stores
+      CPU tensors: a dict spelled out (`{"model": ..., "args": ...}`, a name bound once to one
+      plus its `state["k"] = ...` items, the dict `self.state_dict()` of the writer's class
+      returns), moved by `move_to_cpu(...)` or by a `.cpu()` of its model, or written by code
+      that never speaks of devices and loads no checkpoint without `map_location` (a converter
+      may save again what it loaded, on the devices it was saved from), and saved by `torch.save` or handed to a saving helper of the
+      project (a function named `save`, `save_*` or `*_save` whose parameter reaches
+      `torch.save`, through other such helpers too). The file is one of that format, so one of
+      those writers made it. One key is no signature: nearly every checkpoint has a `"model"`.
 
     When TL302 (`load-without-weights-only`) also runs and would report the same call, this
     rule's one finding names both keywords and TL302 stays quiet on that call.
@@ -766,6 +780,102 @@ class LoadWithoutMapLocation(Rule):
             },
             note="one writer saves from the device (or cannot be read); a downloaded file is not the project's",
         ),
+        Good(
+            files={
+                "checkpoint_io.py": """
+                    import torch
+
+                    def _save(obj, f):
+                        torch.save(obj, f)
+
+                    def persistent_save(obj, filename):
+                        with open(filename, "wb") as f:
+                            _save(obj, f)
+                """,
+                "trainer.py": """
+                    import checkpoint_io
+                    import torch
+                    from utils import move_to_cpu
+
+                    class Trainer:
+                        def __init__(self, model, args):
+                            self.model, self.args = model.cuda(), args
+
+                        def state_dict(self):
+                            state = {"args": self.args, "model": self.model.state_dict()}
+                            state["optimizer"] = self.optimizer.state_dict()
+                            return state
+
+                        def save_checkpoint(self, filename):
+                            state = move_to_cpu(self.state_dict())
+                            checkpoint_io.persistent_save(state, filename)
+                """,
+                "upgrade.py": """
+                    import sys
+                    import torch
+
+                    def upgrade(state):
+                        state["model"]["head.weight"] = state["model"].pop("fc.weight")
+                        state["args"].task = "classification"
+                        return state
+
+                    state = upgrade(torch.load(sys.argv[1]))
+                    old = torch.load(sys.argv[2])
+                    print(old["args"], old.get("optimizer"))
+                """,
+            },
+            note="the keys read are those of the trainer's format, written after `move_to_cpu` through the project's saving helpers",
+        ),
+        Bad(
+            files={
+                "checkpoint_io.py": """
+                    import torch
+
+                    def persistent_save(obj, filename):
+                        torch.save(obj, filename)
+                """,
+                "trainer.py": """
+                    import checkpoint_io
+                    import torch
+                    from utils import move_to_cpu
+
+                    def save_checkpoint(model, args, filename):
+                        model.cuda()
+                        checkpoint_io.persistent_save({"args": args, "model": model.state_dict()}, filename)
+                        checkpoint_io.persistent_save(move_to_cpu({"args": args, "model": model.state_dict()}), "cpu.pt")
+                """,
+                "inspect_args.py": """
+                    import sys
+                    import torch
+
+                    state = torch.load(sys.argv[1])  # error
+                    print(state["args"], sorted(state["model"]))
+                    weights = torch.load(sys.argv[2])["model"]  # error
+                """,
+            },
+            note="one writer of the format saves CUDA tensors; one key names no format",
+        ),
+        Bad(
+            files={
+                "convert.py": """
+                    import sys
+                    import torch
+
+                    old = torch.load(sys.argv[1])  # error
+                    torch.save({"model": old["weights"], "args": old["config"]}, sys.argv[2])
+                """,
+                "evaluate.py": """
+                    import sys
+                    import torch
+
+                    state = torch.load(sys.argv[1])  # error
+                    net = build(state["args"]).cuda()
+                    net.load_state_dict(state["model"])
+                    torch.save(net(batch), "predictions.pt")
+                """,
+            },
+            note="the one writer of the format saves again what it loaded: the tensors keep the devices they were saved from",
+        ),
         Good('import torch\nstate = torch.load("ckpt.pt", map_location="cpu")'),
         Good("import torch\nstate = torch.load(path, device)", note="map_location passed positionally"),
         Good(
@@ -893,6 +1003,8 @@ class LoadWithoutMapLocation(Rule):
         #: load call -> the text of the one value its path name is bound to in its function
         #: (`checkpoint = os.path.join(out, "x.pt")`, then `torch.load(checkpoint)`)
         self._spelled_paths: dict[int, tuple[str, ...]] = {}
+        #: load call -> the string keys read off what it returns (`checkpoint_formats.keys_read`)
+        self._keys: dict[int, list[str]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.names.qualname(node.func) not in LOAD_FUNCTIONS:
@@ -916,6 +1028,7 @@ class LoadWithoutMapLocation(Rule):
         name = file_name_pattern(self.ctx, node, "f", 0)
         model = loaded_into_model(self.ctx, node)
         fetched = fetched_from_elsewhere(self.ctx, node)
+        self._keys[id(node)] = keys_read(self.ctx, node)
         self._loads.append((handle, self.flow.function_name(), path_text(self.ctx.module, node, "f", 0), name, model, fetched, self.flow.calls_seen, node))
         bound = bound_path_text(self.ctx, node, "f", 0)
         if bound is not None:
@@ -974,6 +1087,9 @@ class LoadWithoutMapLocation(Rule):
     def finish(self) -> None:
         for save in self.flow.saves:
             self.add_fact("save", save)  # what this file writes, for the project phase
+        for kind, facts in self.flow.format_facts.items():
+            for fact in facts:
+                self.add_fact(kind, fact)  # saving helpers and what is handed to them
         for handle, function, loaded, name, model, fetched, at, node in self._loads:
             spelled = self._spelled_paths.get(id(node), ())
             if any(self.flow.saved_before(function, text, at) for text in (loaded, *spelled) if text is not None):
@@ -984,7 +1100,7 @@ class LoadWithoutMapLocation(Rule):
             line, column = self.ctx.position(node)[:2]
             self.add_fact(
                 "load",
-                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "fetched": fetched, "cuda_only": self.flow.in_cuda_only_script()},
+                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "fetched": fetched, "cuda_only": self.flow.in_cuda_only_script(), "keys": self._keys.get(id(node), [])},
             )
 
     @classmethod
@@ -998,6 +1114,11 @@ class LoadWithoutMapLocation(Rule):
         saves = writers_of(load, project_saves)
         if not saves and not load.get("fetched") and writes_only_cpu_checkpoints(project_saves):
             return False  # not a download, no writer matches, and every writer of this project stores CPU tensors
+        if not saves and not load.get("fetched") and len(load.get("keys", ())) >= MIN_KEYS:
+            formats = format_writers(load["keys"], lambda kind: facts_in_project(project, finding.path, cls.code, kind, with_file=True))
+            unmapped = {file for file, _ in facts_in_project(project, finding.path, cls.code, "load", with_file=True)}
+            if formats and all(stores_cpu_tensors(file, writer, unmapped) for file, writer in formats):
+                return False  # the keys it reads are those of a format the project writes only with CPU tensors
         if load["path"] is None and load.get("name") is None and load.get("model") is None:
             return True
         if load.get("cuda_only") and saves and all(save.get("cuda_only") for save in saves):

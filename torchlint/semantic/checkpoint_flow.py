@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchlint.analysis import Analysis
+from torchlint.semantic.checkpoint_formats import payload_format, positional_params
 from torchlint.semantic.checkpoints import (
     LOAD_FUNCTIONS,
     SAVE_FUNCTIONS,
@@ -90,17 +91,23 @@ class CheckpointFlow(Analysis):
         self.calls_seen = 0
         #: One record per save whose path and payload are spelled (the "save" file fact).
         self.saves: list[dict] = []
+        #: The "save_helper", "save_forward" and "format_call" facts (`checkpoint_formats`).
+        self.format_facts: dict[str, list[dict]] = {}
         self._cuda_only: bool | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         self.calls_seen += 1
         qualname = self.names.qualname(node.func)
         if qualname in SAVE_FUNCTIONS or is_accelerator_save(node):
+            payload = argument(node, "obj", 0)
+            if payload is not None and not payload.star:
+                self._note_parameter_saved(payload.value, "save_helper", {})
             if not self._note_save(node):
                 self._note_unread_writer()
         elif qualname not in LOAD_FUNCTIONS:
             if _other_writer(node, qualname):
                 self._note_unread_writer()
+                self._note_helper_call(node)
             self._note_call(node)
 
     def saved_before(self, function: str, path_text: str, order: int) -> bool:
@@ -130,8 +137,9 @@ class CheckpointFlow(Analysis):
             model, moved_to_cpu = saved_model(self.ctx, payload.value)
             cpu = tensors and (moved_to_cpu or cpu_only_writer(self.ctx, payload.value))
             name = file_name_pattern(self.ctx, node, "f", 1)
+            keys, moved_by_wrapper = payload_format(self.ctx, payload.value)
             self.saves.append(
-                {"path": written, "tensors": tensors, "cpu": cpu, "name": name, "model": model, "cuda_only": self.in_cuda_only_script()},
+                {"path": written, "tensors": tensors, "cpu": cpu or (tensors and moved_by_wrapper), "name": name, "model": model, "cuda_only": self.in_cuda_only_script(), "keys": keys, "moved": tensors and (moved_to_cpu or moved_by_wrapper)},
             )
             return True
         return False
@@ -142,6 +150,31 @@ class CheckpointFlow(Analysis):
         from any device. No load matches it (it has no path, name or model); it only keeps
         `writes_only_cpu_checkpoints` from claiming the project's every writer is known."""
         self.saves.append({"path": None, "tensors": True, "cpu": False, "name": None, "model": None, "cuda_only": False})
+
+    def _note_parameter_saved(self, value: cst.BaseExpression, kind: str, fact: dict) -> None:
+        """A save (or a call of a saving helper) of a parameter of the enclosing function:
+        that function saves what its callers pass at that position."""
+        function = self.ctx.enclosing_function()
+        if function is None or type(value) is not cst.Name:
+            return
+        params = positional_params(function)
+        if value.value in params:
+            record = {"function": function.name.value, "param": params.index(value.value), **fact}
+            self.format_facts.setdefault(kind, []).append(record)
+
+    def _note_helper_call(self, node: cst.Call) -> None:
+        """A call of a saving helper (`torch_persistent_save(state, filename)`): a payload
+        whose keys are known is a "format_call"; a parameter handed on is a "save_forward"."""
+        callee = node.func.attr.value if type(node.func) is cst.Attribute else node.func.value
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        for index, arg in enumerate(positional):
+            self._note_parameter_saved(arg.value, "save_forward", {"callee": callee, "arg": index})
+            keys, moved_by_wrapper = payload_format(self.ctx, arg.value)
+            if keys is not None:
+                cpu = moved_by_wrapper or cpu_only_writer(self.ctx, arg.value)
+                self.format_facts.setdefault("format_call", []).append(
+                    {"callee": callee, "arg": index, "keys": keys, "tensors": True, "cpu": cpu, "moved": moved_by_wrapper},
+                )
 
     def _note_call(self, node: cst.Call) -> None:
         if type(node.func) is not cst.Name:

@@ -18,7 +18,10 @@ tensors saved on an accelerator by another process. It is not one when:
 * the path lies in a temporary directory this run made (`in_temp_dir`), in a folder an
   earlier step was told to write into (`written_by_earlier_step`), or is a cache the other
   arm of an existence check writes (`cache_of_this_code`);
-* writer and reader are scripts that run on one GPU or not at all (`cuda_only_script`).
+* writer and reader are scripts that run on one GPU or not at all (`cuda_only_script`);
+* the keys the load reads are those of a format the project writes only with CPU tensors
+  (`checkpoint_formats`: `state["model"]`, `state["args"]` against the dict a trainer hands
+  to its saving helper after `move_to_cpu`).
 
 `CheckpointNames` finds `torch.load`/`torch.save` also as bare names after `from torch import *`.
 What the code does with a load's result is `torchlint.semantic.loaded`'s question.
@@ -791,12 +794,18 @@ def load_fact_at(project, finding, code: str) -> dict | None:
 
 def saves_in_project(project, path: str, code: str) -> list[dict]:
     """Every save fact the rule `code` recorded in the files of `path`'s project."""
+    return facts_in_project(project, path, code, "save")
+
+
+def facts_in_project(project, path: str, code: str, kind: str, with_file: bool = False) -> list:
+    """Every fact of `kind` the rule `code` recorded in the files of `path`'s project (as
+    (file, fact) pairs with `with_file`)."""
     root = project.roots.get(path, "")
     return [
-        fact
+        (other, fact) if with_file else fact
         for other, facts in project.facts.items()
         if project.roots.get(other, "") == root
-        for fact in facts.get(code, {}).get("save", [])
+        for fact in facts.get(code, {}).get(kind, [])
     ]
 
 
