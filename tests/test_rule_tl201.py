@@ -405,3 +405,53 @@ def test_a_helper_the_script_names_or_a_library_module_stands():
     assert [f.location.line for f in check_sources({"distill.py": named}, select=["TL201"]).findings] == [5]
     library = DEAD_HELPER_SCRIPT.replace('if __name__ == "__main__":\n    Net().cuda().fit()\n', "model.cuda()\n")
     assert [f.location.line for f in check_sources({"distill.py": library}, select=["TL201"]).findings] == [5]
+
+
+BOXES = "import torch\n\ndef masks_to_boxes(masks):\n    ys = torch.arange(masks.shape[-2], dtype=torch.float)\n    return (masks * ys[:, None]).flatten(1).max(-1)[0]\n"
+DATASET = (
+    "import torch\nfrom util.boxes import masks_to_boxes\n\nclass Panoptic:\n"
+    "    def __getitem__(self, i):\n        masks = torch.as_tensor(self.read(i))\n        return masks_to_boxes(masks)\n"
+)
+
+
+def check_tree(root, files: dict[str, str], monkeypatch):
+    """Check files written under `root` (package folders and project markers are read from
+    disk), from inside it as `torchlint check .` would."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    monkeypatch.chdir(root)
+    sources = {name: text for name, text in files.items() if name.endswith(".py")}
+    return [(f.path, f.location.line) for f in check_sources(sources, select=["TL201"]).findings]
+
+
+def test_a_package_helper_called_only_by_datasets_stands_in_an_installable_project(tmp_path, monkeypatch):
+    files = {"util/__init__.py": "", "util/boxes.py": BOXES, "datasets/panoptic.py": DATASET, "train.py": TRAIN, "requirements.txt": ""}
+    assert check_tree(tmp_path / "research", files, monkeypatch) == []  # every caller builds batches
+    # An installed library's users call its public helpers with whatever tensors they hold.
+    assert check_tree(tmp_path / "library", {**files, "setup.py": ""}, monkeypatch) == [("util/boxes.py", 4)]
+
+
+def test_a_caller_outside_data_loading_keeps_the_helper_even_in_a_file_no_rule_reads(tmp_path, monkeypatch):
+    head = "from util.boxes import masks_to_boxes\n\ndef predict(net, x):\n    return masks_to_boxes(net(x) > 0)\n"
+    passed = DATASET.replace("return masks_to_boxes(masks)", "return self.fn(masks)\n\nFN = masks_to_boxes")
+    base = {"util/__init__.py": "", "util/boxes.py": BOXES, "datasets/panoptic.py": DATASET, "train.py": TRAIN, "requirements.txt": ""}
+    assert check_tree(tmp_path / "head", {**base, "head.py": head}, monkeypatch) == [("util/boxes.py", 4)]
+    # Named outside a call (passed along), the helper may run anywhere.
+    assert check_tree(tmp_path / "passed", {**base, "datasets/panoptic.py": passed}, monkeypatch) == [("util/boxes.py", 4)]
+
+
+PIPELINE = (
+    "import torch\n\nclass TilingPipeline(DiffusionPipeline):\n    def embed(self, w: torch.Tensor):\n"
+    "        return w[:, None] * torch.arange(8)[None]\n\n    def __call__(self, x):\n        return self.unet(x.cuda())\n"
+)
+
+
+def test_an_uncalled_pipeline_method_stands_when_another_file_uses_its_class_and_calls_it(tmp_path, monkeypatch):
+    assert check_tree(tmp_path / "alone", {"tiling.py": PIPELINE}, monkeypatch) == []
+    user = "from tiling import TilingPipeline\n\npipe = TilingPipeline()\nemb = pipe.embed(w)\n"
+    assert check_tree(tmp_path / "used", {"tiling.py": PIPELINE, "run.py": user}, monkeypatch) == [("tiling.py", 5)]
+    # Inside a package it is a library's public method.
+    packaged = {"pipes/__init__.py": "", "pipes/tiling.py": PIPELINE}
+    assert check_tree(tmp_path / "pkg", packaged, monkeypatch) == [("pipes/tiling.py", 5)]

@@ -11,6 +11,7 @@ from torchlint.semantic.placement import Placement
 
 from ._accelerators import ACCELERATOR_TOKENS, project_uses_accelerator
 from ._calls import with_keyword
+from ._device_path import off_device_path
 
 class TensorWithoutDevice(Rule):
     """
@@ -54,8 +55,18 @@ class TensorWithoutDevice(Rule):
     what its tensor parameters compute (CPU-only preprocessing: `.numpy()` raises on a device
     tensor), a CPU tensor passed to a method `torch.Tensor` does not have (the receiver, moved
     with `.to(device)`, is a model whose method may not compute with it: `f0_model.inference(
-    tokens, speaker_id)`), and functions that want CPU index or length tensors
-    (`pack_padded_sequence`, `ctc_loss` lengths, `tensor_split`, `*_for_cpu` kernels).
+    tokens, speaker_id)`), functions that want CPU index or length tensors
+    (`pack_padded_sequence`, `ctc_loss` lengths, `tensor_split`, `*_for_cpu` kernels), and a
+    value made only where a tensor-or-list parameter is a list (under `isinstance(x, list)`,
+    or under `len(x) > 1` in a function that walks `x` element by element under that test).
+
+    A helper its own file never calls is judged by its callers in the rest of the project,
+    found by name in every checked file (also those no rule reads): it is left alone when every
+    other file calls it only while building batches (a dataset's `__getitem__`, a collate
+    function) and it is not part of an installable package (a folder with `pyproject.toml`,
+    `setup.py` or `setup.cfg`), or when nothing else calls it and it is a module-level helper
+    of a script run as `__main__` outside any package, or a method of a class that is no
+    `nn.Module` in a file outside any package (a pipeline's uncalled copy of a helper).
 
     A function other than `forward` is read only when one of its parameters is evidently a
     tensor (annotated `Tensor`, or its `.shape`, `.size()`, `.device`, `.dtype`, `.ndim` or
@@ -757,6 +768,151 @@ class TensorWithoutDevice(Rule):
             note="a script's helper that nothing calls (a copy left behind) never runs",
         ),
         Good(
+            files={
+                "boxes.py": """
+                    import torch
+
+                    def masks_to_boxes(masks):
+                        h, w = masks.shape[-2:]
+                        ys = torch.arange(h, dtype=torch.float)
+                        return (masks * ys[:, None]).flatten(1).max(-1)[0]
+                    """,
+                "panoptic.py": """
+                    import torch
+                    from boxes import masks_to_boxes
+
+                    class Panoptic:
+                        def __getitem__(self, i):
+                            masks = torch.as_tensor(self.read(i))
+                            return {"masks": masks, "boxes": masks_to_boxes(masks)}
+                    """,
+                "train.py": "model.cuda()\n",
+            },
+            note="a helper whose every caller in the project is a dataset's `__getitem__`: CPU data",
+        ),
+        Bad(
+            files={
+                "boxes.py": """
+                    import torch
+
+                    def masks_to_boxes(masks):
+                        h, w = masks.shape[-2:]
+                        ys = torch.arange(h, dtype=torch.float)  # error
+                        return (masks * ys[:, None]).flatten(1).max(-1)[0]
+                    """,
+                "panoptic.py": """
+                    import torch
+                    from boxes import masks_to_boxes
+
+                    class Panoptic:
+                        def __getitem__(self, i):
+                            masks = torch.as_tensor(self.read(i))
+                            return {"masks": masks, "boxes": masks_to_boxes(masks)}
+                    """,
+                "head.py": """
+                    from boxes import masks_to_boxes
+
+                    class MaskHead:
+                        def forward(self, mask_logits):
+                            return masks_to_boxes(mask_logits > 0)
+                    """,
+                "train.py": "model.cuda()\n",
+            },
+            note="another caller, in a file that makes no tensor, hands it a model's output",
+        ),
+        Good(
+            files={
+                "tiling_pipeline.py": """
+                    import torch
+
+                    class TilingPipeline(DiffusionPipeline):
+                        def guidance_embedding(self, w, dim=64):
+                            assert w.ndim == 1
+                            freqs = torch.exp(-torch.arange(dim // 2) / dim)
+                            return w[:, None] * freqs[None]
+
+                        def __call__(self, prompt):
+                            return self.unet(self.encode(prompt).cuda())
+                    """,
+                "lcm_pipeline.py": """
+                    import torch
+
+                    class LCMPipeline(DiffusionPipeline):
+                        # Copied from LatentConsistencyPipeline.guidance_embedding
+                        def guidance_embedding(self, w, dim=64):
+                            freqs = torch.exp(-torch.arange(dim // 2, device=w.device) / dim)
+                            return w[:, None] * freqs[None]
+
+                        def __call__(self, latents, scale):
+                            return self.unet(latents, self.guidance_embedding(latents.new_full((1,), scale)))
+                    """,
+            },
+            note="an uncalled method of a class that is no `nn.Module`, in a file outside any package, "
+            "that no other file calls (the other pipeline calls its own copy)",
+        ),
+        Bad(
+            """
+            import torch
+            from torch import nn
+
+            class GPT(nn.Module):
+                def forward(self, idx):
+                    return self.head(self.wte(idx))
+
+                def generate(self, idx, steps):
+                    for _ in range(steps):
+                        logits = self(idx)[:, -1]
+                        nxt = torch.multinomial(logits.softmax(-1), 1)
+                        idx = torch.cat([idx, nxt + torch.zeros(idx.shape[0], 1, dtype=torch.long)], 1)  # error
+                    return idx
+
+            model = GPT().cuda()
+            """,
+            note="an `nn.Module`'s method its file never calls is its API: users call it on the moved model",
+        ),
+        Good(
+            """
+            import torch
+
+            class NestedDDIM(SchedulerMixin):
+                def step(self, model_output: torch.Tensor, sample: torch.Tensor):
+                    alpha = self.alphas[0]
+                    if self.nested and len(model_output) > 1:
+                        alpha = torch.tensor([self.shifted(alpha, s) for s in self.scales])
+                    if len(model_output) > 1:
+                        return [a * o + s for o, s, a in zip(model_output, sample, alpha)]
+                    return alpha * model_output + sample
+
+                def add(self, x: torch.Tensor, bias: torch.Tensor):
+                    if isinstance(x, (list, tuple)):
+                        shift = torch.ones(len(x))
+                        x = x + shift
+                        return [t + b for t, b in zip(x, bias)]
+                    return x + bias
+
+                def __call__(self, outputs, latents, bias):
+                    return self.add(self.step(outputs, latents), bias)
+
+            torch.device("cuda")
+            """,
+            note="a value made for the list form of a tensor-or-list parameter (`isinstance`, or `len(x) > 1` "
+            "where the function walks `x` element by element)",
+        ),
+        Bad(
+            """
+            import torch
+
+            def weight_frames(frames: torch.Tensor):
+                if len(frames) > 1:
+                    ramp = torch.linspace(0, 1, len(frames))  # error
+                    return frames * ramp[:, None, None]
+                return frames
+
+            torch.device("cuda")
+            """,
+            note="`len(x) > 1` alone is a tensor's first dimension",
+        ),
+        Good(
             """
             import numpy as np
             import torch
@@ -805,16 +961,8 @@ class TensorWithoutDevice(Rule):
         facts = project.facts.get(finding.path, {}).get(cls.code, {})
         at = [finding.location.line, finding.location.column]
         fact = next((f for f in facts.get("unreferenced", ()) if f["at"] == at), None)
-        if fact is None or not fact["script"] or "." in project.module_names.get(finding.path, ""):
-            return True
-        # A helper of a script that runs as `__main__`, outside any package, that its own file
-        # never names: dead code unless another file of the project imports and calls it.
-        root = project.roots.get(finding.path, "")
-        return any(
-            fact["function"] in file_facts.get(cls.code, {}).get("calls", ())
-            for path, file_facts in project.facts.items()
-            if path != finding.path and project.roots.get(path, "") == root
-        )
+        # A helper its own file never calls: its callers, if any, are in other files.
+        return fact is None or not off_device_path(project, finding.path, fact, cls.code)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -822,8 +970,8 @@ class TensorWithoutDevice(Rule):
         self._reported: set[int] = set()
 
     def finish(self) -> None:
-        for name in self.placement.imported_names_called():
-            self.add_fact("calls", name)
+        for name in self.placement.imported_names_called_in_data_loading():
+            self.add_fact("cpu_calls", name)
         try:
             for meeting, setup in self.placement.meetings():
                 self._report(meeting, setup)
@@ -835,6 +983,8 @@ class TensorWithoutDevice(Rule):
         origin = meeting.cpu.origin
         if id(origin) in self._reported:
             return  # a helper's tensor met in its caller is reported once
+        if self.placement.meets_only_a_list(meeting):
+            return  # made for the list form of a tensor-or-list parameter
         self._reported.add(id(origin))
         home = self.placement.home_of(origin, meeting.body)
         factory = self.ctx.module.code_for_node(origin.func)
@@ -862,11 +1012,14 @@ class TensorWithoutDevice(Rule):
             f"`{factory}(...)` creates a CPU tensor in {where}; it meets `{meeting.other}` {met} — {advice}",
             fix=fix,
         )
-        if type(home) is cst.FunctionDef and self.placement.is_unreferenced(home):
-            self.add_fact(
-                "unreferenced",
-                {"at": list(self.ctx.position(origin)[:2]), "function": home.name.value, "script": "__main__" in self.ctx.text},
-            )
+        if type(home) is cst.FunctionDef:
+            kind = "function" if self.placement.is_unreferenced(home) else "method" if self.placement.is_unreferenced_method(home) else None
+            if kind is not None:
+                at = list(self.ctx.position(origin)[:2])
+                fact = {"at": at, "function": home.name.value, "kind": kind, "script": "__main__" in self.ctx.text}
+                if kind == "method":
+                    fact["class"] = self.placement.class_of(home).name.value
+                self.add_fact("unreferenced", fact)
 
     def _where(self, body: Optional[cst.CSTNode]) -> str:
         if type(body) is not cst.FunctionDef:

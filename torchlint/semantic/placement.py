@@ -43,6 +43,7 @@ from torchlint.semantic.devices import (
     joined_return,
     nested_scopes,
 )
+from torchlint.semantic.list_guards import made_for_list_form
 from torchlint.semantic.model import SemanticModel
 from torchlint.semantic.parameters import SelfAttributes
 from torchlint.semantic.values import GlobalName, Param, SelfAttr
@@ -106,8 +107,9 @@ class Placement(Analysis):
         #: body of an `if <tracing check>:`) for each call of it in this file
         self._private_calls: dict[str, list[tuple[Optional[cst.FunctionDef], bool]]] = {}
         self._exporting: dict[int, bool] = {}
-        #: the names imported from outside torch that this file calls
-        self._imported_calls: set[str] = set()
+        #: each name imported from outside torch that this file calls -> the function (or
+        #: None: module code) of each call of it
+        self._imported_sites: dict[str, list[Optional[cst.FunctionDef]]] = {}
         self._mentions: Optional[dict[str, int]] = None
 
     @cached_property
@@ -155,7 +157,8 @@ class Placement(Analysis):
             self._calls[short] = self._calls.get(short, 0) + 1
             aliases = self.ctx.aliases
             if short in aliases.relative_imports or not aliases.aliases.get(short, "torch.").startswith(("torch.", "builtins.")):
-                self._imported_calls.add(short)  # a dict lookup: no qualname for every call
+                # a dict lookup: no qualname for every call
+                self._imported_sites.setdefault(short, []).append(function)
             if short.startswith("_"):
                 sites = self._private_calls.setdefault(short, [])
                 sites.append((function, _under_export_check(self.ctx.ancestors)))
@@ -364,11 +367,62 @@ class Placement(Analysis):
             )
         return self._exporting[key]
 
-    def imported_names_called(self) -> list[str]:
-        """The names imported from outside torch that this file calls (`from util.boxes import
-        masks_to_boxes; masks_to_boxes(m)`): what a function of another file learns about its
-        callers in the project phase."""
-        return sorted(self._imported_calls)
+    def imported_names_called_in_data_loading(self) -> list[str]:
+        """The imported names that this file calls only while building batches (a dataset's
+        `__getitem__`, a collate function, a helper nested in one) and names nowhere else but
+        in those calls and its import: every tensor it hands them is a CPU tensor (detr's
+        `masks_to_boxes(masks)` in `CocoPanoptic.__getitem__`)."""
+        classes = {id(node): cls for node, cls in self._functions}
+        names = []
+        for name, sites in self._imported_sites.items():
+            if not all(f is not None and (id(f) in self._preparing or runs_in_data_loading(f, classes.get(id(f)))) for f in sites):
+                continue
+            # Passed along (`fn=name`) or called as `module.name(...)` it may run elsewhere.
+            if self._mention_count(name) == len(sites) + 1:
+                names.append(name)
+        return sorted(names)
+
+    def _mention_count(self, name: str) -> int:
+        """How often `name` appears as a Name node of this file (definitions, attributes,
+        import aliases included); strings do not count."""
+        if self._mentions is None:
+            mentions: dict[str, int] = {}
+            for node in iter_nodes(self.ctx.module):
+                if type(node) is cst.Name:
+                    mentions[node.value] = mentions.get(node.value, 0) + 1
+            self._mentions = mentions
+        return self._mentions.get(name, 0)
+
+    def _named_in_strings(self, name: str) -> bool:
+        return f"'{name}'" in self.ctx.text or f'"{name}"' in self.ctx.text
+
+    def meets_only_a_list(self, meeting: Meeting) -> bool:
+        """The factory's value exists only where the tensor parameter it meets is a list of
+        tensors (torchlint.semantic.list_guards): it meets the list or its elements, not a
+        device tensor."""
+        body, name = meeting.body, meeting.other
+        if type(body) is not cst.FunctionDef or not name.isidentifier() or self.home_of(meeting.cpu.origin, body) is not body:
+            return False
+        return made_for_list_form(body, meeting.cpu.origin, name)
+
+    def class_of(self, function: cst.FunctionDef) -> Optional[cst.ClassDef]:
+        """The class whose body defines `function`, if it is a method."""
+        return next((c for node, c in self._functions if node is function), None)
+
+    def is_unreferenced_method(self, function: cst.FunctionDef) -> bool:
+        """A public method of a module-level class that defines no `forward` (a pipeline, a
+        scheduler: not an `nn.Module`, whose methods such as `generate` run on its moved
+        weights), that nothing in this file names (`self.name`, `obj.name`, a string for
+        `getattr`). Whether another file names it is the project phase's question."""
+        name = function.name.value
+        if name.startswith("__"):
+            return False
+        cls = self.class_of(function)
+        if cls is None or cls not in self.ctx.module.body:
+            return False
+        if any(type(s) is cst.FunctionDef and s.name.value == "forward" for s in cls.body.body):
+            return False
+        return self._mention_count(name) == 1 and not self._named_in_strings(name)
 
     def is_unreferenced(self, function: cst.FunctionDef) -> bool:
         """A module-level function that nothing in this file calls, passes, decorates with or
@@ -377,13 +431,7 @@ class Placement(Analysis):
         if function not in self.ctx.module.body:
             return False
         name = function.name.value
-        if self._mentions is None:
-            mentions: dict[str, int] = {}
-            for node in iter_nodes(self.ctx.module):
-                if type(node) is cst.Name:
-                    mentions[node.value] = mentions.get(node.value, 0) + 1
-            self._mentions = mentions
-        return self._mentions.get(name, 0) == 1 and f"'{name}'" not in self.ctx.text and f'"{name}"' not in self.ctx.text
+        return self._mention_count(name) == 1 and not self._named_in_strings(name)
 
     def callers_move_result(self, name: str) -> bool:
         """Every call of the module-level function `name` (or of the method, as `self.name`)

@@ -350,6 +350,21 @@ class ProjectContext:
         root = self.roots.get(near, "")
         return frozenset(f for f in files if self.roots.get(f, "") == root)
 
+    def files_naming(self, name: str, near: str) -> frozenset[str] | None:
+        """Checked files of `near`'s project whose text holds the identifier `name`, read or
+        not by any rule; None when the token index cannot tell (a bare mapping)."""
+        lookup = getattr(self.token_files, "files_naming", None)
+        if lookup is None:
+            return None
+        root = self.roots.get(near, "")
+        return frozenset(f for f in lookup(name) if self.roots.get(f, "") == root)
+
+    def count_in(self, path: str, pattern: Any) -> int | None:
+        """How often the bytes pattern matches in one checked file; None when the token index
+        cannot tell (a bare mapping)."""
+        count = getattr(self.token_files, "count", None)
+        return None if count is None else count(path, pattern)
+
     def resolve_module(self, importer: str, module: str, level: int = 0) -> str | None:
         """The checked file that `import module` (or `from .module`, level 1) in `importer`
         means, as Python would find it: relative to the importer's package for relative

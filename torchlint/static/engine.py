@@ -151,6 +151,7 @@ class TokenIndex:
         self._patterns = patterns
         self._assumed = assumed
         self._found: dict[str, frozenset[str]] = {}
+        self._named: dict[str, frozenset[str]] = {}
 
     def get(self, token: str, default: frozenset[str] = frozenset()) -> frozenset[str]:
         found = self._found.get(token)
@@ -166,6 +167,23 @@ class TokenIndex:
                 if token in self._assumed or (raw in data and pattern.search(data))
             )
         return found
+
+    def files_naming(self, name: str) -> frozenset[str]:
+        """Checked files whose text holds the identifier `name` as a whole word, whether or
+        not any rule read them (a helper's caller may sit in a file no rule parses). Asked
+        rarely, for a few names, so it is not cached beyond the name."""
+        found = self._named.get(name)
+        if found is None:
+            raw = name.encode()
+            pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(raw) + rb"(?![A-Za-z0-9_])")
+            found = self._named[name] = frozenset(
+                path for path, data in self._contents.items() if raw in data and pattern.search(data)
+            )
+        return found
+
+    def count(self, path: str, pattern: re.Pattern[bytes]) -> int:
+        """How often `pattern` matches in one checked file's text (0 for a file not checked)."""
+        return len(pattern.findall(self._contents.get(path, b"")))
 
 
 def _add_broken_cells(results: list[FileResult | None], notebooks: dict[str, Notebook]) -> None:
