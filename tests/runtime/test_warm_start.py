@@ -17,7 +17,6 @@ pytest.importorskip("torch")
 
 from conftest import torchlint_run  # noqa: E402
 
-from torchlint.runtime.parent import warm_start  # noqa: E402
 from torchlint.runtime.parent.warm_server import WarmServer  # noqa: E402
 
 # Says which interpreter ran it (a fork keeps the server's command line), and has one finding
@@ -116,7 +115,7 @@ def test_popen_forks_only_a_warm_single_threaded_process_running_a_torchlint_mod
     code = textwrap.dedent("""
         import subprocess, sys, threading
         from torchlint.runtime.parent import warm_start
-        from torchlint.runtime.parent.runner import module_command
+        from torchlint.runtime.parent.warm_start import module_command
         command = [*module_command(sys.executable, "torchlint.runtime.child_env"), "x"]
         kinds = [type(warm_start.popen(command)).__name__]
         warm_start.enable()
@@ -137,7 +136,7 @@ def test_a_forked_process_reports_its_status_and_signal_as_popen_does(tmp_path):
     code = textwrap.dedent("""
         import signal, sys
         from torchlint.runtime.parent import warm_start
-        from torchlint.runtime.parent.runner import module_command
+        from torchlint.runtime.parent.warm_start import module_command
         warm_start.enable()
         statuses = []
         for module in ("tests_exit_three", "tests_killed"):

@@ -24,6 +24,7 @@ from torchlint.runtime.channel import EvidenceChannel
 from torchlint.runtime.child_env import SPEC_ENV
 from torchlint.runtime.merge.child_result import ChildResult
 from torchlint.runtime.parent import warm_start
+from torchlint.runtime.parent.warm_start import module_command
 from torchlint.runtime.parent.supervisor import TERMINATE_GRACE_S
 from torchlint.runtime.parent.target import Target
 from torchlint.runtime.child.watchdog import PARENT_GRACE_S
@@ -214,20 +215,6 @@ class RunningChild:
 
 def run_child(spec: RunSpec, *, cwd: Path, python: str | None = None) -> ChildResult:
     return RunningChild(spec, cwd=cwd, python=python).finish()
-
-
-#: `python -m` puts the working folder first on sys.path, so a folder named `torchlint` next
-#: to the user's script would be imported instead of torchlint. This starts the module with
-#: torchlint's own folder there instead (the child then puts the script's folder first).
-_LAUNCH = "import runpy, sys; sys.path[0] = sys.argv.pop(1); runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
-
-
-def module_command(python: str, module: str) -> list[str]:
-    """The command that runs `module` as `python -m module` would, immune to the working
-    folder's own packages."""
-    import torchlint
-
-    return [python, "-c", _LAUNCH, str(Path(torchlint.__file__).resolve().parent.parent), module]
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -26,9 +26,24 @@ import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 _warm = False
+
+
+#: `python -m` puts the working folder first on sys.path, so a folder named `torchlint` next
+#: to the user's script would be imported instead of torchlint. This starts the module with
+#: torchlint's own folder there instead (the child then puts the script's folder first).
+_LAUNCH = "import runpy, sys; sys.path[0] = sys.argv.pop(1); runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+
+
+def module_command(python: str, module: str) -> list[str]:
+    """The command that runs `module` as `python -m module` would, immune to the working
+    folder's own packages."""
+    import torchlint
+
+    return [python, "-c", _LAUNCH, str(Path(torchlint.__file__).resolve().parent.parent), module]
 
 
 def enable() -> None:
@@ -48,11 +63,9 @@ def popen(command: list[str], **options: Any) -> Any:
 
 
 def _module_launch(command: list[str]) -> tuple[str, str, list[str]] | None:
-    """(root, module, arguments) of a ``runner.module_command`` command we may fork instead."""
+    """(root, module, arguments) of a ``module_command`` command we may fork instead."""
     if not _warm or threading.active_count() != 1:
         return None
-    from torchlint.runtime.parent.runner import _LAUNCH
-
     if len(command) < 5 or command[0] != sys.executable or command[1:3] != ["-c", _LAUNCH]:
         return None
     return command[3], command[4], list(command[5:])
@@ -146,7 +159,7 @@ def _point(fd: int, opened: int) -> None:
 
 
 def run_as_main(module: str, args: list[str], *, path0: str) -> int:
-    """In a fork: what ``python -c <runner._LAUNCH>`` or ``python -m module`` would do in a fresh
+    """In a fork: what ``python -c <_LAUNCH>`` or ``python -m module`` would do in a fresh
     interpreter (``path0``: its ``sys.path[0]``), then the interpreter's exit: other threads
     joined, atexit handlers run, output flushed. The exit code; a death by KeyboardInterrupt
     is a death by SIGINT, as CPython's."""
