@@ -69,3 +69,14 @@ def test_the_fixed_twin_has_no_runtime_finding(program):
     result = _all_runs()[(program, "fixed")]
     assert result.findings("runtime only") == [], result.stdout[-3000:]
     assert result.report["outcome"]["status"] == "completed"
+
+
+def test_an_optimizer_freed_before_the_run_ends_still_counts_for_what_it_held(write, tmp_path):
+    """TL744 is judged after the program: by then a collection may have freed the optimizer
+    (one in a reference cycle goes whenever the collector runs), and what it held must still
+    count. Found when a fork-started run collected at another moment than a fresh one."""
+    source = (PROGRAMS / "outside_optimizer_frozen" / "buggy.py").read_text()
+    write("train.py", source + "del optimizer\nimport gc\ngc.collect()\n")
+    result = torchlint_run("train.py", "-q", "--output-format", "json", cwd=tmp_path, timeout=180)
+    found = [f for f in result.findings("runtime only") if f["code"] == "TL744"]
+    assert [f["location"]["row"] for f in found] == [19], result.stdout[-3000:]

@@ -67,6 +67,11 @@ class OptimizerState:
     #: Read steps at which the step moved some parameter.
     moved_any: set[int] = field(default_factory=set)
     stale_reported: bool = False
+    #: At the last read step: ids of the parameters it held, and how many of them required grad.
+    #: Kept because the optimizer may be gone when the run is judged (a collection after the
+    #: program's end frees one in a reference cycle).
+    held: set[int] | None = None
+    trainable_held: int = 0
 
 
 class OptimizerInvariantsProbe(Probe):
@@ -122,6 +127,7 @@ class OptimizerInvariantsProbe(Probe):
         state.site = state.site or site
         self.first_site = self.first_site or site
         params = _held(optimizer)
+        state.held, state.trainable_held = {id(p) for p in params}, sum(p.requires_grad for p in params)
         roots = self._look_at_models(sys._getframe(1), params, step)
         if step == 1:
             self._check_freezes(sys._getframe(1), roots, params, site)
@@ -268,15 +274,20 @@ class OptimizerInvariantsProbe(Probe):
         self._judge_stalls()
 
     def _judge_outside(self) -> None:
-        optimizers = [ref() for ref in self.optimizers]
+        # id(optimizer) -> (ids of the parameters it holds, how many require grad): what each
+        # live optimizer holds now, what a stepped one held at its last read step.
+        holdings: dict[int, tuple[set[int], int]] = {}
+        live = [ref() for ref in self.optimizers]
         # Optimizers that never stepped in reach of a hook hold parameters too.
-        optimizers += [o for o in gc.get_objects() if _is_optimizer(o)]
-        held: set[int] = set()
-        trainable_held: dict[int, int] = {}
-        for optimizer in filter(None, optimizers):
+        live += [o for o in gc.get_objects() if _is_optimizer(o)]
+        for optimizer in filter(None, live):
             params = _held(optimizer)
-            held.update(id(p) for p in params)
-            trainable_held[id(optimizer)] = sum(p.requires_grad for p in params)
+            holdings[id(optimizer)] = ({id(p) for p in params}, sum(p.requires_grad for p in params))
+        for key, state in self.states.items():
+            if key not in holdings and state.held is not None:
+                holdings[key] = (state.held, state.trainable_held)
+        held: set[int] = set().union(*(ids for ids, _ in holdings.values()))
+        trainable_held = {key: count for key, (_, count) in holdings.items()}
         trained_models = {self.owner[key] for key in held if key in self.owner}
         outside = [key for key, reads in self.with_grad.items()
                    if reads >= OUTSIDE_READS and key not in held and self.owner.get(key) in trained_models]
