@@ -149,3 +149,23 @@ def test_a_forked_process_reports_its_status_and_signal_as_popen_does(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     assert result.stdout.strip() == str([(3, "three"), (-9, "killed")]), result.stderr
+
+
+def test_runs_sent_together_run_together(server, tmp_path):
+    """Tests start two runs at once (two threads): the server must not queue the second."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.py").write_text(
+            "import pathlib, time\nstarted = time.time()\ntime.sleep(4)\n"
+            "pathlib.Path('span').write_text(f'{started} {time.time()}')\n")
+
+    def run(name: str) -> int:
+        return server.run(["run", "train.py", "--device", "cpu", "-q"], cwd=tmp_path / name, env=dict(os.environ),
+                          timeout=120)[0]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        assert list(pool.map(run, ("a", "b"))) == [0, 0]
+    (a_start, a_end), (b_start, b_end) = (map(float, (tmp_path / n / "span").read_text().split()) for n in "ab")
+    assert a_start < b_end and b_start < a_end  # the two sleeps overlapped

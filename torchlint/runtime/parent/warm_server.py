@@ -40,8 +40,8 @@ def serve(address: str, parent: int) -> None:
     """Import what a run needs, then fork each request's command line until the parent ends."""
     from torchlint.runtime.lifetime import die_with_parent
 
-    if not die_with_parent(signal.SIGTERM, parent):
-        return
+    if not die_with_parent(signal.SIGTERM, parent) or not hasattr(os, "pidfd_open"):
+        return  # the caller reads no "ready" and starts its runs itself
     import torch  # noqa: F401  (the point of the server)
 
     # What the three processes of a run import; not the modules they run as __main__
@@ -63,26 +63,33 @@ def serve(address: str, parent: int) -> None:
     listener.listen(8)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
+    # Runs overlap (a test may start two at once): each run's end is a pidfd to wait on.
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, None)
     while True:
-        connection, _ = listener.accept()
-        with connection:
-            try:
-                _serve_one(connection, listener)
-            except (OSError, ValueError):
-                pass  # the caller went away: nothing to answer
+        for key, _ in selector.select():
+            if key.data is None:
+                _start_one(listener, selector)
+            else:
+                _answer_end(key, selector)
 
 
-def _serve_one(connection: socket.socket, listener: socket.socket) -> None:
+def _start_one(listener: socket.socket, selector: selectors.BaseSelector) -> None:
+    """Fork the command line the next caller sends, and tell the caller its pid."""
     from torchlint.runtime.parent import warm_start
 
-    request, fds = _receive(connection)
+    connection, _ = listener.accept()
+    try:
+        request, fds = _receive(connection)
+    except (OSError, ValueError):
+        connection.close()  # the caller went away, or sent no request: nothing to answer
+        return
     stdout, stderr = fds
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            listener.close()
-            connection.close()
+            _leave_the_server(selector, connection)
             os.setsid()  # the caller kills the group on its timeout
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
@@ -98,9 +105,36 @@ def _serve_one(connection: socket.socket, listener: socket.socket) -> None:
             os._exit(code)
     for fd in fds:
         os.close(fd)
-    connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    try:
+        connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    except OSError:
+        pass  # the run goes on; its end is still waited for below
+    selector.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, connection))
+
+
+def _answer_end(key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
+    pid, connection = key.data
+    selector.unregister(key.fd)
+    os.close(key.fd)
     _, status = os.waitpid(pid, 0)
-    connection.sendall(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+    try:
+        connection.sendall(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+    except OSError:
+        pass  # the caller gave up on it (its timeout)
+    connection.close()
+
+
+def _leave_the_server(selector: selectors.BaseSelector, connection: socket.socket) -> None:
+    """In the fork: close what is the server's, the other runs' sockets and pidfds included."""
+    for key in list(selector.get_map().values()):
+        if isinstance(key.fileobj, socket.socket):
+            key.fileobj.close()
+        else:
+            os.close(key.fd)
+        if key.data is not None:
+            key.data[1].close()
+    selector.close()
+    connection.close()
 
 
 def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
