@@ -96,9 +96,11 @@ def test_a_target_holding_the_interpreter_lock_is_still_placed(write, tmp_path):
 
 
 def test_the_timeout_counts_torchlints_own_start(write, tmp_path):
-    # a timeout shorter than importing torch: the run ends on time, and says why
+    # a timeout shorter than importing torch: the run ends on time, and says why (started
+    # fresh: a run forked from the warm server has torch imported already)
     write("train.py", "print('never')\n")
-    result = torchlint_run("train.py", "-q", "--timeout", "0.3", "--output-format", "json", cwd=tmp_path)
+    result = torchlint_run("train.py", "-q", "--timeout", "0.3", "--output-format", "json", cwd=tmp_path,
+                           env={"TORCHLINT_TEST_COLD": "1"})
     (finding,) = result.findings("runtime only")
     assert finding["code"] == "TL703" and "before the program started" in finding["message"]
     assert "never" not in result.stderr and result.seconds < 0.3 + 8
