@@ -85,24 +85,11 @@ def _start_one(listener: socket.socket, selector: selectors.BaseSelector) -> Non
         connection.close()  # the caller went away, or sent no request: nothing to answer
         return
     stdout, stderr = fds
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            _leave_the_server(selector, connection)
-            os.setsid()  # the caller kills the group on its timeout
-            devnull = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(devnull, 0)
-            os.dup2(stdout, 1)
-            os.dup2(stderr, 2)
-            for fd in (devnull, stdout, stderr):
-                os.close(fd)
-            os.chdir(request["cwd"])
-            os.environ.clear()
-            os.environ.update(request["env"])
-            code = warm_start.run_as_main("torchlint", request["argv"], path0=os.getcwd())
-        finally:
-            os._exit(code)
+    # Its own session: the caller kills the group on its timeout.
+    pid = warm_start.fork(lambda: warm_start.run_as_main("torchlint", request["argv"], path0=os.getcwd()),
+                          cwd=request["cwd"], env=request["env"], stdin=subprocess.DEVNULL, stdout=stdout,
+                          stderr=stderr, start_new_session=True,
+                          leave=lambda: _leave_the_server(selector, connection)).pid
     for fd in fds:
         os.close(fd)
     try:
@@ -223,11 +210,10 @@ class WarmServer:
                 self.process.kill()
                 self.process.wait(timeout=10)
         self.process.stdout.close()
-        for name in ("socket",):
-            try:
-                os.unlink(os.path.join(self.folder, name))
-            except OSError:
-                pass
+        try:
+            os.unlink(self.address)
+        except OSError:
+            pass
         try:
             os.rmdir(self.folder)
         except OSError:

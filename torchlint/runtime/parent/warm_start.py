@@ -59,7 +59,7 @@ def popen(command: list[str], **options: Any) -> Any:
     if launch is None:
         return subprocess.Popen(command, **options)
     root, module, args = launch
-    return _fork(lambda: run_as_main(module, args, path0=root), **options)
+    return fork(lambda: run_as_main(module, args, path0=root), **options)
 
 
 def _module_launch(command: list[str]) -> tuple[str, str, list[str]] | None:
@@ -111,12 +111,14 @@ class ForkedProcess:
         return self.returncode
 
 
-def _fork(main: Any, *, cwd: Any = None, env: dict[str, str] | None = None, stdin: Any = None,
-          stdout: Any = None, stderr: Any = None, start_new_session: bool = False,
-          pass_fds: tuple[int, ...] = ()) -> ForkedProcess:
-    """Popen's options for a fork that runs ``main()`` (an exit code) and exits. Every
-    descriptor stays open in the fork: those torchlint passes on purpose (``pass_fds``) and, harmlessly,
-    read ends and sockets of the parent's."""
+def fork(main: Any, *, cwd: Any = None, env: dict[str, str] | None = None, stdin: Any = None,
+         stdout: Any = None, stderr: Any = None, start_new_session: bool = False,
+         pass_fds: tuple[int, ...] = (), leave: Any = None) -> ForkedProcess:
+    """Popen's options for a fork that runs ``main()`` (an exit code) and exits; ``stdout`` and
+    ``stderr`` may be PIPE, STDOUT (stderr) or a descriptor, which the fork takes over.
+    ``leave()`` runs first in the fork, to close what is the parent's alone. Every other
+    descriptor stays open in the fork: those torchlint passes on purpose (``pass_fds``) and,
+    harmlessly, read ends and sockets of the parent's."""
     read_end = write_end = None
     if stdout == subprocess.PIPE:
         read_end, write_end = os.pipe()
@@ -127,14 +129,20 @@ def _fork(main: Any, *, cwd: Any = None, env: dict[str, str] | None = None, stdi
     if pid == 0:
         code = 1
         try:
+            if leave is not None:
+                leave()
             if start_new_session:
                 os.setsid()
             if stdin == subprocess.DEVNULL:
                 _point(0, os.open(os.devnull, os.O_RDONLY))
             if write_end is not None:
                 os.dup2(write_end, 1)
+            elif isinstance(stdout, int) and stdout >= 0:
+                _point(1, stdout)
             if stderr == subprocess.STDOUT:
                 os.dup2(1, 2)
+            elif isinstance(stderr, int) and stderr >= 0:
+                _point(2, stderr)
             for fd in (read_end, write_end):
                 if fd is not None:
                     os.close(fd)
@@ -154,8 +162,9 @@ def _fork(main: Any, *, cwd: Any = None, env: dict[str, str] | None = None, stdi
 
 
 def _point(fd: int, opened: int) -> None:
-    os.dup2(opened, fd)
-    os.close(opened)
+    if opened != fd:
+        os.dup2(opened, fd)
+        os.close(opened)
 
 
 def run_as_main(module: str, args: list[str], *, path0: str) -> int:
