@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -100,6 +101,23 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_server_started_from_a_thread_serves_after_the_thread_ends(program):
+    """A test's first run may come from a thread pool (test_invariants.py): the server lives as
+    long as the process that started it, not the thread."""
+    started: list[WarmServer] = []
+    thread = threading.Thread(target=lambda: started.append(WarmServer()))
+    thread.start()
+    thread.join(timeout=150)
+    [warm] = started
+    try:
+        time.sleep(0.5)  # a signal sent at the thread's end has arrived by now
+        assert warm.serves(dict(os.environ)), "the server ended with the thread that started it"
+        returncode, report, _ = _warm(warm, program)
+        assert returncode != 0 and report["outcome"]["status"] == "completed"
+    finally:
+        warm.close()
 
 
 def test_the_server_takes_only_environments_that_start_the_same(server):

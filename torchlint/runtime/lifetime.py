@@ -31,7 +31,12 @@ def _prctl(option: int, value: int) -> bool:
 def die_with_parent(signo: int, expected_parent: int | None) -> bool:
     """Have the kernel send ``signo`` to this process when its parent dies. Returns False when
     the parent is already gone (it died before the request could take effect) and the caller
-    must exit on its own; True otherwise (also where the kernel cannot do it)."""
+    must exit on its own; True otherwise (also where the kernel cannot do it).
+
+    The kernel's "parent" is the *thread* that started this process: a process started from
+    a thread that ends before it is signalled then. torchlint's own processes are started
+    from their parent's main thread; a parent that may start one from another thread
+    watches it through a pidfd instead (``warm_server.serve``)."""
     if not _prctl(PR_SET_PDEATHSIG, signo):
         return True
     return expected_parent is None or os.getppid() == expected_parent

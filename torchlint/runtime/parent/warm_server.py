@@ -31,6 +31,7 @@ from typing import Any
 LATE_READ = ("TORCHINDUCTOR_CACHE_DIR", "NO_COLOR", "TERM", "COLUMNS", "PYTEST_CURRENT_TEST")
 LATE_READ_PREFIXES = ("TORCHLINT_",)
 START_TIMEOUT_S = 120.0
+_PARENT = "parent"  # the selector's key for the parent's pidfd
 _HEADER = struct.Struct("!I")
 
 
@@ -38,10 +39,17 @@ _HEADER = struct.Struct("!I")
 
 def serve(address: str, parent: int) -> None:
     """Import what a run needs, then fork each request's command line until the parent ends."""
-    from torchlint.runtime.lifetime import die_with_parent
-
-    if not die_with_parent(signal.SIGTERM, parent) or not hasattr(os, "pidfd_open"):
+    # The parent process is watched through a pidfd, not PR_SET_PDEATHSIG: the kernel sends
+    # that signal when the *thread* that started the server ends, and a test whose first run
+    # came from a thread pool lost its server when the pool shut down.
+    if not hasattr(os, "pidfd_open"):
         return  # the caller reads no "ready" and starts its runs itself
+    try:
+        parent_end = os.pidfd_open(parent)
+    except OSError:
+        return  # the parent is gone already
+    if os.getppid() != parent:
+        return  # ... and its pid was reused
     import torch  # noqa: F401  (the point of the server)
 
     # What the three processes of a run import; not the modules they run as __main__
@@ -66,10 +74,13 @@ def serve(address: str, parent: int) -> None:
     # Runs overlap (a test may start two at once): each run's end is a pidfd to wait on.
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, None)
+    selector.register(parent_end, selectors.EVENT_READ, _PARENT)
     while True:
         for key, _ in selector.select():
             if key.data is None:
                 _start_one(listener, selector)
+            elif key.data is _PARENT:
+                return  # the parent ended: so does the server (runs under way go on alone)
             else:
                 _answer_end(key, selector)
 
@@ -118,8 +129,8 @@ def _leave_the_server(selector: selectors.BaseSelector, connection: socket.socke
             key.fileobj.close()
         else:
             os.close(key.fd)
-        if key.data is not None:
-            key.data[1].close()
+        if isinstance(key.data, tuple):
+            key.data[1].close()  # a run's connection
     selector.close()
     connection.close()
 
