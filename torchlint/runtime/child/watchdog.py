@@ -91,7 +91,7 @@ class Watchdog:
         stream = sys.__stderr__
         if stream is None:
             return
-        lines = [f"torchlint: timed out; the program was at (most recent call last):\n"]
+        lines = ["torchlint: timed out; the program was at (most recent call last):\n"]
         for path, line, function, source in stack:
             lines.append(f'  File "{path}", line {line}, in {function}\n')
             if source:

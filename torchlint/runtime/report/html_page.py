@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from torchlint.findings import Finding
-from torchlint.runtime.merge.matching import Outcome, display_path
+from torchlint.runtime.merge.matching import Outcome
 from torchlint.runtime.report.html_kit import e
 from torchlint.runtime.report.text import counts, probe_results, status_of, write_json
 from torchlint.runtime.report.sections import RunSection
