@@ -188,7 +188,8 @@ def test_steps_counts_the_calls_of_a_compiled_model(write, tmp_path):
 
 
 def test_a_run_that_compiles_nothing_never_imports_dynamo(write, tmp_path):
-    """Importing Dynamo costs a run most of a second: the wrapper waits for the first compile."""
+    """Importing Dynamo costs a run most of a second: the wrapper waits for the first compile.
+    A fresh start: the test workers' warm servers import Dynamo before they fork a run."""
     from conftest import torchlint_run
 
     write("train.py", """
@@ -196,7 +197,7 @@ def test_a_run_that_compiles_nothing_never_imports_dynamo(write, tmp_path):
         import torch
         print(torch.nn.Linear(2, 2)(torch.ones(1, 2)).shape, "dynamo imported:", "torch._dynamo" in sys.modules)
     """)
-    run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path)
+    run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path, env={"TORCHLINT_TEST_COLD": "1"})
     assert "dynamo imported: False" in run.stderr, run.stderr[-3000:]
 
 

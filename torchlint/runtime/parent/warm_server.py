@@ -1,6 +1,7 @@
 """A process that holds torch and torchlint and forks `torchlint` command lines on request.
 
-Each `torchlint run` spends about 2 CPU-seconds starting interpreters and importing torch.
+Each `torchlint run` spends about 2 CPU-seconds starting interpreters and importing torch,
+and a program that makes an optimizer 1.3 more importing Dynamo.
 The test suite runs some two hundred of them; with a ``WarmServer`` per worker each is a fork
 of a process that imported everything once (``warm_start`` explains what a fork keeps the
 same). The server forks one command line at a time, in its own session, with the caller's
@@ -51,6 +52,10 @@ def serve(address: str, parent: int) -> None:
     if os.getppid() != parent:
         return  # ... and its pid was reused
     import torch  # noqa: F401  (the point of the server)
+    # An optimizer's constructor imports Dynamo (torch._compile): 1.3 CPU-s of every run that
+    # trains, most of a small program's own cost. A run that makes no optimizer and compiles
+    # nothing finds it imported, as it finds torchlint's own modules.
+    import torch._dynamo  # noqa: F401
 
     # What the three processes of a run import; not the modules they run as __main__
     # (runpy warns of a module it runs that is already imported).
