@@ -98,6 +98,11 @@ _DEFINITION = re.compile(r"^[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", r
 _MAX_DEPTH = 40
 
 
+def defined_names(text: str) -> list[str]:
+    """The names `def` and `class` statements define at the start of a line of `text`."""
+    return _DEFINITION.findall(text.replace("\r", "\n") if "\r" in text else text)
+
+
 @dataclass
 class Binding:
     value: Value
@@ -545,8 +550,7 @@ class SemanticModel(Analysis):
     def _defined_names(self) -> frozenset[str]:
         """Names this file defines with `def` or `class` (a text scan: they may come later)."""
         if self._defined is None:
-            text = self.ctx.text
-            self._defined = frozenset(_DEFINITION.findall(text.replace("\r", "\n") if "\r" in text else text))
+            self._defined = frozenset(defined_names(self.ctx.text))
         return self._defined
 
     def two_argument_calls(self) -> list[tuple[cst.Call, Value, Value]]:
