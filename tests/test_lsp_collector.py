@@ -79,3 +79,28 @@ def test_a_full_collection_every_so_often(monkeypatch):
         between.after_check()
     assert asked.count(()) == 2
     assert asked.count((1,)) == collector.FULL_EVERY * 2 - 2
+
+
+@pytest.fixture
+def thawed_after():
+    yield
+    gc.unfreeze()  # leave the test process's collector as it found it
+
+
+class _Cyclic:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_what_a_check_keeps_is_frozen_and_its_cycles_still_die_at_the_full_collection(thawed_after):
+    between = BetweenChecks()
+    kept = _Cyclic()  # the server keeps it past the check (a parsed tree, a result)
+    alive = weakref.ref(kept)
+    between.after_check()
+    assert gc.get_freeze_count() > 0
+    del kept  # dropped by a later edit: garbage, but in a cycle
+    gc.collect()
+    assert alive() is not None, "frozen: CPython's collections (during a check) do not walk it"
+    for _ in range(collector.FULL_EVERY):
+        between.after_check()
+    assert alive() is None, "thawed by the next after_check and freed by the periodic full collection"

@@ -175,7 +175,7 @@ def test_definitions_are_found_after_a_lone_carriage_return():
     from torchlint.semantic import model
 
     text = "import torch\rdef helper(x):\r    return x\rclass Net:\r    pass\r"
-    assert model._DEFINITION.findall(text) == ["helper", "Net"]
+    assert model.defined_names(text) == ["helper", "Net"]
 
 
 def test_an_import_line_is_found_after_a_lone_carriage_return():

@@ -119,6 +119,24 @@ def test_float_index_target_message_explains_the_error():
     assert "expected target dtype to be Long" in finding.message
 
 
+def test_loss_name_rebound_by_a_walrus_is_no_longer_a_loss():
+    # The names holding a loss are read from assignment statements; a `:=` deep inside an
+    # expression re-binds one too.
+    code = """
+    import torch
+    from torch import nn
+
+    criterion = nn.CrossEntropyLoss()
+    print(len([NAME := nn.L1Loss()]))
+
+    def f(out):
+        idx = out.argmax(1)
+        return criterion(out, idx.float())
+    """
+    assert [f.location.line for f in findings(code.replace("NAME", "other"), "TL108")] == [9]
+    assert not findings(code.replace("NAME", "criterion"), "TL108")
+
+
 def test_float_index_target_needs_a_loss_that_takes_indices():
     assert not findings(
         """

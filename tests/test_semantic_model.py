@@ -48,6 +48,29 @@ def test_model_and_loss_passed_into_a_training_function():
     assert lines(code) == [9]
 
 
+def test_functions_defined_after_a_lone_carriage_return_are_followed():
+    # `train` is known as this file's function by a text scan for `def` at a line's start:
+    # a lone "\r" starts a line as "\n" does (old Mac files), with or without `async`.
+    code = textwrap.dedent("""
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return nn.functional.softmax(self.fc(x), dim=1)
+
+    def train(model, criterion, loader):
+        for x, y in loader:
+            loss = criterion(model(x), y)
+
+    train(Net(), nn.CrossEntropyLoss(), loader)
+    """).lstrip("\n")
+    for newline in ("\n", "\r\n", "\r"):
+        text = code.replace("\n", newline)
+        for spelled in (text, text.replace("def train", "async def train")):
+            result = check_sources({"example.py": spelled}, select=["TL101"])
+            assert [f.location.line for f in result.findings] == [9], repr(newline)
+
+
 def test_trainer_class_with_loss_injected_through_a_setter():
     code = """
     import torch

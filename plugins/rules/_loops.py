@@ -196,6 +196,12 @@ def loop_nodes(loop: cst.CSTNode, *, into_closures: bool = False) -> Iterator[cs
     yield from iter_nodes(loop.body, skip=skip)
 
 
+def loop_statements(loop: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`loop_nodes(loop)` for a caller that looks for statements (an `if`, a `with`): the
+    expressions, which hold no statement and most of a body's nodes, are not entered."""
+    yield from iter_nodes(loop.body, skip=(cst.FunctionDef, cst.ClassDef, cst.BaseExpression))
+
+
 def is_backward_call(call: cst.Call) -> bool:
     """`loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`,
     `torch.autograd.backward(...)`, `torch.autograd.grad(...)`."""

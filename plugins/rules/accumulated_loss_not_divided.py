@@ -8,7 +8,7 @@ from torchlint.rule import Bad, Good, Rule
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
-from ._loops import is_backward_call, leftmost_name, loop_nodes
+from ._loops import is_backward_call, leftmost_name, loop_nodes, loop_statements
 
 #: Receivers of `.step()` that apply gradients (not `scheduler.step()`).
 _STEPPER = re.compile(r"optim|(^|_)opt\d*$|scaler|accelerator", re.IGNORECASE)
@@ -236,7 +236,7 @@ class AccumulatedLossNotDivided(Rule):
 
 def _modulo_ifs(loop: cst.CSTNode) -> list[tuple[cst.If, cst.BaseExpression]]:
     found = []
-    for node in loop_nodes(loop):
+    for node in loop_statements(loop):
         if type(node) is cst.If:
             for part in iter_nodes(node.test):
                 if type(part) is cst.BinaryOperation and type(part.operator) is cst.Modulo:

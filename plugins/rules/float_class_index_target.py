@@ -204,7 +204,10 @@ class FloatClassIndexTarget(LocalTags):
         # Exact types, not isinstance: libcst's classes are ABCs (slow to test) and never
         # subclassed, and this loop meets every node of the file.
         other_bindings = (cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr)
-        for item in iter_nodes(node):
+        # Assignments and loops are statements, which no expression holds: the walk need not
+        # enter expressions (most of a file's nodes), unless the text may hold a `:=`.
+        skip = () if ":=" in self.ctx.text else (cst.BaseExpression,)
+        for item in iter_nodes(node, skip=skip):
             kind = type(item)
             if kind is cst.Assign:
                 label = self._loss_module_label(item.value)

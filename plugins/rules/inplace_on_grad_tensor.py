@@ -1059,7 +1059,9 @@ class InplaceOnGradTensor(Rule):
             return
         if is_autograd_function_class(owner):
             return
-        self.ask(node, first, f"`{self.source(func)}`", fix, [], index_target=False, layer=(owner.name.value, func.attr.value))
+        # The label (`self.act`) is written in finish(), for the few layers built in place:
+        # printing the source of every `self.<attr>(x)` of a model cost more than judging them.
+        self.ask(node, first, "", fix, [], index_target=False, layer=(owner.name.value, func.attr.value))
 
     # -- deciding -----------------------------------------------------------------------------
     def inplace(
@@ -1138,7 +1140,7 @@ class InplaceOnGradTensor(Rule):
         built = layer.origin.text.strip("`")
         built = built[: -len("(...)")] if built.endswith("(...)") else built
         built = built.replace("torch.nn.", "nn.")
-        asked.op = f"{asked.op} (`{built}(inplace=True)`{_dropout_note(built)})"
+        asked.op = f"`{self.source(asked.node.func)}` (`{built}(inplace=True)`{_dropout_note(built)})"
         return True
 
     def leaf_message(self, asked: Asked, values: set[Tensor]) -> Optional[str]:

@@ -90,10 +90,17 @@ _BRANCHING = {"If": "if", "For": "loop", "While": "loop", "Try": "try", "TryStar
 #: (Names, not classes: touching libcst at import time would load it for a warm run.)
 _DEFERRABLE = frozenset({"Call", "Subscript", "Attribute", "Tuple", "List", "IfExp", "BinaryOperation", "BooleanOperation"})
 _END_OF_MODULE = 1 << 62
-#: (after "\n" or a lone "\r": both start a line for Python)
-_DEFINITION = re.compile(r"(?:^|(?<=\r))[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+#: A `def` or `class` at the start of a line. A lone "\r" starts a line for Python too, but
+#: not for `^`: such texts are searched with their "\r"s read as "\n"s. (On timm's sources
+#: this scan took 0.12 s with a `(?:^|(?<=\r))` alternative, 0.05 s with `^` alone.)
+_DEFINITION = re.compile(r"^[ \t\f]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
 #: Beyond this depth resolution gives up (recursive helpers, long alias chains).
 _MAX_DEPTH = 40
+
+
+def defined_names(text: str) -> list[str]:
+    """The names `def` and `class` statements define at the start of a line of `text`."""
+    return _DEFINITION.findall(text.replace("\r", "\n") if "\r" in text else text)
 
 
 @dataclass
@@ -543,7 +550,7 @@ class SemanticModel(Analysis):
     def _defined_names(self) -> frozenset[str]:
         """Names this file defines with `def` or `class` (a text scan: they may come later)."""
         if self._defined is None:
-            self._defined = frozenset(_DEFINITION.findall(self.ctx.text))
+            self._defined = frozenset(defined_names(self.ctx.text))
         return self._defined
 
     def two_argument_calls(self) -> list[tuple[cst.Call, Value, Value]]:

@@ -64,8 +64,9 @@ class Encoder:
         # its origin's syntax tree, and most tensors in a forward (layer outputs, saved ops)
         # stay home.
         kept = [v for v in values if not (type(v) in _STAY_HOME or (type(v) in (Tensor, Layer) and v.kind not in CROSS_FILE_KINDS))]
-        encoded = [e for value in sorted(kept, key=repr) if (e := self.value(value, depth)) is not None]
-        return encoded
+        if len(kept) > 1:  # (most sets hold one value: no `repr` to write)
+            kept.sort(key=repr)
+        return [e for value in kept if (e := self.value(value, depth)) is not None]
 
     def value(self, value: Any, depth: int = 0) -> dict[str, Any] | None:
         kind = type(value)

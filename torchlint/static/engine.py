@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from torchlint.notebook import Notebook
     from torchlint.static.chunks import ChunkParser
     from torchlint.static.context import ProjectContext
+    from torchlint.static.frozen_tree import FrozenTree
     import pluggy
 
     from torchlint.rule import Rule
@@ -294,7 +295,24 @@ class StaticEngine:
         interrupt: Callable[[], None] | None = None,
     ) -> FileResult:
         """Parse with libcst and run `candidates`. When CPython already refused the text,
-        its error (with its position) is what a libcst failure reports."""
+        its error (with its position) is what a libcst failure reports. The tree stays out
+        of the cycle collector while the rules run (torchlint.static.frozen_tree)."""
+        from torchlint.static.frozen_tree import FrozenTree
+
+        with FrozenTree() as frozen:
+            return self._parse_and_run(frozen, result, path, text, candidates, python_problem, parser, interrupt)
+
+    def _parse_and_run(
+        self,
+        frozen: FrozenTree,
+        result: FileResult,
+        path: str,
+        text: str,
+        candidates: list[type[Rule]],
+        python_problem: tuple[str, int, int] | None,
+        parser: ChunkParser | None,
+        interrupt: Callable[[], None] | None,
+    ) -> FileResult:
         import libcst as cst
 
         from torchlint.static.context import FileContext
@@ -304,10 +322,10 @@ class StaticEngine:
         positions = None
         try:
             if parser is not None:
-                parsed = parser.parse(text)
+                parsed = frozen.parse(parser.parse, text)
                 module, positions = parsed.module, parsed.positions()
             else:
-                module = parse_module(text)
+                module = frozen.parse(parse_module, text)
         except cst.ParserSyntaxError as exc:
             line, column = _position(text, exc.raw_line, exc.raw_column + 1)
             # CPython's message, where it refuses the text too, reads better and places
