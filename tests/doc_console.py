@@ -43,6 +43,10 @@ from pathlib import Path
 import warm_command  # tests/warm_command.py
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The pages whose console blocks the docs test runs. docs/rules/ is generated and shows no commands.
+DOCUMENTS = ("README.md", "docs/user-guide.md", "docs/plugins.md", "examples/compile/README.md", "examples/runtime/README.md")
+#: Run by a test file of their own (the compile page takes as long as the other four together).
+PAGES_RUN_APART = ("examples/compile/README.md",)
 
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 _DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<kind>\w+)\s*(?P<arg>.*?)\s*-->\s*$")
@@ -177,6 +181,13 @@ class Mismatch:
             f"line {self.command.doc_line}: $ {self.command.line}\n"
             f"--- the document shows\n{self.expected}\n--- the command printed\n{self.actual}\n"
         )
+
+
+def run_named_page(name: str, tmp: Path, *, runtime: bool = True) -> list[Mismatch]:
+    """``run_page`` of the repository's page ``name`` (a path from the repository's root)."""
+    text = (ROOT / name).read_text()
+    assert commands_in(text), f"{name} shows no command"
+    return run_page(text, tmp, runtime=runtime)
 
 
 def run_page(text: str, tmp: Path, *, runtime: bool = True, warm: bool | None = None) -> list[Mismatch]:
