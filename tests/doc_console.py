@@ -158,7 +158,9 @@ def throwaway_venv(path: Path) -> Path:
     return path / "bin"
 
 
-def environment(home: Path, bin_dir: Path | None = None) -> dict[str, str]:
+def environment(home: Path, bin_dir: Path | None = None, inductor_cache: Path | None = None) -> dict[str, str]:
+    """The page's environment: a HOME of its own; ``inductor_cache``: Inductor's cache folder
+    (the compile probe's default is in HOME, which would make every page compile cold)."""
     env = dict(os.environ)
     env["PATH"] = f"{bin_dir or Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.pop("VIRTUAL_ENV", None)
@@ -166,7 +168,22 @@ def environment(home: Path, bin_dir: Path | None = None) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"  # stderr and stdout interleave as on a terminal
     env["HOME"] = str(home)
     env.pop("TORCHLINT_CACHE_DIR", None)
+    if inductor_cache is not None:
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
     return env
+
+
+def shared_inductor_cache(config=None) -> Path:
+    """An Inductor cache kept across pages and test sessions: the one the runtime tests keep
+    (``tests/runtime/conftest.py::inductor_cache``), in pytest's cache or, without it, in the
+    temporary folder. Kernels are keyed by their source, so a kept one is the kernel a cold
+    compile would build; a page's readers see the same output, only sooner."""
+    cache_provider = getattr(config, "cache", None)
+    if cache_provider is not None:
+        return Path(cache_provider.mkdir("torchlint-inductor"))
+    cache = Path(tempfile.gettempdir()) / "torchlint-inductor-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 @dataclass
@@ -183,14 +200,15 @@ class Mismatch:
         )
 
 
-def run_named_page(name: str, tmp: Path, *, runtime: bool = True) -> list[Mismatch]:
+def run_named_page(name: str, tmp: Path, *, runtime: bool = True, inductor_cache: Path | None = None) -> list[Mismatch]:
     """``run_page`` of the repository's page ``name`` (a path from the repository's root)."""
     text = (ROOT / name).read_text()
     assert commands_in(text), f"{name} shows no command"
-    return run_page(text, tmp, runtime=runtime)
+    return run_page(text, tmp, runtime=runtime, inductor_cache=inductor_cache)
 
 
-def run_page(text: str, tmp: Path, *, runtime: bool = True, warm: bool | None = None) -> list[Mismatch]:
+def run_page(text: str, tmp: Path, *, runtime: bool = True, warm: bool | None = None,
+             inductor_cache: Path | None = None) -> list[Mismatch]:
     """Run a page in a fresh scratch folder under ``tmp``; a page that installs something
     (`$ pip install`) runs in a throwaway virtual environment. ``warm``: fork its `torchlint`
     commands from a warm server (by default where torch is there and TORCHLINT_TEST_COLD is not
@@ -200,31 +218,29 @@ def run_page(text: str, tmp: Path, *, runtime: bool = True, warm: bool | None = 
     bin_dir = throwaway_venv(tmp / "venv") if installs else None
     if warm is None:
         warm = runtime and not os.environ.get("TORCHLINT_TEST_COLD")
-    return run_document(text, scratch, runtime=runtime, bin_dir=bin_dir, warm=warm)
+    return run_document(text, scratch, runtime=runtime, bin_dir=bin_dir, warm=warm, inductor_cache=inductor_cache)
 
 
 def run_document(text: str, scratch: Path, *, timeout: float = 300, runtime: bool = True, bin_dir: Path | None = None,
-                 warm: bool = False) -> list[Mismatch]:
+                 warm: bool = False, inductor_cache: Path | None = None) -> list[Mismatch]:
     """Run every command of ``text`` in ``scratch``; the ones whose output differs from the
     document. ``runtime=False`` leaves out ``torchlint run`` commands (no torch installed)."""
-    env = environment(scratch.parent, bin_dir)
+    env = environment(scratch.parent, bin_dir, inductor_cache)
     with contextlib.ExitStack() as stack:
         warm_up = warm_server_starter(scratch.parent, env, stack) if warm else None
         # What a page installs must be installed before the server imports the plugins.
         last_install = max((i for i, line in enumerate(commands_in(text)) if line.startswith("pip install")), default=-1)
         failures: list[Mismatch] = []
-        index = -1
+        position = -1  # of the command in commands_in(text)
         for step in steps(text):
             if step.file is not None:
                 target = scratch / step.file[0]
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(step.file[1])
                 continue
-            index += len(step.commands)
-            if step.skip:
-                continue
-            for position, command in enumerate(step.commands, start=index - len(step.commands) + 1):
-                if not runtime and "torchlint run" in command.line:
+            for command in step.commands:
+                position += 1
+                if step.skip or (not runtime and "torchlint run" in command.line):
                     continue
                 if warm_up is not None and position > last_install and "torchlint" in command.line:
                     warm_up()
@@ -244,7 +260,7 @@ def _run_command(line: str, scratch: Path, env: dict[str, str], timeout: float) 
                           stderr=subprocess.STDOUT, text=True, start_new_session=True) as process:
         try:
             output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        except BaseException:  # the timeout, or the test interrupted: its own session needs ending too
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate(timeout=30)
             raise
@@ -308,12 +324,10 @@ def main(argv: list[str]) -> int:
     each one whose output differs from the document. `--fill` writes the real output under
     every command the document shows no output for (to write a new example from a real run;
     cut what varies with `...` afterwards)."""
-    import tempfile
-
     doc = Path(argv[0])
     text = doc.read_text()
     with tempfile.TemporaryDirectory() as tmp:
-        mismatches = run_page(text, Path(tmp))
+        mismatches = run_page(text, Path(tmp), inductor_cache=shared_inductor_cache())
     for mismatch in mismatches:
         print(mismatch)
     if "--fill" in argv:

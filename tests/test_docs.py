@@ -41,10 +41,11 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name in DOCUMENTS if name not in doc_console.PAGES_RUN_APART])
-def test_every_command_a_page_shows_prints_what_the_page_shows(name, tmp_path):
+def test_every_command_a_page_shows_prints_what_the_page_shows(name, tmp_path, request):
     """The compile page runs in test_docs_compile_page.py: as long as these four together, it
     is a file of its own so that xdist (``--dist loadfile``) can run it beside them."""
-    failures = doc_console.run_named_page(name, tmp_path, runtime=HAS_TORCH)
+    failures = doc_console.run_named_page(name, tmp_path, runtime=HAS_TORCH,
+                                          inductor_cache=doc_console.shared_inductor_cache(request.config))
     assert not failures, f"{name} is stale (python tests/doc_console.py {name} shows the real output):\n" + "\n".join(map(str, failures))
 
 

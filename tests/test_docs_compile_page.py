@@ -17,6 +17,7 @@ PAGE = "examples/compile/README.md"
 
 
 @pytest.mark.slow
-def test_every_command_the_compile_page_shows_prints_what_the_page_shows(tmp_path):
-    failures = doc_console.run_named_page(PAGE, tmp_path, runtime=HAS_TORCH)
+def test_every_command_the_compile_page_shows_prints_what_the_page_shows(tmp_path, request):
+    failures = doc_console.run_named_page(PAGE, tmp_path, runtime=HAS_TORCH,
+                                          inductor_cache=doc_console.shared_inductor_cache(request.config))
     assert not failures, f"{PAGE} is stale (python tests/doc_console.py {PAGE} shows the real output):\n" + "\n".join(map(str, failures))
