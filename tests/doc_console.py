@@ -17,19 +17,36 @@ Comparison: ``...`` in the shown output stands for any text, as in doctest: a li
 for any number of lines (timings-heavy tables, tracebacks), inside a line for the rest of a
 long message; durations (``10.14 s``, ``0.155 ms``) and the scratch folder's path
 are normalised on both sides (an absolute path into the scratch folder reads `.../`), and trailing spaces and blank lines are ignored.
+
+Warm runs: where torch is installed, a page's `torchlint` commands are forked by a warm server
+started for that page, with the page's interpreter and environment (``warm_command``: a
+`torchlint` first on the page's PATH that hands each command line to it, or runs the real one
+where the server would start it differently). The server starts after the page's last
+`pip install`, so what the page installs is what its commands see. ``TORCHLINT_TEST_COLD=1``
+runs every command as a fresh process instead.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import warm_command  # tests/warm_command.py
+
 ROOT = Path(__file__).resolve().parents[1]
+#: The pages whose console blocks the docs test runs. docs/rules/ is generated and shows no commands.
+DOCUMENTS = ("README.md", "docs/user-guide.md", "docs/plugins.md", "examples/compile/README.md", "examples/runtime/README.md")
+#: Run by a test file of their own (the compile page takes as long as the other four together).
+PAGES_RUN_APART = ("examples/compile/README.md",)
 
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 _DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<kind>\w+)\s*(?P<arg>.*?)\s*-->\s*$")
@@ -141,7 +158,9 @@ def throwaway_venv(path: Path) -> Path:
     return path / "bin"
 
 
-def environment(home: Path, bin_dir: Path | None = None) -> dict[str, str]:
+def environment(home: Path, bin_dir: Path | None = None, inductor_cache: Path | None = None) -> dict[str, str]:
+    """The page's environment: a HOME of its own; ``inductor_cache``: Inductor's cache folder
+    (the compile probe's default is in HOME, which would make every page compile cold)."""
     env = dict(os.environ)
     env["PATH"] = f"{bin_dir or Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.pop("VIRTUAL_ENV", None)
@@ -149,7 +168,22 @@ def environment(home: Path, bin_dir: Path | None = None) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"  # stderr and stdout interleave as on a terminal
     env["HOME"] = str(home)
     env.pop("TORCHLINT_CACHE_DIR", None)
+    if inductor_cache is not None:
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
     return env
+
+
+def shared_inductor_cache(config=None) -> Path:
+    """An Inductor cache kept across pages and test sessions: the one the runtime tests keep
+    (``tests/runtime/conftest.py::inductor_cache``), in pytest's cache or, without it, in the
+    temporary folder. Kernels are keyed by their source, so a kept one is the kernel a cold
+    compile would build; a page's readers see the same output, only sooner."""
+    cache_provider = getattr(config, "cache", None)
+    if cache_provider is not None:
+        return Path(cache_provider.mkdir("torchlint-inductor"))
+    cache = Path(tempfile.gettempdir()) / "torchlint-inductor-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 @dataclass
@@ -166,41 +200,123 @@ class Mismatch:
         )
 
 
-def run_page(text: str, tmp: Path, *, runtime: bool = True) -> list[Mismatch]:
+def run_named_page(name: str, tmp: Path, *, runtime: bool = True, inductor_cache: Path | None = None) -> list[Mismatch]:
+    """``run_page`` of the repository's page ``name`` (a path from the repository's root)."""
+    text = (ROOT / name).read_text()
+    assert commands_in(text), f"{name} shows no command"
+    return run_page(text, tmp, runtime=runtime, inductor_cache=inductor_cache)
+
+
+def run_page(text: str, tmp: Path, *, runtime: bool = True, warm: bool | None = None,
+             inductor_cache: Path | None = None) -> list[Mismatch]:
     """Run a page in a fresh scratch folder under ``tmp``; a page that installs something
-    (`$ pip install`) runs in a throwaway virtual environment."""
+    (`$ pip install`) runs in a throwaway virtual environment. ``warm``: fork its `torchlint`
+    commands from a warm server (by default where torch is there and TORCHLINT_TEST_COLD is not
+    set)."""
     scratch = make_scratch(tmp / "work")
     installs = any(command.startswith("pip install") for command in commands_in(text))
     bin_dir = throwaway_venv(tmp / "venv") if installs else None
-    return run_document(text, scratch, runtime=runtime, bin_dir=bin_dir)
+    if warm is None:
+        warm = runtime and not os.environ.get("TORCHLINT_TEST_COLD")
+    return run_document(text, scratch, runtime=runtime, bin_dir=bin_dir, warm=warm, inductor_cache=inductor_cache)
 
 
-def run_document(text: str, scratch: Path, *, timeout: float = 300, runtime: bool = True, bin_dir: Path | None = None) -> list[Mismatch]:
+def run_document(text: str, scratch: Path, *, timeout: float = 300, runtime: bool = True, bin_dir: Path | None = None,
+                 warm: bool = False, inductor_cache: Path | None = None) -> list[Mismatch]:
     """Run every command of ``text`` in ``scratch``; the ones whose output differs from the
     document. ``runtime=False`` leaves out ``torchlint run`` commands (no torch installed)."""
-    env = environment(scratch.parent, bin_dir)
-    failures: list[Mismatch] = []
-    for step in steps(text):
-        if step.file is not None:
-            target = scratch / step.file[0]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(step.file[1])
-            continue
-        if step.skip:
-            continue
-        for command in step.commands:
-            if not runtime and "torchlint run" in command.line:
+    env = environment(scratch.parent, bin_dir, inductor_cache)
+    with contextlib.ExitStack() as stack:
+        warm_up = warm_server_starter(scratch.parent, env, stack) if warm else None
+        # What a page installs must be installed before the server imports the plugins.
+        last_install = max((i for i, line in enumerate(commands_in(text)) if line.startswith("pip install")), default=-1)
+        failures: list[Mismatch] = []
+        position = -1  # of the command in commands_in(text)
+        for step in steps(text):
+            if step.file is not None:
+                target = scratch / step.file[0]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(step.file[1])
                 continue
-            result = subprocess.run(
-                ["bash", "-c", command.line], cwd=scratch, env=env, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, text=True, timeout=timeout,
-            )
-            expected = normalise(command.expected, scratch)
-            actual = normalise(result.stdout, scratch)
-            if not matches(expected, actual):
-                raw = "\n".join(line.rstrip() for line in result.stdout.replace(f"{scratch}/", ".../").splitlines()).rstrip("\n")
-                failures.append(Mismatch(command, expected, actual, raw))
+            for command in step.commands:
+                position += 1
+                if step.skip or (not runtime and "torchlint run" in command.line):
+                    continue
+                if warm_up is not None and position > last_install and "torchlint" in command.line:
+                    warm_up()
+                output = _run_command(command.line, scratch, env, timeout)
+                expected = normalise(command.expected, scratch)
+                actual = normalise(output, scratch)
+                if not matches(expected, actual):
+                    raw = "\n".join(line.rstrip() for line in output.replace(f"{scratch}/", ".../").splitlines()).rstrip("\n")
+                    failures.append(Mismatch(command, expected, actual, raw))
     return failures
+
+
+def _run_command(line: str, scratch: Path, env: dict[str, str], timeout: float) -> str:
+    """What ``bash -c line`` prints (stdout and stderr together). A command past ``timeout``
+    is killed with its whole process group, so that nothing it started keeps the pipe open."""
+    with subprocess.Popen(["bash", "-c", line], cwd=scratch, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, start_new_session=True) as process:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except BaseException:  # the timeout, or the test interrupted: its own session needs ending too
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate(timeout=30)
+            raise
+    return output
+
+
+def warm_server_starter(home: Path, env: dict[str, str], stack: contextlib.ExitStack):
+    """Put a `torchlint` that forwards to a warm server first on ``env``'s PATH and return the
+    function that starts the server (once; until then the command runs the real `torchlint`).
+    None where the page's `torchlint` is not a Python console script a server can run."""
+    real = shutil.which("torchlint", path=env["PATH"])
+    python = _interpreter_of(real) if real else None
+    if python is None:
+        return None
+    folder = home / "warm-bin"
+    folder.mkdir()
+    env["PATH"] = f"{folder}{os.pathsep}{env['PATH']}"
+    # Where the server's socket will be linked once it listens; short, as a socket's path must be.
+    link_folder = tempfile.mkdtemp(prefix="torchlint-docs-")
+    stack.callback(shutil.rmtree, link_folder, ignore_errors=True)
+    address = os.path.join(link_folder, "server")
+    warm_command.write(str(folder), address, real, sys.executable)
+    started = []
+
+    def start() -> None:
+        if started:
+            return
+        from torchlint.runtime.parent.warm_server import WarmServer
+
+        server = WarmServer(python=python, env=_as_a_shell_passes_it(env, home))
+        stack.callback(server.close)
+        started.append(server)
+        if server.ready:
+            os.symlink(server.address, address)
+
+    return start
+
+
+def _as_a_shell_passes_it(env: dict[str, str], cwd: Path) -> dict[str, str]:
+    """``env`` as a command bash starts sees it (bash drops PS1 and sets SHLVL, Python sets
+    LC_CTYPE where the locale is C): what the server must start with for the page's commands
+    to start the same."""
+    show = "import json, os; print(json.dumps(dict(os.environ)))"
+    shown = subprocess.run(["bash", "-c", 'exec "$0" -SE -c "$1"', sys.executable, show], cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(shown.stdout)
+
+
+def _interpreter_of(script: str) -> str | None:
+    """The interpreter a console script's `#!` line names, where it names only one."""
+    with open(script, "rb") as stream:
+        first = stream.readline(4096)
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    return words[0] if len(words) == 1 and os.path.isabs(words[0]) else None
 
 
 def main(argv: list[str]) -> int:
@@ -208,12 +324,10 @@ def main(argv: list[str]) -> int:
     each one whose output differs from the document. `--fill` writes the real output under
     every command the document shows no output for (to write a new example from a real run;
     cut what varies with `...` afterwards)."""
-    import tempfile
-
     doc = Path(argv[0])
     text = doc.read_text()
     with tempfile.TemporaryDirectory() as tmp:
-        mismatches = run_page(text, Path(tmp))
+        mismatches = run_page(text, Path(tmp), inductor_cache=shared_inductor_cache())
     for mismatch in mismatches:
         print(mismatch)
     if "--fill" in argv:

@@ -35,17 +35,24 @@ def test_every_rule_doc_has_the_sections_users_expect():
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The pages whose console blocks are run. docs/rules/ is generated and shows no commands.
-DOCUMENTS = ("README.md", "docs/user-guide.md", "docs/plugins.md", "examples/compile/README.md", "examples/runtime/README.md")
+DOCUMENTS = doc_console.DOCUMENTS
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", DOCUMENTS)
-def test_every_command_a_page_shows_prints_what_the_page_shows(name, tmp_path):
-    text = (ROOT / name).read_text()
-    assert doc_console.commands_in(text), f"{name} shows no command"
-    failures = doc_console.run_page(text, tmp_path, runtime=HAS_TORCH)
+@pytest.mark.parametrize("name", [name for name in DOCUMENTS if name not in doc_console.PAGES_RUN_APART])
+def test_every_command_a_page_shows_prints_what_the_page_shows(name, tmp_path, request):
+    """The compile page runs in test_docs_compile_page.py: as long as these four together, it
+    is a file of its own so that xdist (``--dist loadfile``) can run it beside them."""
+    failures = doc_console.run_named_page(name, tmp_path, runtime=HAS_TORCH,
+                                          inductor_cache=doc_console.shared_inductor_cache(request.config))
     assert not failures, f"{name} is stale (python tests/doc_console.py {name} shows the real output):\n" + "\n".join(map(str, failures))
+
+
+def test_every_page_is_run_by_one_test_file():
+    assert set(doc_console.PAGES_RUN_APART) < set(DOCUMENTS)
+    apart = (ROOT / "tests" / "test_docs_compile_page.py").read_text()
+    assert all(repr(name) in apart or f'"{name}"' in apart for name in doc_console.PAGES_RUN_APART)
 
 
 def test_commands_outside_console_blocks_are_the_set_up_commands_ci_runs():
@@ -89,3 +96,14 @@ def test_the_harness_skips_what_it_is_told_to_skip(tmp_path):
     (tmp_path / "work").mkdir()
     assert doc_console.run_document(page, tmp_path / "work") == []
     assert doc_console.commands_in(page) == ["false"]
+
+
+@pytest.mark.parametrize("cold", ["", "1"])
+def test_a_page_runs_its_torchlint_commands_warm_unless_told_cold(tmp_path, monkeypatch, cold):
+    """TORCHLINT_TEST_COLD=1 starts every command as a fresh process: no warm `torchlint`
+    goes first on the page's PATH (a page without torchlint commands starts no server)."""
+    monkeypatch.setenv("TORCHLINT_TEST_COLD", cold)
+    page = "```console\n$ echo \"$PATH\" | cut -d: -f1 | xargs basename\nwarm-bin\n```\n"
+    failures = doc_console.run_page(page, tmp_path, runtime=True)
+    warm = HAS_TORCH and not cold
+    assert [f.actual for f in failures] == ([] if warm else ["bin"])  # the interpreter's bin folder

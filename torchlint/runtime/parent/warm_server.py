@@ -10,6 +10,17 @@ working folder, environment and output pipes, and answers its pid and then its e
 A caller whose environment differs from the server's in anything but ``LATE_READ`` runs the
 command itself: torch and Python read the rest of the environment when they start, and the
 server started long ago.
+
+A caller that is not Python (the documentation test's ``torchlint`` command, a few lines of
+plain Python in front of a shell) speaks to the socket directly. Its request may also carry:
+
+- a third descriptor, the run's stdin (else ``/dev/null``);
+- ``"script"``: the console script to run as ``__main__`` (as ``python SCRIPT ARGV`` would)
+  instead of ``python -m torchlint``;
+- ``"same_start": true``: the server answers ``{"refused": why}`` instead of a pid where the
+  caller's environment would start differently (``serves``), and the caller runs it itself;
+- ``"end_with_caller": true``: the server kills the run's process group if the caller's
+  connection closes before the run ends (the caller was killed: no orphan runs on).
 """
 
 from __future__ import annotations
@@ -29,7 +40,9 @@ from typing import Any
 
 #: Variables read when they are used, not when torch or torchlint are imported: a caller may
 #: set them differently from the server's start.
-LATE_READ = ("TORCHINDUCTOR_CACHE_DIR", "NO_COLOR", "TERM", "COLUMNS", "PYTEST_CURRENT_TEST")
+LATE_READ = ("TORCHINDUCTOR_CACHE_DIR", "NO_COLOR", "TERM", "COLUMNS", "PYTEST_CURRENT_TEST",
+             # What a shell sets for each command it starts; neither Python nor torch reads it.
+             "PWD", "OLDPWD", "SHLVL", "_")
 LATE_READ_PREFIXES = ("TORCHLINT_",)
 START_TIMEOUT_S = 120.0
 _PARENT = "parent"  # the selector's key for the parent's pidfd
@@ -43,6 +56,7 @@ def serve(address: str, parent: int) -> None:
     # The parent process is watched through a pidfd, not PR_SET_PDEATHSIG: the kernel sends
     # that signal when the *thread* that started the server ends, and a test whose first run
     # came from a thread pool lost its server when the pool shut down.
+    started_with = dict(os.environ)  # before any import can add to it
     if not hasattr(os, "pidfd_open"):
         return  # the caller reads no "ready" and starts its runs itself
     try:
@@ -83,14 +97,23 @@ def serve(address: str, parent: int) -> None:
     while True:
         for key, _ in selector.select():
             if key.data is None:
-                _start_one(listener, selector)
+                _start_one(listener, selector, started_with)
             elif key.data is _PARENT:
                 return  # the parent ended: so does the server (runs under way go on alone)
+            elif isinstance(key.data, _Caller):
+                _caller_left(key, selector)
             else:
                 _answer_end(key, selector)
 
 
-def _start_one(listener: socket.socket, selector: selectors.BaseSelector) -> None:
+class _Caller:
+    """Selector data of a connection whose run ends when its caller does (``end_with_caller``)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+
+def _start_one(listener: socket.socket, selector: selectors.BaseSelector, started_with: dict[str, str]) -> None:
     """Fork the command line the next caller sends, and tell the caller its pid."""
     from torchlint.runtime.parent import warm_start
 
@@ -100,10 +123,28 @@ def _start_one(listener: socket.socket, selector: selectors.BaseSelector) -> Non
     except (OSError, ValueError):
         connection.close()  # the caller went away, or sent no request: nothing to answer
         return
-    stdout, stderr = fds
+    if request.get("same_start") and not starts_the_same(request["env"], started_with):
+        for fd in fds:
+            os.close(fd)
+        differ = sorted(key for key in set(request["env"]) | set(started_with) if not starts_the_same(
+            {key: request["env"].get(key, "")}, {key: started_with.get(key, "")}))
+        try:
+            connection.sendall(json.dumps({"refused": f"started with other {', '.join(differ)}"}).encode() + b"\n")
+        except OSError:
+            pass
+        connection.close()
+        return
+    stdout, stderr = fds[:2]
+    stdin = fds[2] if len(fds) == 3 else subprocess.DEVNULL
+    script = request.get("script")
+    if script:
+        def main() -> int:
+            return warm_start.run_script_as_main(script, request["argv"])
+    else:
+        def main() -> int:
+            return warm_start.run_as_main("torchlint", request["argv"], path0=os.getcwd())
     # Its own session: the caller kills the group on its timeout.
-    pid = warm_start.fork(lambda: warm_start.run_as_main("torchlint", request["argv"], path0=os.getcwd()),
-                          cwd=request["cwd"], env=request["env"], stdin=subprocess.DEVNULL, stdout=stdout,
+    pid = warm_start.fork(main, cwd=request["cwd"], env=request["env"], stdin=stdin, stdout=stdout,
                           stderr=stderr, start_new_session=True,
                           leave=lambda: _leave_the_server(selector, connection)).pid
     for fd in fds:
@@ -113,12 +154,26 @@ def _start_one(listener: socket.socket, selector: selectors.BaseSelector) -> Non
     except OSError:
         pass  # the run goes on; its end is still waited for below
     selector.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, connection))
+    if request.get("end_with_caller"):
+        # The caller sends nothing more: the connection turns readable when it closes.
+        selector.register(connection, selectors.EVENT_READ, _Caller(pid))
+
+
+def _caller_left(key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
+    """The caller of a running ``end_with_caller`` run closed its end: end the run's group."""
+    selector.unregister(key.fileobj)
+    try:
+        os.killpg(key.data.pid, signal.SIGKILL)
+    except OSError:
+        pass  # it ended meanwhile; its pidfd says so next
 
 
 def _answer_end(key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
     pid, connection = key.data
     selector.unregister(key.fd)
     os.close(key.fd)
+    if connection in selector.get_map():
+        selector.unregister(connection)
     _, status = os.waitpid(pid, 0)
     try:
         connection.sendall(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
@@ -141,7 +196,7 @@ def _leave_the_server(selector: selectors.BaseSelector, connection: socket.socke
 
 
 def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    data, fds, _, _ = socket.recv_fds(connection, 1 << 16, 2)
+    data, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
     while len(data) < _HEADER.size:
         data += connection.recv(1 << 16)
     (length,) = _HEADER.unpack_from(data)
@@ -150,9 +205,19 @@ def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
         if not more:
             raise ValueError("request cut short")
         data += more
-    if len(fds) != 2:
-        raise ValueError("a request carries its stdout and stderr")
+    if len(fds) not in (2, 3):
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("a request carries its stdout and stderr, and may carry its stdin")
     return json.loads(data[_HEADER.size:_HEADER.size + length]), list(fds)
+
+
+def starts_the_same(env: dict[str, str], started_with: dict[str, str]) -> bool:
+    """Whether a process started with ``env`` starts as one started with ``started_with``."""
+    for key in set(env) | set(started_with):
+        if env.get(key) != started_with.get(key) and not (key in LATE_READ or key.startswith(LATE_READ_PREFIXES)):
+            return False
+    return True
 
 
 # ------------------------------------------------------------------------------ the caller
@@ -161,12 +226,14 @@ class WarmServer:
     """The caller's side: ``run(argv, cwd, env, timeout)`` -> (returncode, stdout, stderr),
     as ``subprocess.run([python, "-m", "torchlint", *argv], capture_output=True, text=True)``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, python: str | None = None, env: dict[str, str] | None = None) -> None:
+        """``python``: the interpreter the runs are to start in (this one by default); ``env``:
+        the environment they start with (this process's by default)."""
         self.folder = tempfile.mkdtemp(prefix="torchlint-warm-")
         self.address = os.path.join(self.folder, "socket")
-        self.environment = dict(os.environ)
+        self.environment = dict(os.environ if env is None else env)
         code = f"from torchlint.runtime.parent.warm_server import serve; serve({self.address!r}, {os.getpid()})"
-        self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL,
+        self.process = subprocess.Popen([python or sys.executable, "-c", code], stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, start_new_session=True, env=self.environment)
         self.ready = self._wait_ready()
 
@@ -185,11 +252,7 @@ class WarmServer:
         """Whether a command with environment ``env`` would start the same in the server."""
         if not self.ready or self.process.poll() is not None:
             return False
-        for key in set(env) | set(self.environment):
-            if env.get(key) != self.environment.get(key) and not (
-                    key in LATE_READ or key.startswith(LATE_READ_PREFIXES)):
-                return False
-        return True
+        return starts_the_same(env, self.environment)
 
     def run(self, argv: list[str], *, cwd: str | Path, env: dict[str, str], timeout: float) -> tuple[int, str, str]:
         deadline = time.monotonic() + timeout

@@ -115,7 +115,8 @@ def fork(main: Any, *, cwd: Any = None, env: dict[str, str] | None = None, stdin
          stdout: Any = None, stderr: Any = None, start_new_session: bool = False,
          pass_fds: tuple[int, ...] = (), leave: Any = None) -> ForkedProcess:
     """Popen's options for a fork that runs ``main()`` (an exit code) and exits; ``stdout`` and
-    ``stderr`` may be PIPE, STDOUT (stderr) or a descriptor, which the fork takes over.
+    ``stderr`` may be PIPE, STDOUT (stderr) or a descriptor, which the fork takes over; ``stdin``
+    DEVNULL or a descriptor.
     ``leave()`` runs first in the fork, to close what is the parent's alone. Every other
     descriptor stays open in the fork: those torchlint passes on purpose (``pass_fds``) and,
     harmlessly, read ends and sockets of the parent's."""
@@ -135,6 +136,8 @@ def fork(main: Any, *, cwd: Any = None, env: dict[str, str] | None = None, stdin
                 os.setsid()
             if stdin == subprocess.DEVNULL:
                 _point(0, os.open(os.devnull, os.O_RDONLY))
+            elif isinstance(stdin, int) and stdin >= 0:
+                _point(0, stdin)
             if write_end is not None:
                 os.dup2(write_end, 1)
             elif isinstance(stdout, int) and stdout >= 0:
@@ -172,14 +175,26 @@ def run_as_main(module: str, args: list[str], *, path0: str) -> int:
     interpreter (``path0``: its ``sys.path[0]``), then the interpreter's exit: other threads
     joined, atexit handlers run, output flushed. The exit code; a death by KeyboardInterrupt
     is a death by SIGINT, as CPython's."""
-    _as_a_fresh_interpreter()
-    sys.argv = ["-c", *args]
-    sys.path[0] = path0
     sys.modules.pop(module, None)  # a fresh interpreter has not imported what it runs as __main__
+    return _run_as_a_fresh_interpreter(lambda: runpy.run_module(module, run_name="__main__", alter_sys=True),
+                                       ["-c", *args], path0)
+
+
+def run_script_as_main(script: str, args: list[str]) -> int:
+    """In a fork: what ``python SCRIPT ARGS`` would do (a console script such as ``bin/torchlint``;
+    ``sys.path[0]`` its folder), then the interpreter's exit, as ``run_as_main``."""
+    return _run_as_a_fresh_interpreter(lambda: runpy.run_path(script, run_name="__main__"), [script, *args],
+                                       os.path.dirname(os.path.realpath(script)))
+
+
+def _run_as_a_fresh_interpreter(run: Any, argv: list[str], path0: str) -> int:
+    _as_a_fresh_interpreter()
+    sys.argv = argv
+    sys.path[0] = path0
     code = 0
     interrupted = False
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        run()
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except KeyboardInterrupt:
