@@ -33,7 +33,7 @@ PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 def main(address: str, real: str) -> None:
     """Run ``sys.argv[1:]`` through the server at ``address``, or exec ``real`` with them."""
     argv = sys.argv[1:]
-    connection = None if _races_its_start(argv) else _request(address, real, argv)
+    connection = _request(address, real, argv)
     if connection is None:
         os.execv(real, [real, *argv])
     answers = connection.makefile("rb")
@@ -50,14 +50,6 @@ def main(address: str, real: str) -> None:
         _kill_group(pid, signal.SIGKILL)
         sys.exit(124)
     _exit_as(json.loads(line)["returncode"] if line else 1)
-
-
-def _races_its_start(argv: list[str]) -> bool:
-    """A `torchlint run` that shows progress starts its child and then checks the program
-    statically, and both print a line: a fresh child is still importing torch when the static
-    check prints, a forked one is not. What a page shows is the fresh order, so such a run
-    runs fresh."""
-    return argv[:1] == ["run"] and not {"-q", "--quiet"} & set(argv)
 
 
 def _request(address: str, real: str, argv: list[str]) -> socket.socket | None:

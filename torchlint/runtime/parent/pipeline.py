@@ -110,15 +110,20 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     )
     try:
         with stopped_by_signals():
-            child = RunningChild(spec, cwd=cwd, monitor=_monitor(options))
+            child = RunningChild(spec, cwd=cwd, monitor=_monitor(options), hold_output=True)
             try:
                 # Only the target and what it imports: a sibling script never used is not read.
                 closure = import_closure(target.path, _roots(session.config.root, target.path))
+                # Said after the child's opening line and before the program's output, whichever
+                # process gets there first; the program's output waits for it (runner._OutputPump).
                 static, refuted = _static_findings(session, enabled, closure, cwd, options.quiet, options.device,
-                                                   f"{target.path.name} and the files it imports")
+                                                   f"{target.path.name} and the files it imports",
+                                                   say=child.pump.say_after_opening)
             except BaseException:
                 child.kill()
                 raise
+            finally:
+                child.pump.release()
             result = child.finish()
             more = _imported_beyond(result, closure, [target.path.parent, *_roots(session.config.root, target.path)])
             if more:
@@ -249,9 +254,9 @@ def _imported_beyond(result, closure: list[Path], project: list[Path]) -> list[P
 
 
 def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, quiet: bool, device: str = "cpu",
-                     what: str = "") -> tuple[list[Finding], list[Finding]]:
+                     what: str = "", say=None) -> tuple[list[Finding], list[Finding]]:
     """The static findings of ``files``, and those the project phase dropped (which the run's
-    evidence may prove after all)."""
+    evidence may prove after all). ``say`` writes the progress line (default: to stderr)."""
     from torchlint.config import ConfigError
     from torchlint.static.engine import StaticEngine
 
@@ -268,7 +273,7 @@ def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, q
     # not part of this run (and reading a whole tree cold would delay every `torchlint run`).
     result = engine.check_paths(files, cwd=cwd, project_context=False)
     if not quiet:
-        sys.stderr.write(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s): {what}\n")
+        (say or sys.stderr.write)(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s): {what}\n")
     return result.findings, engine.refuted
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -66,28 +67,97 @@ class RunSpec:
 
 
 class _OutputPump(threading.Thread):
-    """Copies the child's output to our stderr (unless quiet) and keeps its tail."""
+    """Copies the child's output to our stderr (unless quiet) and keeps its tail.
 
-    def __init__(self, pipe: BinaryIO, forward: bool) -> None:
+    Our own progress line about the static check (``say_after_opening``) comes right after the
+    child's opening line ("torchlint: running ... under probes") and before anything the
+    program prints: both processes work at once, and the order must not depend on which is
+    faster (a forked child won the race that a fresh one, still importing torch, lost). So
+    what the child prints after its opening line waits until the static check is done
+    (``release``), a fraction of a second at most; before the opening line nothing waits."""
+
+    #: How much of the child's output is searched for its opening line before giving up on it.
+    OPENING_SEARCH_BYTES = 1 << 16
+
+    def __init__(self, pipe: BinaryIO, forward: bool, hold: bool = False) -> None:
         super().__init__(daemon=True, name="torchlint-run-output")
         self.pipe = pipe
         self.forward = forward
         self.tail = bytearray()
+        self._lock = threading.Lock()
+        self._head = bytearray()  # the output up to the child's opening line
+        self._opened = False  # the opening line went out
+        self._released = not (forward and hold)  # our own lines are all said (or none will come)
+        self._said: list[bytes] = []  # our lines, waiting for the opening line
+        self._held = bytearray()  # the child's output after its opening line, waiting for ours
+        self._sink = getattr(sys.stderr, "buffer", None) if forward else None
+
+    def say_after_opening(self, line: str) -> None:
+        with self._lock:
+            self._said.append(line.encode())
+            self._flush()
+
+    def release(self) -> None:
+        """Our lines are said: the child's output flows on."""
+        with self._lock:
+            self._released = True
+            self._flush()
 
     def run(self) -> None:
-        sink = getattr(sys.stderr, "buffer", None) if self.forward else None
         while True:
             chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536)
             if not chunk:
                 break
             self.tail += chunk
             del self.tail[:-OUTPUT_TAIL_BYTES]
-            if sink is not None:
-                try:
-                    sink.write(chunk)
-                    sink.flush()
-                except (OSError, ValueError):
-                    sink = None
+            with self._lock:
+                if self._opened:
+                    self._held += chunk
+                else:
+                    before = len(self._head)
+                    self._head += chunk
+                    opening = _OPENING.search(self._head)
+                    if opening is not None:
+                        cut = opening.end() - before
+                        self._write(chunk[:cut])
+                        self._opened = True
+                        self._held += chunk[cut:]
+                    elif len(self._head) > self.OPENING_SEARCH_BYTES:
+                        self._write(chunk)
+                        self._opened = True
+                    else:
+                        self._write(chunk)
+                self._flush()
+        self.open_now()
+
+    def open_now(self) -> None:
+        """The child's output ended, or we stop waiting for it: everything goes out now."""
+        with self._lock:
+            self._opened = self._released = True
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._opened:
+            return
+        for line in self._said:
+            self._write(line)
+        self._said.clear()
+        if self._released and self._held:
+            self._write(bytes(self._held))
+            self._held.clear()
+
+    def _write(self, data: bytes) -> None:
+        if self._sink is None:
+            return
+        try:
+            self._sink.write(data)
+            self._sink.flush()
+        except (OSError, ValueError):
+            self._sink = None
+
+
+#: The child's opening progress line, once whole (rank-labelled under --nproc-per-node).
+_OPENING = re.compile(rb"(?m)^torchlint(?: \(rank \d+\))?: running .* under probes: .*\n")
 
 
 class RunningChild:
@@ -98,7 +168,10 @@ class RunningChild:
     ``runtime.channel``'s pipe, so no file or folder exists that a target could delete or that
     a killed run could leave behind."""
 
-    def __init__(self, spec: RunSpec, *, cwd: Path, python: str | None = None, monitor: Any = None) -> None:
+    def __init__(self, spec: RunSpec, *, cwd: Path, python: str | None = None, monitor: Any = None,
+                 hold_output: bool = False) -> None:
+        """``hold_output``: the program's output waits for ``pump.release()`` (the caller has a
+        progress line of its own to say first, ``_OutputPump``)."""
         self.spec = spec
         #: Watches the events while the child runs (``check(routes)`` -> an event to end the
         #: run with, or None); `--nproc-per-node` uses it to stop ranks that diverged.
@@ -144,7 +217,7 @@ class RunningChild:
             self.channel.close()
             raise
         self.channel.child_started()
-        self.pump = _OutputPump(self.proc.stdout, forward=not spec.quiet)
+        self.pump = _OutputPump(self.proc.stdout, forward=not spec.quiet, hold=hold_output)
         self.pump.start()
 
     def kill(self) -> None:
@@ -170,6 +243,7 @@ class RunningChild:
             ended = time.monotonic()
             seconds = min(ended, self.spec.deadline) - self.started if ended > self.spec.deadline else ended - self.started
             self.pump.join(timeout=5)
+            self.pump.open_now()  # an orphan may hold the pipe open: our lines wait no longer
             events = self.channel.collect() + self.extra_events
             # Ended at the deadline by the watchdog (an event), or by faulthandler (none).
             timed_out = timed_out or any(e["event"] == "timed-out" for e in events) or (
