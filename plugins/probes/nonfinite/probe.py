@@ -434,6 +434,11 @@ class NonfiniteProbe(Probe):
         self.optimizers = True  # from now on a finding names the optimizer step it is in
 
     def _step_begins(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if threading.get_ident() != self.thread:
+            # Another thread's optimizer (a program training a second model in the background):
+            # its parameters are not this thread's to read, and reading `.grad` while that
+            # thread sets it to None crashed the process.
+            return
         self.stepping = True
         for group in optimizer.param_groups:
             for param in group["params"]:
@@ -441,7 +446,7 @@ class NonfiniteProbe(Probe):
                     self.params[id(param)] = weakref.ref(param)
         # Unwatched, `backward()` goes unseen: its gradients are read here, before the step
         # writes them into the weights. Under GradScaler an overflow is the scaler's to skip.
-        if not self.watched and self.traces_left > 0 and not self.scaled and threading.get_ident() == self.thread:
+        if not self.watched and self.traces_left > 0 and not self.scaled:
             with torch._C.DisableTorchFunction():
                 if not self._gradients_look_finite(optimizer):
                     self._check_gradients()
@@ -455,6 +460,8 @@ class NonfiniteProbe(Probe):
         return all(finite_flags([g for g in grads if not g.is_sparse]))
 
     def _step_ends(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if threading.get_ident() != self.thread:
+            return
         self.stepping = False
         self.steps += 1
         self.window.clear()
