@@ -13,6 +13,7 @@ from pathlib import Path
 
 import doc_console  # tests/doc_console.py
 import pytest
+from process_state import alive  # tests/process_state.py
 
 pytest.importorskip("torch")
 
@@ -93,7 +94,7 @@ def test_a_killed_command_leaves_no_run_behind(page, tmp_path):
         os.killpg(process.pid, signal.SIGKILL)  # what the docs test does to a command past its timeout
         process.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while _alive(program):
+        while alive(program):
             assert time.monotonic() < deadline, "the run went on after its command was killed"
             time.sleep(0.1)
     finally:
@@ -101,10 +102,3 @@ def test_a_killed_command_leaves_no_run_behind(page, tmp_path):
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("torch")
 
 from conftest import torchlint_run  # noqa: E402
+from process_state import alive  # noqa: E402  (tests/process_state.py)
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux guarantees")]
 
@@ -29,19 +30,12 @@ time.sleep(float(sys.argv[1]))
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stream:
-            return stream.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead
-    except OSError:
-        return False
-
 
 def _wait_gone(pids: list[int], seconds: float) -> list[int]:
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+    while time.monotonic() < deadline and any(alive(pid) for pid in pids):
         time.sleep(0.05)
-    return [pid for pid in pids if _alive(pid)]
+    return [pid for pid in pids if alive(pid)]
 
 
 def _read_pids(folder: Path, proc: subprocess.Popen, seconds: float = 60) -> list[int]:
@@ -55,7 +49,7 @@ def _read_pids(folder: Path, proc: subprocess.Popen, seconds: float = 60) -> lis
 
 def _kill_leftovers(pids: list[int]) -> None:
     for pid in pids:  # only if the test failed: never leave our own sleepers behind
-        if _alive(pid):
+        if alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 

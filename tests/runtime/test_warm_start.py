@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("torch")
 
 from conftest import torchlint_run  # noqa: E402
+from process_state import alive  # noqa: E402  (tests/process_state.py)
 
 from torchlint.runtime.parent.warm_server import WarmServer  # noqa: E402
 
@@ -88,19 +89,12 @@ def test_a_run_past_the_callers_timeout_is_killed_and_the_server_serves_on(serve
     target = int((tmp_path / "pid").read_text())
     # `torchlint run` was killed; its supervisor, told by the kernel, ends the target.
     deadline = time.monotonic() + 20
-    while _alive(target) and time.monotonic() < deadline:
+    while alive(target) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(target)
+    assert not alive(target)
     returncode, report, _ = _warm(server, program)
     assert returncode != 0 and report["outcome"]["status"] == "completed"
 
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_a_server_started_from_a_thread_serves_after_the_thread_ends(program):
