@@ -31,8 +31,8 @@ def project(tmp_path: Path, files: dict[str, str], select: str = "TL101,TL102") 
 
 
 # -- within a file ----------------------------------------------------------------------------
-def test_model_and_loss_passed_into_a_training_function():
-    code = """
+#: Probabilities made in a model's forward reach the loss a training function is given (line 9).
+PASSED_INTO_TRAIN = """
     import torch.nn as nn
 
     class Net(nn.Module):
@@ -45,25 +45,16 @@ def test_model_and_loss_passed_into_a_training_function():
 
     train(Net(), nn.CrossEntropyLoss(), loader)
     """
-    assert lines(code) == [9]
+
+
+def test_model_and_loss_passed_into_a_training_function():
+    assert lines(PASSED_INTO_TRAIN) == [9]
 
 
 def test_functions_defined_after_a_lone_carriage_return_are_followed():
     # `train` is known as this file's function by a text scan for `def` at a line's start:
     # a lone "\r" starts a line as "\n" does (old Mac files), with or without `async`.
-    code = textwrap.dedent("""
-    import torch.nn as nn
-
-    class Net(nn.Module):
-        def forward(self, x):
-            return nn.functional.softmax(self.fc(x), dim=1)
-
-    def train(model, criterion, loader):
-        for x, y in loader:
-            loss = criterion(model(x), y)
-
-    train(Net(), nn.CrossEntropyLoss(), loader)
-    """).lstrip("\n")
+    code = textwrap.dedent(PASSED_INTO_TRAIN).lstrip("\n")
     for newline in ("\n", "\r\n", "\r"):
         text = code.replace("\n", newline)
         for spelled in (text, text.replace("def train", "async def train")):
