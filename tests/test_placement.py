@@ -110,3 +110,25 @@ def test_placement_answers_each_question_about_a_file():
 def test_a_file_that_sets_the_default_device_has_no_meetings():
     source = SOURCE.replace("import torch\n", "import torch\ntorch.set_default_device('cuda')\n", 1)
     assert not [line for line in answers(source) if "meets" in line]
+
+
+def test_a_loop_over_the_builtin_range_sends_no_function_through_the_device_flow(monkeypatch):
+    """The flow is read for functions that make tensors: `range` is a torch factory's name too,
+    but a bare `range(n)` is the builtin unless the file imported torch's."""
+    read: list[str] = []
+    flow_of = Placement.flow_of
+    monkeypatch.setattr(Placement, "flow_of", lambda self, node, cls: read.append(node.name.value) or flow_of(self, node, cls))
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def train(model, loader, device):
+            for _ in range(3):
+                for x in loader:
+                    model(x.to(device)).sum().backward()
+        """
+    )
+    assert answers(source) == ["1: moves_a_model=False", "4: train loading=False callers_move=False forward=False"]
+    assert read == []
+    answers(source.replace("import torch\n", "import torch\nfrom torch import range\n", 1))
+    assert read == ["train"]

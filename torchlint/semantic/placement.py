@@ -55,6 +55,10 @@ if TYPE_CHECKING:
 
 #: Names of calls that may make a CPU tensor: the factories, the legacy constructors, normal.
 CREATING_NAMES = FACTORY_NAMES | {q.rpartition(".")[2] for q in LEGACY_CONSTRUCTORS} | {"normal"}
+#: Creating names that are also Python builtins: a bare `range(n)` is the builtin unless the
+#: file imported torch's. (Every loop calls it: taken for a factory, it sent every function
+#: with a loop through the device flow.)
+BUILTIN_CREATING_NAMES = frozenset({"range"})
 
 #: Parameter uses that show it is a tensor (numpy shares .shape and .dtype; the spec accepts them).
 TENSOR_EVIDENCE_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim"})
@@ -169,7 +173,8 @@ class Placement(Analysis):
             moved = _moved_call(node)
             if moved is not None:
                 self._moved[moved] = self._moved.get(moved, 0) + 1
-        if short in CREATING_NAMES:
+        if short in CREATING_NAMES and not (short in BUILTIN_CREATING_NAMES and type(func) is cst.Name
+                                            and not (self._visiting_qualname(func) or "").startswith("torch.")):
             self._with_factories.add(id(function) if function is not None else None)
         elif function is not None:
             self._called.setdefault(id(function), set()).add(short)
