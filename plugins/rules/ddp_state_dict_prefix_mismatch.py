@@ -202,6 +202,9 @@ class DdpStateDictPrefixMismatch(Rule):
         #: one reader per scope: a method's reader is asked again for every `self.<model>`
         self._readers: dict[tuple[int, int], _ScopeReader] = {}
         self._file_handles_prefixes: bool | None = None
+        #: each save or load call's ancestors, innermost last: where it sits among the
+        #: statements of its scope (a reader orders statements only, see _walk)
+        self.ancestors_of: dict[int, tuple[cst.CSTNode, ...]] = {}
 
     def reader(self, scope: cst.CSTNode, owner: cst.ClassDef | None) -> _ScopeReader:
         key = (id(scope), id(owner))  # a method read as a class's assignments has no owner
@@ -224,6 +227,7 @@ class DdpStateDictPrefixMismatch(Rule):
         else:
             return
         function = self.ctx.enclosing_function()
+        self.ancestors_of[id(node)] = tuple(self.ctx.ancestors)
         self._events.append((kind, node, function or self.ctx.module, self.ctx.enclosing_class() if function else None))
 
     def finish(self) -> None:
@@ -304,6 +308,23 @@ class _ScopeReader:
                 if name is not None:
                     self.assignments.append((node, name, node.value, conditional))
 
+    def _position(self, at: cst.CSTNode) -> float:
+        """Where `at` (an assignment of this scope, or a save or load call) comes among the
+        statements of the scope, in source order; past the end where it is not in the scope's
+        own code (a nested function or a lambda). A call comes right after the innermost
+        statement holding it: any statement nested in that one follows the expressions the
+        statement starts with (a test, an iterable, a `with` item), which is where a call sits."""
+        index = self._order.get(id(at))
+        if index is not None:
+            return index
+        for ancestor in reversed(self.rule.ancestors_of.get(id(at), ())):
+            if type(ancestor) is cst.Lambda:
+                break
+            index = self._order.get(id(ancestor))
+            if index is not None:
+                return index + 0.5 if type(ancestor) not in _SCOPE_TYPES.get() else 1 << 62
+        return 1 << 62
+
     def _handles_prefixes(self) -> bool:
         """Whether this scope's text handles `module.` prefixes. The file's text is asked first:
         generating a function's code costs more than the rest of this rule, and most files
@@ -338,7 +359,7 @@ class _ScopeReader:
             return None
         state = None
         known = False
-        position = self._order.get(id(at), 1 << 62)
+        position = self._position(at)
         for node, target, value, conditional in self.assignments:
             if target != name or self._order[id(node)] >= position:
                 continue
@@ -423,7 +444,7 @@ class _ScopeReader:
     def _last_value(self, name: str, at: cst.CSTNode) -> cst.BaseExpression | None:
         """The value of the last unconditional assignment to `name` before `at`, when no
         other assignment to it comes between."""
-        position = self._order.get(id(at), 1 << 62)
+        position = self._position(at)
         found = None
         for node, target, value, conditional in self.assignments:
             if target == name and self._order[id(node)] < position:
@@ -431,14 +452,40 @@ class _ScopeReader:
         return found
 
 
-def _walk(root: cst.CSTNode) -> list[tuple[cst.CSTNode, bool]]:
-    """Every node of a scope in source order (not entering nested scopes), with whether it
-    sits under a branch of the scope. Written for speed: a reader walks every function that
-    saves or loads, and this loop was half of the rule's time on a training script."""
-    from torchlint.static.walker import _FIELDS, _child_fields, _node_types
+class _ScopeTypes:
+    """The scope node classes as a set, and every other node class that is not an expression
+    (built on first use: the import must not load libcst)."""
 
-    node_types = _node_types()  # a set lookup: `isinstance` on libcst's ABCs is this loop's cost
-    scope_types = scopes()
+    def __init__(self) -> None:
+        self._scopes: frozenset[type] | None = None
+        self._statements: frozenset[type] | None = None
+
+    def get(self) -> frozenset[type]:
+        if self._scopes is None:
+            self._scopes = frozenset(scopes())
+        return self._scopes
+
+    def not_expressions(self) -> frozenset[type]:
+        if self._statements is None:
+            from torchlint.static.walker import _node_types
+
+            self._statements = frozenset(t for t in _node_types() if not issubclass(t, cst.BaseExpression))
+        return self._statements
+
+
+_SCOPE_TYPES = _ScopeTypes()
+
+
+def _walk(root: cst.CSTNode) -> list[tuple[cst.CSTNode, bool]]:
+    """Every node of a scope that is not an expression, in source order (not entering nested
+    scopes), with whether it sits under a branch of the scope. An assignment is a statement,
+    which no expression holds, so the walk need not enter expressions (most of a function's
+    nodes): a reader walks every function that saves or loads, and this loop was half of the
+    rule's time on a training script."""
+    from torchlint.static.walker import _FIELDS, _child_fields
+
+    node_types = _SCOPE_TYPES.not_expressions()  # a set lookup: `isinstance` on libcst's ABCs is this loop's cost
+    scope_types = _SCOPE_TYPES.get()
     found: list[tuple[cst.CSTNode, bool]] = []
     stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
     while stack:
