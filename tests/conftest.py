@@ -57,3 +57,38 @@ def _share_one_inductor_cache(config) -> None:
 @pytest.fixture(scope="session")
 def builtin_rules():
     return collect_rules(make_plugin_manager())
+
+
+#: The test files that take longest (wall seconds on a clean clone, 2 cores): each worker
+#: starts with them. xdist hands out files with the most tests first, so these, which hold a
+#: few long tests each, came last, and the suite ended with one worker running the compile
+#: page for half a minute while the other had nothing left to do.
+LONGEST_FIRST = (
+    "tests/runtime/test_compile_minify.py",  # ~75 s: two minifier runs, cold Inductor
+    "tests/test_docs.py",  # ~75 s: every command of every page
+    "tests/runtime/test_compile_invisible.py",  # ~50 s
+    "tests/runtime/test_dist_examples.py",  # ~40 s: twelve two-rank runs, four at a time
+    "tests/test_docs_compile_page.py",  # ~35 s
+)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` with the files of LONGEST_FIRST handed out first."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestFirst(LoadFileScheduling):
+        _ordered = False
+
+        def _assign_work_unit(self, node) -> None:
+            if not self._ordered:  # the first assignment: the queue is complete, nothing taken yet
+                self._ordered = True
+                rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+                units = sorted(self.workqueue.items(), key=lambda unit: rank.get(unit[0], len(rank)))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)

@@ -43,3 +43,12 @@ def test_ci_runs_the_readme_set_up_commands_verbatim():
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert len(commands) == 3, commands
     assert commands == [line for line in ci if line in commands], "CI must run the README's set-up commands, in order"
+
+
+def test_the_files_handed_out_first_exist():
+    """tests/conftest.py starts each worker on the longest files; a renamed one would quietly
+    go back to the end of the queue."""
+    import runpy
+
+    listed = runpy.run_path(str(ROOT / "tests" / "conftest.py"))["LONGEST_FIRST"]  # by path: runtime/ has a conftest too
+    assert listed and [name for name in listed if not (ROOT / name).is_file()] == []
