@@ -187,3 +187,16 @@ def test_runs_sent_together_run_together(server, tmp_path):
         assert list(pool.map(run, ("a", "b"))) == [0, 0]
     (a_start, a_end), (b_start, b_end) = (map(float, (tmp_path / n / "span").read_text().split()) for n in "ab")
     assert a_start < b_end and b_start < a_end  # the two sleeps overlapped
+
+
+def test_a_caller_that_compiled_in_process_is_still_served(server):
+    """Inductor writes `_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR` into its process's environment
+    before it loads a kernel. A test worker that once compiled in process (the minifier's tests
+    do) then differed from its server, and every later run of that worker started cold."""
+    import inspect
+
+    from torch._inductor.codecache import CppPythonBindingsCodeCache
+
+    written = inspect.getsource(CppPythonBindingsCodeCache._load_library_inner)
+    assert 'os.environ["_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR"]' in written  # torch still writes it so
+    assert server.serves(dict(server.environment, _TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR="140025822628896"))

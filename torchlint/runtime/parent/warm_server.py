@@ -42,7 +42,12 @@ from typing import Any
 #: set them differently from the server's start.
 LATE_READ = ("TORCHINDUCTOR_CACHE_DIR", "NO_COLOR", "TERM", "COLUMNS", "PYTEST_CURRENT_TEST",
              # What a shell sets for each command it starts; neither Python nor torch reads it.
-             "PWD", "OLDPWD", "SHLVL", "_")
+             "PWD", "OLDPWD", "SHLVL", "_",
+             # Inductor writes this into its own process's environment (an address in that
+             # process) before it loads each compiled kernel, and reads it only then: a caller
+             # that once compiled in process carries it, and differs from the server in
+             # nothing torch starts with.
+             "_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR")
 LATE_READ_PREFIXES = ("TORCHLINT_",)
 START_TIMEOUT_S = 120.0
 _PARENT = "parent"  # the selector's key for the parent's pidfd
