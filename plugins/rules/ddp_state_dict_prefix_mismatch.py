@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 from typing import Iterator
 
 import libcst as cst
@@ -322,7 +323,7 @@ class _ScopeReader:
                 break
             index = self._order.get(id(ancestor))
             if index is not None:
-                return index + 0.5 if type(ancestor) not in _SCOPE_TYPES.get() else 1 << 62
+                return index + 0.5 if type(ancestor) not in _scope_types() else 1 << 62
         return 1 << 62
 
     def _handles_prefixes(self) -> bool:
@@ -452,28 +453,17 @@ class _ScopeReader:
         return found
 
 
-class _ScopeTypes:
-    """The scope node classes as a set, and every other node class that is not an expression
-    (built on first use: the import must not load libcst)."""
-
-    def __init__(self) -> None:
-        self._scopes: frozenset[type] | None = None
-        self._statements: frozenset[type] | None = None
-
-    def get(self) -> frozenset[type]:
-        if self._scopes is None:
-            self._scopes = frozenset(scopes())
-        return self._scopes
-
-    def not_expressions(self) -> frozenset[type]:
-        if self._statements is None:
-            from torchlint.static.walker import _node_types
-
-            self._statements = frozenset(t for t in _node_types() if not issubclass(t, cst.BaseExpression))
-        return self._statements
+@functools.cache
+def _scope_types() -> frozenset[type]:
+    return frozenset(scopes())
 
 
-_SCOPE_TYPES = _ScopeTypes()
+@functools.cache
+def _not_expressions() -> frozenset[type]:
+    """Every libcst node class that is not an expression (built on first use, like walker's set)."""
+    from torchlint.static.walker import _node_types
+
+    return frozenset(t for t in _node_types() if not issubclass(t, cst.BaseExpression))
 
 
 def _walk(root: cst.CSTNode) -> list[tuple[cst.CSTNode, bool]]:
@@ -484,8 +474,8 @@ def _walk(root: cst.CSTNode) -> list[tuple[cst.CSTNode, bool]]:
     rule's time on a training script."""
     from torchlint.static.walker import _FIELDS, _child_fields
 
-    node_types = _SCOPE_TYPES.not_expressions()  # a set lookup: `isinstance` on libcst's ABCs is this loop's cost
-    scope_types = _SCOPE_TYPES.get()
+    node_types = _not_expressions()  # a set lookup: `isinstance` on libcst's ABCs is this loop's cost
+    scope_types = _scope_types()
     found: list[tuple[cst.CSTNode, bool]] = []
     stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
     while stack:
