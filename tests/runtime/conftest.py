@@ -75,7 +75,8 @@ def _warm_server():
     if not _WARM:
         from torchlint.runtime.parent.warm_server import WarmServer
 
-        _WARM.append(WarmServer())
+        # A worker's runs include dozens that compile with Inductor (the compile tests).
+        _WARM.append(WarmServer(compiles=True))
     return _WARM[0]
 
 

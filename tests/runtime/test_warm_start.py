@@ -120,6 +120,16 @@ def test_a_server_started_from_a_thread_serves_after_the_thread_ends(program):
         warm.close()
 
 
+def test_the_workers_server_has_started_inductor_for_the_runs_that_compile(tmp_path):
+    """The suite's own server (tests/runtime/conftest.py, ``compiles=True``) imports Inductor and
+    runs its vector-ISA probes once; a run it forks finds both done."""
+    (tmp_path / "train.py").write_text(
+        "import sys\nfrom torch._inductor.cpu_vec_isa import valid_vec_isa_list\n"
+        "print('inductor', 'torch._inductor.compile_fx' in sys.modules, valid_vec_isa_list.cache_info().currsize)\n")
+    run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path)
+    assert "inductor True 1" in run.stderr, run.stderr[-3000:]  # a fresh start prints False 0
+
+
 def test_the_server_takes_only_environments_that_start_the_same(server):
     same = dict(server.environment)
     assert server.serves(same)

@@ -1,7 +1,8 @@
 """A process that holds torch and torchlint and forks `torchlint` command lines on request.
 
 Each `torchlint run` spends about 2 CPU-seconds starting interpreters and importing torch,
-and a program that makes an optimizer 1.3 more importing Dynamo.
+a program that makes an optimizer 1.3 more importing Dynamo, and one that compiles with
+Inductor 3 more before its first kernel (a server started with ``compiles`` does that once).
 The test suite runs some two hundred of them; with a ``WarmServer`` per worker each is a fork
 of a process that imported everything once (``warm_start`` explains what a fork keeps the
 same). The server forks one command line at a time, in its own session, with the caller's
@@ -56,8 +57,9 @@ _HEADER = struct.Struct("!I")
 
 # ------------------------------------------------------------------------------ the server
 
-def serve(address: str, parent: int) -> None:
-    """Import what a run needs, then fork each request's command line until the parent ends."""
+def serve(address: str, parent: int, compiles: bool = False) -> None:
+    """Import what a run needs, then fork each request's command line until the parent ends.
+    ``compiles``: also do what a run that compiles with Inductor does first (``_warm_inductor``)."""
     # The parent process is watched through a pidfd, not PR_SET_PDEATHSIG: the kernel sends
     # that signal when the *thread* that started the server ends, and a test whose first run
     # came from a thread pool lost its server when the pool shut down.
@@ -75,6 +77,8 @@ def serve(address: str, parent: int) -> None:
     # trains, most of a small program's own cost. A run that makes no optimizer and compiles
     # nothing finds it imported, as it finds torchlint's own modules.
     import torch._dynamo  # noqa: F401
+    if compiles:
+        _warm_inductor()
 
     # What the three processes of a run import; not the modules they run as __main__
     # (runpy warns of a module it runs that is already imported).
@@ -109,6 +113,18 @@ def serve(address: str, parent: int) -> None:
                 _caller_left(key, selector)
             else:
                 _answer_end(key, selector)
+
+
+def _warm_inductor() -> None:
+    """What every run that compiles with Inductor on the CPU does first, done once here:
+    importing Inductor (1.7 CPU-s) and, before its first kernel loads, building and
+    dlopening a probe library for each vector ISA the CPU claims (1.3 s of g++ and Python
+    processes; torch caches the answer for the life of the process, so forks inherit it).
+    Worth its 3 CPU-s to a server that will fork more than one such run."""
+    import torch._inductor.compile_fx  # noqa: F401
+    from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+
+    valid_vec_isa_list()
 
 
 class _Caller:
@@ -231,13 +247,14 @@ class WarmServer:
     """The caller's side: ``run(argv, cwd, env, timeout)`` -> (returncode, stdout, stderr),
     as ``subprocess.run([python, "-m", "torchlint", *argv], capture_output=True, text=True)``."""
 
-    def __init__(self, *, python: str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *, python: str | None = None, env: dict[str, str] | None = None, compiles: bool = False) -> None:
         """``python``: the interpreter the runs are to start in (this one by default); ``env``:
-        the environment they start with (this process's by default)."""
+        the environment they start with (this process's by default); ``compiles``: several of
+        the runs will compile with Inductor (``serve``)."""
         self.folder = tempfile.mkdtemp(prefix="torchlint-warm-")
         self.address = os.path.join(self.folder, "socket")
         self.environment = dict(os.environ if env is None else env)
-        code = f"from torchlint.runtime.parent.warm_server import serve; serve({self.address!r}, {os.getpid()})"
+        code = f"from torchlint.runtime.parent.warm_server import serve; serve({self.address!r}, {os.getpid()}, {compiles!r})"
         self.process = subprocess.Popen([python or sys.executable, "-c", code], stdin=subprocess.DEVNULL,
                                         stdout=subprocess.PIPE, start_new_session=True, env=self.environment)
         self.ready = self._wait_ready()
