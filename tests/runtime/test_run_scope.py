@@ -72,3 +72,24 @@ def test_the_report_covers_what_the_target_imports_and_nothing_else(tmp_path):
     assert "static check: 3 finding(s) in 8 file(s): train.py, its imports and 1 more file(s) the run imported" in result.stderr
     (crash,) = result.findings("runtime only")
     assert crash["code"] == "TL702" and "FileNotFoundError" in crash["message"]
+
+
+def test_listing_the_runs_imports_leaves_a_lazily_imported_module_unexecuted(tmp_path, monkeypatch):
+    """The child lists the user's files among sys.modules; libcst, which torchlint imports
+    lazily and the child never uses, must not be executed by the listing (0.2 CPU-s a run)."""
+    import importlib.util
+    import sys
+
+    from torchlint import lazy
+    from torchlint.runtime.child.imported_files import imported_files
+    from torchlint.runtime.frames import FrameClassifier
+
+    user_module = tmp_path / "users_module.py"
+    user_module.write_text("")
+    spec = importlib.util.spec_from_file_location("users_module", user_module)
+    monkeypatch.setitem(sys.modules, "users_module", importlib.util.module_from_spec(spec))
+    stand_in = lazy._LazyModule("json")  # imported lazily, as libcst is in the child
+    monkeypatch.setitem(sys.modules, "json", stand_in)
+    files = imported_files(FrameClassifier([]))
+    assert str(user_module) in files
+    assert sys.modules["json"] is stand_in and not lazy.is_loaded("json")  # listed without being executed
