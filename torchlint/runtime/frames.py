@@ -6,6 +6,7 @@ verdict for each file name is cached; this runs inside the child only.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -62,6 +63,27 @@ def frame_locals(frame: FrameType) -> dict[str, Any]:
 _HELD_BY_THE_FRAME_ONLY = 3
 
 
+#: The real path of each file name asked about. Every run asks about the same ~2,500 files of
+#: torch, torchlint and the standard library it imported (the report's list of the files the
+#: program imported): a warm server resolves them once for its forks (``remember_loaded_modules``).
+_REAL_PATHS: dict[str, str] = {}
+
+
+def real_path(filename: str) -> str:
+    real = _REAL_PATHS.get(filename)
+    if real is None:
+        real = _REAL_PATHS[filename] = os.path.realpath(filename)
+    return real
+
+
+def remember_loaded_modules() -> None:
+    """Resolve the file of every module imported so far (before forking runs)."""
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__dict__", {}).get("__file__")  # getattr would execute a lazy module
+        if isinstance(path, str):
+            real_path(path)
+
+
 class FrameClassifier:
     def __init__(self, internal_dirs: list[str]) -> None:
         self._internal = tuple(os.path.join(os.path.realpath(d), "") for d in internal_dirs)
@@ -83,7 +105,7 @@ class FrameClassifier:
     def verdict(self, filename: str) -> int:
         verdict = self._verdicts.get(filename)
         if verdict is None:
-            real = os.path.realpath(filename) if not filename.startswith("<") else filename
+            real = real_path(filename) if not filename.startswith("<") else filename
             if filename.startswith("<") or real.startswith(self._internal) or real.startswith(generated_dirs()):
                 verdict = INTERNAL
             elif real.startswith(self._library):
@@ -155,6 +177,12 @@ def generated_dirs() -> tuple[str, ...]:
     except (KeyError, ModuleNotFoundError, OSError):
         user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
     dirs.append(os.path.join(tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)))
+    return _real_dirs(tuple(dirs))
+
+
+@functools.lru_cache(maxsize=8)
+def _real_dirs(dirs: tuple[str, ...]) -> tuple[str, ...]:
+    """Each folder resolved, with a trailing separator (asked once per file a frame names)."""
     return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
 
 
