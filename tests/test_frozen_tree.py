@@ -4,6 +4,7 @@ stays frozen once the file is checked (torchlint.static.frozen_tree)."""
 from __future__ import annotations
 
 import gc
+import types
 import weakref
 
 import pytest
@@ -68,3 +69,20 @@ def test_a_process_that_freezes_objects_itself_is_left_to_its_own_policy(thawed,
     check_sources({"a.py": CODE}, select=["TL101"])
     assert frozen_during_rules == [before] and gc.get_freeze_count() == before
     del kept
+
+
+def test_a_process_that_says_it_freezes_is_not_walked_for_a_count(thawed, frozen_during_rules, monkeypatch):
+    """The language server and the warm server freeze through `freeze_for_the_process`: checks
+    then leave collection to them without counting the frozen objects (a walk over all of
+    them, 35 ms in a fork of the warm server)."""
+    from torchlint.static import frozen_tree
+
+    monkeypatch.setattr(frozen_tree, "_process_freezes", False)
+    frozen_tree.freeze_for_the_process()
+    before = gc.get_freeze_count()
+    counted = []
+    counting_gc = types.SimpleNamespace(**{name: getattr(gc, name) for name in dir(gc) if not name.startswith("__")})
+    counting_gc.get_freeze_count = lambda: counted.append(1) or gc.get_freeze_count()
+    monkeypatch.setattr(frozen_tree, "gc", counting_gc)
+    check_sources({"a.py": CODE}, select=["TL101"])
+    assert not counted and gc.get_freeze_count() == before and frozen_during_rules == [before]

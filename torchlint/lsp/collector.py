@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import gc
 
+from torchlint.static.frozen_tree import freeze_for_the_process
+
 #: Young-generation collections between two full ones. The young ones free what each check
 #: leaves; a full one also walks everything the server keeps (parsed trees, remembered
 #: results), so it runs only now and then, for cycles that outlived a young pass.
@@ -39,4 +41,4 @@ class BetweenChecks:
             gc.collect()
         else:
             gc.collect(1)
-        gc.freeze()
+        freeze_for_the_process()
