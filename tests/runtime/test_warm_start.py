@@ -120,14 +120,18 @@ def test_a_server_started_from_a_thread_serves_after_the_thread_ends(program):
         warm.close()
 
 
-def test_the_workers_server_has_started_inductor_for_the_runs_that_compile(tmp_path):
-    """The suite's own server (tests/runtime/conftest.py, ``compiles=True``) imports Inductor and
-    runs its vector-ISA probes once; a run it forks finds both done."""
+def test_the_workers_server_has_done_what_runs_do_first(tmp_path):
+    """The suite's own server (tests/runtime/conftest.py, ``compiles=True``) has executed libcst
+    (every run's parent parses its target), resolved the files of what it imported (the child's
+    verdict on each), imported Inductor and run its vector-ISA probes: a run it forks finds it
+    all done (a fresh start prints False False False 0)."""
     (tmp_path / "train.py").write_text(
-        "import sys\nfrom torch._inductor.cpu_vec_isa import valid_vec_isa_list\n"
-        "print('inductor', 'torch._inductor.compile_fx' in sys.modules, valid_vec_isa_list.cache_info().currsize)\n")
+        "import sys\nfrom torchlint import lazy\nfrom torchlint.runtime import frames\n"
+        "found = [lazy.is_loaded('libcst'), len(frames._REAL_PATHS) > 1000, 'torch._inductor.compile_fx' in sys.modules]\n"
+        "from torch._inductor.cpu_vec_isa import valid_vec_isa_list  # imports Dynamo, which imports libcst\n"
+        "print('prepared', *found, valid_vec_isa_list.cache_info().currsize)\n")
     run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path)
-    assert "inductor True 1" in run.stderr, run.stderr[-3000:]  # a fresh start prints False 0
+    assert "prepared True True True 1" in run.stderr, run.stderr[-3000:]
 
 
 def test_the_server_takes_only_environments_that_start_the_same(server):
