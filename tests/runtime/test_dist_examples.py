@@ -70,7 +70,9 @@ def test_different_shapes_across_ranks_are_reported_with_both_shapes():
     assert result.returncode == 1 and len(found) == 1, result.stdout
     assert found[0]["location"]["row"] == 12
     assert "float32[3]" in found[0]["message"] and "float32[2]" in found[0]["message"]
-    assert result.report["outcome"]["status"] == "stopped" and result.seconds < TIMEOUT
+    # Gloo lets the rank with the shorter tensor finish: the other one raises when its peer
+    # closes, unless torchlint, which read both calls before they reached gloo, stopped it first.
+    assert result.report["outcome"]["status"] in ("stopped", "raised") and result.seconds < TIMEOUT
 
 
 def test_a_rank_dependent_initialisation_is_reported_after_the_first_step():
