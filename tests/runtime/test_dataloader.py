@@ -37,7 +37,7 @@ def test_a_loader_the_loop_waits_on_is_reported_at_its_creation_line(buggy):
     assert (finding["code"], finding["location"]["row"], finding["severity"]) == ("TL741", LOADER_LINE, "info")
     message = finding["message"]
     assert message.startswith("the training loop waited for this DataLoader's next batch ")
-    assert "of the time between optimizer steps (15 steps of" in message
+    assert "of the time between optimizer steps (7 steps of" in message
     assert "num_workers=0, pin_memory=False, batch_size=16" in message
     assert "`num_workers=4` or more" in message and "`pin_memory=True` when the model is on a GPU" in message
     assert finding["evidence"][0]["data"]["share"] > 0.3
@@ -45,9 +45,9 @@ def test_a_loader_the_loop_waits_on_is_reported_at_its_creation_line(buggy):
 
 def test_the_measurement_is_published_per_loader(buggy):
     published = buggy.report["dataloader"]
-    assert (published["device"], published["steps"], published["threshold"]) == ("cpu", 15, 0.3)
+    assert (published["device"], published["steps"], published["threshold"]) == ("cpu", 7, 0.3)
     (loader,) = published["loaders"]
-    assert loader["at"][1] == LOADER_LINE and loader["batches"] == 16 and loader["num_workers"] == 0
+    assert loader["at"][1] == LOADER_LINE and loader["batches"] == 8 and loader["num_workers"] == 0
     assert loader["share"] > 0.3 and loader["mean_wait_ms"] > 100  # 16 samples of 10 ms each
 
 
@@ -56,7 +56,7 @@ def test_a_loader_serving_from_memory_is_not_reported_but_still_measured():
     assert result.findings("runtime only") == []
     assert result.returncode == 0, result.stdout + result.stderr
     (loader,) = result.report["dataloader"]["loaders"]
-    assert loader["batches"] == 16 and loader["share"] < 0.3
+    assert loader["batches"] == 8 and loader["share"] < 0.3
 
 
 def test_the_threshold_option_reaches_the_probe():
@@ -72,7 +72,7 @@ def test_under_fake_cuda_the_section_says_the_timing_is_the_cpus_and_nothing_is_
     assert "0 static findings; 0 runtime-only findings." in result.stdout
     assert "input pipeline: time waiting for each DataLoader's batches" in result.stdout
     assert "the step time is that of the CPU standing in for a GPU" in result.stdout
-    assert f"buggy/train.py:{LOADER_LINE}  num_workers=0, pin_memory=False, batch_size=16: 16 batches" in result.stdout
+    assert f"buggy/train.py:{LOADER_LINE}  num_workers=0, pin_memory=False, batch_size=16: 8 batches" in result.stdout
 
 
 def test_it_confirms_tl405_at_a_loader_without_num_workers(tmp_path):

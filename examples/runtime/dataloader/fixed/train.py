@@ -30,7 +30,7 @@ class DecodedOnce(Dataset):
 
 if __name__ == "__main__":
     torch.manual_seed(0)
-    loader = DataLoader(DecodedOnce(128), batch_size=16, shuffle=True, num_workers=0)  # noqa: TL405 -- served from memory
+    loader = DataLoader(DecodedOnce(64), batch_size=16, shuffle=True, num_workers=0)  # noqa: TL405 -- served from memory
     model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     for epoch in range(2):
