@@ -64,7 +64,7 @@ def test_a_timeout_names_the_looping_line_with_the_exact_counts(write, tmp_path)
     """)
     # The run must reach the loop before the timeout: a forked run does in about a second; on a
     # busy machine a run that timed out before it is tried again with a longer timeout.
-    for timeout in (5, 15):
+    for timeout in (3, 15):
         result = torchlint_run("train.py", "-q", "--timeout", str(timeout), "--output-format", "json", cwd=tmp_path)
         if result.returncode == 1 and result.report["outcome"].get("optimizer_steps") == 13:
             break
@@ -93,7 +93,7 @@ def test_a_target_holding_the_interpreter_lock_is_still_placed(write, tmp_path):
 
         wait()
     """)
-    for timeout in (4, 10):  # the longer one only where the first ended before the program reached `wait()`
+    for timeout in (2, 10):  # the longer one only where the first ended before the program reached `wait()`
         result = torchlint_run("train.py", "-q", "--timeout", str(timeout), "--output-format", "json", cwd=tmp_path)
         found = result.findings("runtime only")
         if len(found) == 1 and found[0]["location"]["row"] == 4:
