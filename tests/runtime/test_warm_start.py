@@ -87,7 +87,7 @@ def test_a_run_past_the_callers_timeout_is_killed_and_the_server_serves_on(serve
     # A forked run starts its target within a second; a caller's timeout that ends the run
     # before that shows nothing of the target, so a longer one is tried (not a fixed 20 s that
     # the worker would spend asleep on every run of the suite).
-    for timeout in (3, 10, 30):
+    for timeout in (2, 10, 30):
         with pytest.raises(subprocess.TimeoutExpired):
             server.run(["run", "train.py", "--device", "cpu"], cwd=tmp_path, env=dict(os.environ), timeout=timeout)
         if (tmp_path / "pid").exists():
@@ -190,7 +190,7 @@ def test_runs_sent_together_run_together(server, tmp_path):
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "train.py").write_text(
-            "import pathlib, time\nstarted = time.time()\ntime.sleep(4)\n"
+            "import pathlib, time\nstarted = time.time()\ntime.sleep(2)\n"
             "pathlib.Path('span').write_text(f'{started} {time.time()}')\n")
 
     def run(name: str) -> int:
