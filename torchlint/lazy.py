@@ -55,3 +55,9 @@ def load(name: str) -> types.ModuleType:
 def is_loaded(name: str) -> bool:
     module = sys.modules.get(name)
     return module is not None and (not isinstance(module, _LazyModule) or "_lazy_real" in module.__dict__)
+
+
+def file_of(module: types.ModuleType) -> object:
+    """The module's ``__file__`` (None when it has none), read from its namespace:
+    ``getattr`` on a module not yet loaded here would execute it."""
+    return getattr(module, "__dict__", {}).get("__file__")

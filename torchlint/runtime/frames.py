@@ -78,8 +78,10 @@ def real_path(filename: str) -> str:
 
 def remember_loaded_modules() -> None:
     """Resolve the file of every module imported so far (before forking runs)."""
+    from torchlint.lazy import file_of
+
     for module in list(sys.modules.values()):
-        path = getattr(module, "__dict__", {}).get("__file__")  # getattr would execute a lazy module
+        path = file_of(module)
         if isinstance(path, str):
             real_path(path)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from torchlint.lazy import file_of
 from torchlint.static.import_closure import MAX_FILES
 
 
@@ -16,9 +17,7 @@ def imported_files(frames: object) -> list[str]:
 
     files = set()
     for module in list(sys.modules.values()):
-        # Read from the module's namespace: getattr on a module torchlint imports lazily
-        # (``torchlint.lazy``: libcst) would execute it, 0.2 CPU-s of every run.
-        path = getattr(module, "__dict__", {}).get("__file__")
+        path = file_of(module)  # not getattr: that would execute libcst, 0.2 CPU-s of every run
         if isinstance(path, str) and path.endswith(".py") and frames.verdict(path) == USER:  # type: ignore[attr-defined]
             files.add(os.path.abspath(path))
     return sorted(files)[:MAX_FILES]
