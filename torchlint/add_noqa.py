@@ -5,7 +5,8 @@ A comment goes on a line that can end in one: the finding's first line, else its
 suppression is read from either). A line that ends inside a multi-line string or with a
 backslash continuation cannot take a comment; such a finding is skipped and said. Codes
 merge into a `# noqa: ...` comment already on the line, other tools' codes kept, sorted and
-unique. Files are written atomically and only when the result still parses.
+unique. A file is written only when the result still parses and the file is still what was
+read (torchlint.guarded_write).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from torchlint.atomic import write_through_link
 from torchlint.findings import Finding
+from torchlint.guarded_write import NotReplaced, WritePolicy, replace_unchanged
 from torchlint.static.engine_rules import ALWAYS_REPORTED, UnusedSuppression
 from torchlint.static.source import read_source
 
@@ -49,18 +50,18 @@ class _Layout:
     comments: dict[int, tuple[int, str]]  # line -> (column, text) of its comment
 
 
-def add_noqa(findings: Iterable[Finding]) -> NoqaOutcome:
+def add_noqa(findings: Iterable[Finding], policy: WritePolicy = WritePolicy()) -> NoqaOutcome:
     outcome = NoqaOutcome()
     by_path: dict[str, list[Finding]] = {}
     for finding in findings:
         if finding.code not in NOT_SILENCED:
             by_path.setdefault(finding.path, []).append(finding)
     for path, file_findings in sorted(by_path.items()):
-        _add_to_file(Path(path), path, file_findings, outcome)
+        _add_to_file(Path(path), path, file_findings, outcome, policy)
     return outcome
 
 
-def _add_to_file(path: Path, display: str, findings: list[Finding], outcome: NoqaOutcome) -> None:
+def _add_to_file(path: Path, display: str, findings: list[Finding], outcome: NoqaOutcome, policy: WritePolicy) -> None:
     source = read_source(path)
     if source.text is None:
         outcome.skipped.append(f"{display}: cannot read the file again: {source.problem}")
@@ -93,7 +94,10 @@ def _add_to_file(path: Path, display: str, findings: list[Finding], outcome: Noq
         outcome.skipped.append(f"{display}: adding noqa comments would break the file; left unchanged")
         return
     try:
-        write_through_link(path, source.encode(text))
+        replace_unchanged(path, source.state, source.encode(text), policy)
+    except NotReplaced as exc:
+        outcome.skipped.append(f"{display}: {exc}")
+        return
     except ValueError as exc:  # a notebook whose cells cannot take the text back (NotebookError)
         outcome.skipped.append(f"{display}: {exc}; left unchanged")
         return

@@ -27,8 +27,7 @@ def write_atomic(path: Path, data: str | bytes, *, encoding: str = "utf-8") -> N
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
         mode = None
-    _sweep(path.parent)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.torchlint-{os.getpid()}-", suffix=".tmp")
+    fd, temp = temp_file_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
@@ -41,6 +40,13 @@ def write_atomic(path: Path, data: str | bytes, *, encoding: str = "utf-8") -> N
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def temp_file_beside(path: Path) -> tuple[int, str]:
+    """A new hidden temp file in `path`'s folder (so a rename onto `path` stays on one file
+    system), open for writing, after sweeping what killed runs left there."""
+    _sweep(path.parent)
+    return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.torchlint-{os.getpid()}-", suffix=".tmp")
 
 
 def _sweep(folder: Path) -> None:
@@ -73,12 +79,6 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True  # someone else's process, or no way to tell: keep its file
     return True
-
-
-def write_through_link(path: Path, data: str | bytes) -> None:
-    """`write_atomic` to the file a symbolic link points at: the link stays a link (replacing
-    it with a regular file would silently fork the content it shares)."""
-    write_atomic(Path(os.path.realpath(path)), data)
 
 
 @contextlib.contextmanager

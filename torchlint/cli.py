@@ -70,6 +70,7 @@ CACHE_DIR_HELP = "Where the cache goes (default: .torchlint_cache/ in the projec
 @click.option("--write-baseline", "write_baseline_path", type=click.Path(dir_okay=False), help="Record the current findings as the baseline and exit 0.")
 @click.option("--fail-on-stale-baseline", is_flag=True, help="Exit 1 when baseline entries no longer match any finding.")
 @click.option("--fix/--no-fix", default=None, help="Apply safe fixes in place (stdin: print the fixed source). --no-fix overrides `fix = true` in the configuration.")
+@click.option("--fix-read-only", is_flag=True, help="With --fix or --add-noqa: also write files whose permissions say they are read-only (refused with TL002 otherwise).")
 @click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else; exit 0 unless a fix could not be written (or --exit-non-zero-on-fix).")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was applied, even if no finding remains (CI that must not change files).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply fixes that may change behaviour (with --fix or --diff). --no-unsafe-fixes overrides `unsafe-fixes = true`.")
@@ -83,7 +84,7 @@ CACHE_DIR_HELP = "Where the cache goes (default: .torchlint_cache/ in the projec
 @click.option("--isolated", is_flag=True, help="Read no configuration file. A config's `plugins = [...]` imports code from the checked tree: use this to lint untrusted code (a pull request).")
 @click.option("--show-settings", is_flag=True, help="Print the configuration file used and the resolved settings, then exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked, then exit.")
-def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_file_ignores, target_torch, output_format, output_file, statistics, exit_zero, color, force_exclude, config_args, stdin_filename, quiet, project_context, no_cache, cache_dir, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, fix_only, exit_non_zero_on_fix, unsafe_fixes, fixable, extend_fixable, unfixable, diff, show_fixes, add_noqa, jobs, isolated, show_settings, show_files):
+def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_file_ignores, target_torch, output_format, output_file, statistics, exit_zero, color, force_exclude, config_args, stdin_filename, quiet, project_context, no_cache, cache_dir, baseline_path, write_baseline_path, fail_on_stale_baseline, fix, fix_only, exit_non_zero_on_fix, unsafe_fixes, fixable, extend_fixable, unfixable, diff, show_fixes, add_noqa, jobs, isolated, show_settings, show_files, fix_read_only):
     """Check PATHS (files or folders; default: the current folder; `-`: stdin) with the static rules."""
     from torchlint.config import parse_per_file_ignores, split_config_arguments
     from torchlint.stdin import STDIN_NAME
@@ -179,7 +180,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if add_noqa:
-        _add_noqa(result.findings, quiet)
+        _add_noqa(result.findings, quiet, config.root, fix_read_only)
     if fix or diff:
         from torchlint.fix.runner import fix_findings
         from torchlint.notebook.cells import location_text
@@ -190,7 +191,7 @@ def check(paths, select, extend_select, ignore, exclude, extend_exclude, per_fil
                 write_source(fixed_source)
                 report_stream = sys.stderr
         else:
-            outcome = fix_findings(engine, result.findings, unsafe=unsafe_fixes, write=fix and not diff)
+            outcome = fix_findings(engine, result.findings, unsafe=unsafe_fixes, write=fix and not diff, read_only_too=fix_read_only)
         if diff:
             for rejected in outcome.rejections():
                 click.echo(f"{rejected.path}:{location_text(rejected)}: {rejected.code} {rejected.message}", err=True)
@@ -290,12 +291,13 @@ def _reads_stdin(paths: list[Path], stdin_filename: str | None, *, add_noqa: boo
     return reading
 
 
-def _add_noqa(findings, quiet: bool) -> None:
+def _add_noqa(findings, quiet: bool, root: Path, read_only_too: bool) -> None:
     """`--add-noqa`: write the comments, say what was skipped and how many were added, exit 0
     (a run that silenced everything it found has done its job)."""
     from torchlint.add_noqa import add_noqa
+    from torchlint.guarded_write import WritePolicy
 
-    outcome = add_noqa(findings)
+    outcome = add_noqa(findings, WritePolicy(root=root, read_only_too=read_only_too))
     for message in outcome.skipped:
         click.echo(f"warning: {message}", err=True)
     if not quiet:

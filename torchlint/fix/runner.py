@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from torchlint.atomic import write_through_link
 from torchlint.fix import SAFE
 from torchlint.fix.apply import apply_fixes
+from torchlint.guarded_write import NotReplaced, WritePolicy, refusal, replace_unchanged
 from torchlint.static.discover import Discovered
 from torchlint.static.engine_rules import FixNotApplied, engine_finding
 from torchlint.static.lines import python_lines
@@ -69,18 +69,29 @@ def wanted(finding: Finding, unsafe: bool) -> bool:
     return finding.fix is not None and (finding.fix.applicability == SAFE or unsafe)
 
 
-def fix_findings(engine: StaticEngine, findings: list[Finding], *, unsafe: bool, write: bool) -> FixOutcome:
+def fix_findings(engine: StaticEngine, findings: list[Finding], *, unsafe: bool, write: bool,
+                 read_only_too: bool = False) -> FixOutcome:
+    """Fix each file with a wanted fix; with `write`, write each fixed file that is still as
+    it was read, inside the project (through links), and not read-only unless `read_only_too`."""
+    policy = WritePolicy(root=engine.config.root, read_only_too=read_only_too) if write else None
     outcome = FixOutcome()
     by_path: dict[str, list[Finding]] = {}
     for finding in findings:
         if wanted(finding, unsafe):
             by_path.setdefault(finding.path, []).append(finding)
     for path, file_findings in sorted(by_path.items()):
-        outcome.files.append(_fix_file(engine, path, file_findings, unsafe=unsafe, write=write))
+        outcome.files.append(_fix_file(engine, path, file_findings, unsafe=unsafe, policy=policy))
     return outcome
 
 
-def _fix_file(engine: StaticEngine, path: str, findings: list[Finding], *, unsafe: bool, write: bool) -> FileFix:
+def _fix_file(engine: StaticEngine, path: str, findings: list[Finding], *, unsafe: bool, policy: WritePolicy | None) -> FileFix:
+    """`policy` None: compute the fixes and the diff, write nothing."""
+    problem = refusal(Path(path), policy) if policy is not None else None
+    if problem is not None:
+        result = FileFix(path)
+        first = min(findings, key=lambda f: (f.location.line, f.location.column)).location
+        result.rejected.append(Rejection(problem, first.line, first.column))
+        return result
     source = read_source(Path(path))
     if source.text is None:
         result = FileFix(path)
@@ -104,12 +115,15 @@ def _fix_file(engine: StaticEngine, path: str, findings: list[Finding], *, unsaf
             result.applied, result.diff = [], ""
             return result
         result.diff = notebook_diff(path, source.notebook, changed)
-    if write:
+    if policy is not None:
         try:
-            write_through_link(Path(path), data if data is not None else source.encode(text))
+            replace_unchanged(Path(path), source.state, data if data is not None else source.encode(text), policy)
+        except NotReplaced as exc:
+            result.rejected.append(Rejection(str(exc)))
+            result.applied, result.fixed = [], []
         except OSError as exc:
             result.rejected.append(Rejection(f"the fixes could not be written ({exc.strerror or exc}); the file is unchanged"))
-            result.applied = []
+            result.applied, result.fixed = [], []
     return result
 
 

@@ -54,7 +54,9 @@ class FixNotApplied(Rule):
     """
     ## What it does
     Reports fixes that `--fix` (or `--diff`) did not apply: the fixed file could not be
-    written (a read-only folder, a full disk), a fix would have produced code that does not
+    written (a read-only folder, a full disk), the file changed on disk after torchlint read
+    it (an editor's save during the run), the file is read-only (`--fix-read-only` writes it)
+    or a symbolic link out of the project, a fix would have produced code that does not
     parse, or a fix no longer lands on the text it was made for.
 
     ## Why is this bad?

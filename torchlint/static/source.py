@@ -4,16 +4,40 @@ from __future__ import annotations
 
 import codecs
 import errno
+import hashlib
 import io
 import os
+import re
 import stat
 import tokenize
-from dataclasses import dataclass
-import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What a file was when it was read: a fix replaces the file only while it is still this
+    file with these bytes (an editor's save during the run changes at least one)."""
+
+    device: int
+    inode: int
+    mtime_ns: int
+    size: int
+    digest: bytes
+
+    @classmethod
+    def of(cls, info: os.stat_result, data: bytes) -> "FileState":
+        return cls(info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size, content_digest(data))
+
+    def same_file(self, info: os.stat_result) -> bool:
+        return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size) == (self.device, self.inode, self.mtime_ns, self.size)
+
+
+def content_digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 @dataclass(frozen=True)
@@ -26,6 +50,8 @@ class Source:
     bom: bool = False
     #: Set for a Jupyter notebook: `text` is its code cells joined (torchlint.notebook).
     notebook: Any = None
+    #: The file as it was read, for a file read from disk.
+    state: FileState | None = None
 
     def encode(self, text: str) -> bytes:
         """Bytes for `text` in this file's own encoding (fixes keep a latin-1 file latin-1);
@@ -50,28 +76,39 @@ def read_bytes(path: Path, limit: int | None = None) -> tuple[bytes | None, str 
     would block forever and a device (a link to /dev/zero) never ends. The file is opened
     without blocking and judged by `fstat` on the open descriptor, so it cannot be swapped
     for something else between the check and the read."""
+    data, problem, _ = read_file(path, limit)
+    return data, problem
+
+
+def read_file(path: Path, limit: int | None = None) -> tuple[bytes | None, str | None, FileState | None]:
+    """`read_bytes`, and the state of the file the bytes came from."""
+    data, problem, info = _read_regular(path, limit)
+    return data, problem, None if data is None or info is None else FileState.of(info, data)
+
+
+def _read_regular(path: Path, limit: int | None) -> tuple[bytes | None, str | None, os.stat_result | None]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except IsADirectoryError:
-        return None, "is a directory, not a file"
+        return None, "is a directory, not a file", None
     except FileNotFoundError:
-        return None, "no such file (a broken or looping symbolic link?)"
+        return None, "no such file (a broken or looping symbolic link?)", None
     except PermissionError:
-        return None, "permission denied"
+        return None, "permission denied", None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return None, "symbolic link loop"
-        return None, f"cannot read: {exc.strerror or exc}"
+            return None, "symbolic link loop", None
+        return None, f"cannot read: {exc.strerror or exc}", None
     if limit is None:
         limit = MAX_NOTEBOOK_BYTES if str(path).lower().endswith(".ipynb") else MAX_FILE_BYTES
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            return None, "is a directory, not a file"
+            return None, "is a directory, not a file", None
         if not stat.S_ISREG(info.st_mode):
-            return None, f"not a regular file ({_kind(info.st_mode)}); only regular files are read"
+            return None, f"not a regular file ({_kind(info.st_mode)}); only regular files are read", None
         if info.st_size > limit:
-            return None, f"file is larger than {limit // 1_000_000} MB ({info.st_size:,} bytes); not read"
+            return None, f"file is larger than {limit // 1_000_000} MB ({info.st_size:,} bytes); not read", None
         chunks = []
         size = 0
         while True:
@@ -81,10 +118,10 @@ def read_bytes(path: Path, limit: int | None = None) -> tuple[bytes | None, str 
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:  # grew while being read
-                return None, f"file is larger than {limit // 1_000_000} MB; not read"
-        return b"".join(chunks), None
+                return None, f"file is larger than {limit // 1_000_000} MB; not read", None
+        return b"".join(chunks), None, info
     except OSError as exc:
-        return None, f"cannot read: {exc.strerror or exc}"
+        return None, f"cannot read: {exc.strerror or exc}", None
     finally:
         os.close(fd)
 
@@ -98,10 +135,10 @@ def _kind(mode: int) -> str:
 
 def read_source(path: Path) -> Source:
     """The Python text of `path`: a .py file decoded, a notebook's code cells joined."""
-    data, problem = read_bytes(path)
+    data, problem, state = read_file(path)
     if data is None:
         return Source(None, problem)
-    return decode_file(path, data)
+    return replace(decode_file(path, data), state=state)
 
 
 def decode_file(path: Path | str, data: bytes) -> Source:
@@ -152,7 +189,9 @@ def decode_source(data: bytes) -> Source:
         )
     except UnicodeError as exc:  # codecs such as idna raise the base class
         return Source(None, f"not valid {encoding} text: {exc}")
-    bom = text.startswith("\ufeff")
-    if bom:
+    # tokenize names a file that starts with a UTF-8 BOM "utf-8-sig", and decoding with that
+    # codec drops the BOM: the name, not the text, says it was there.
+    bom = encoding == "utf-8-sig" or text.startswith("\ufeff")
+    if text.startswith("\ufeff"):
         text = text[1:]
     return Source(text, encoding="utf-8" if encoding == "utf-8-sig" else encoding, bom=bom)
