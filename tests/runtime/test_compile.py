@@ -61,11 +61,11 @@ def test_compiled_output_mismatch_from_an_entry_names_the_tolerances():
 def test_a_model_that_compiles_cleanly_has_no_compile_findings_and_text_shows_the_ladder():
     run = torchlint_run("train.py", "--compile", "--steps", "2", cwd=EXAMPLES / "clean", timeout=240)
     assert run.returncode == 0, run.stdout + run.stderr[-3000:]
-    assert "TL70" not in run.stdout and "TL71" not in run.stdout
-    assert "eager      ok" in run.stdout and "aot_eager  ok" in run.stdout
-    assert "graph breaks: 0 places" in run.stdout
-    assert "accuracy (backend aot_eager vs eager, eval mode): matches" in run.stdout
-    assert "x; compile" in run.stdout  # the speed ratio and the compile time
+    assert "TL70" not in run.stderr and "TL71" not in run.stderr
+    assert "eager      ok" in run.stderr and "aot_eager  ok" in run.stderr
+    assert "graph breaks: 0 places" in run.stderr
+    assert "accuracy (backend aot_eager vs eager, eval mode): matches" in run.stderr
+    assert "x; compile" in run.stderr  # the speed ratio and the compile time
 
 
 def test_compile_on_a_device_that_computes_no_values_is_skipped_not_failed(write, tmp_path):

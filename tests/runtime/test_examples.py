@@ -43,8 +43,8 @@ def test_fake_cuda_names_the_mixing_line_and_the_creating_line():
     """An unmodified script that takes its GPU branch; the factory without device= is in forward."""
     result = torchlint_run(str(EXAMPLES / "device" / "buggy" / "train.py"), "--device", "fake-cuda", "-q", cwd=ROOT)
     assert result.returncode == 1
-    line = next(line for line in result.stdout.splitlines() if "evidence:" in line)
+    line = next(line for line in result.stderr.splitlines() if "evidence:" in line)  # the text report is on stderr
     assert "`add` at models.py:12 mixed cuda:0 and cpu" in line
     assert "created at models.py:11" in line and "without device=" in line
-    assert "meta" not in result.stdout  # the simulation's device never leaks into messages
+    assert "meta" not in result.stderr  # the simulation's device never leaks into messages
     assert result.seconds < 60

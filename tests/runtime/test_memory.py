@@ -87,7 +87,7 @@ def test_the_json_report_holds_the_measurements(buggy):
 def test_the_text_and_html_reports_show_the_section(tmp_path):
     result = torchlint_run(str(FOLDER / "buggy" / "train.py"), "-q", "--memory-steps", "3", "--report", str(tmp_path),
                            cwd=ROOT, timeout=180)
-    text = result.stdout
+    text = result.stderr
     assert "memory (cpu: bytes autograd saved for backward, in the first 3 iterations of each loop)" in text
     assert [line.split()[:2] for line in text.splitlines() if line.startswith("  step ")] == [["step", "1"], ["step", "2"], ["step", "3"]]
     assert "examples/runtime/memory/buggy/train.py:38:5: TL601 [confirmed]" in text  # found within 3 steps too
@@ -103,7 +103,7 @@ def test_the_fixed_program_is_silent():
     assert result.report["findings"] == []
     # Measured all the same; the text report leaves the figures out when nothing was found.
     assert result.report["memory"]["findings"] == 0 and result.report["memory"]["iterations"]
-    text = torchlint_run(str(FOLDER / "fixed" / "train.py"), "-q", cwd=ROOT, timeout=180).stdout
+    text = torchlint_run(str(FOLDER / "fixed" / "train.py"), "-q", cwd=ROOT, timeout=180).stderr
     assert "memory (" not in text and text.rstrip().endswith("0 static findings; 0 runtime-only findings.")
 
 

@@ -151,16 +151,16 @@ def test_the_option_reaches_the_probe_and_the_section_the_text_report(project):
     help_text = torchlint_run("--help", cwd=work, env=env, timeout=60).stdout
     assert "--acme-max-outputs" in help_text and "Widest Linear layer that is not reported." in help_text
     run = torchlint_run("train.py", "--device", "cpu", "--acme-max-outputs", "100", cwd=work, env=env, timeout=180)
-    assert "train.py:5:1: ACME901 [runtime only] a Linear layer with 2048 outputs ran" in run.stdout
-    assert "acme: Linear widths seen: 8, 2048" in run.stdout
+    assert "train.py:5:1: ACME901 [runtime only] a Linear layer with 2048 outputs ran" in run.stderr
+    assert "acme: Linear widths seen: 8, 2048" in run.stderr
     quiet = torchlint_run("train.py", "--device", "cpu", "--acme-max-outputs", "4096", cwd=work, env=env, timeout=180)
-    assert "ACME901" not in quiet.stdout and "acme: Linear widths seen: 8, 2048" in quiet.stdout
+    assert "ACME901" not in quiet.stderr and "acme: Linear widths seen: 8, 2048" in quiet.stderr
 
 
 def test_disable_probe_switches_it_off_and_names_the_probes_when_misspelt(project):
     work, env = project
     off = torchlint_run("train.py", "--device", "cpu", "--disable-probe", "acme-wide-layer", cwd=work, env=env, timeout=180)
-    assert "ACME901" not in off.stdout and "acme:" not in off.stdout and off.returncode == 0
+    assert "ACME901" not in off.stderr and "acme:" not in off.stderr and off.returncode == 0
     typo = torchlint_run("train.py", "--device", "cpu", "--disable-probe", "acme-wide", cwd=work, env=env, timeout=180)
     assert typo.returncode == 2
     assert "--disable-probe: no probe named acme-wide (the probes: acme-wide-layer, autocast, autograd," in typo.stderr
@@ -179,7 +179,7 @@ def test_a_plugin_the_configuration_names_adds_its_option_when_run_from_another_
     elsewhere.mkdir()
     run = torchlint_run(str(project / "train.py"), "--device", "cpu", "--acme-max-outputs", "100", cwd=tmp_path, timeout=180)
     assert run.returncode == 1, run.stderr[-3000:]
-    assert "ACME901 [runtime only] a Linear layer with 2048 outputs ran" in run.stdout
+    assert "ACME901 [runtime only] a Linear layer with 2048 outputs ran" in run.stderr
     named = torchlint_run("--config", str(project / "pyproject.toml"), str(project / "train.py"), "--device", "cpu",
                           "--acme-max-outputs", "4096", cwd=elsewhere, timeout=180)
-    assert named.returncode == 0 and "acme: Linear widths seen: 8, 2048" in named.stdout, named.stderr[-3000:]
+    assert named.returncode == 0 and "acme: Linear widths seen: 8, 2048" in named.stderr, named.stderr[-3000:]

@@ -53,7 +53,7 @@ def test_the_report_sections_name_cells_too(tmp_path):
     write_notebook(tmp_path / "loader.ipynb", notebook(*cells))
     result = torchlint_run("loader.ipynb", "--timeout", "120", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert "loader.ipynb:cell 3:2  num_workers=0" in result.stdout, result.stdout
+    assert "loader.ipynb:cell 3:2  num_workers=0" in result.stderr, result.stderr
 
 
 def test_where_maps_a_notebook_line_to_its_cell(tmp_path):

@@ -3,7 +3,8 @@
 
 Imports torch, selects the device mode, installs the probes, runs the target as ``__main__``
 (or calls its entry), and records one ``outcome`` event. Events go to the parent through
-``runtime.channel``; what the target prints goes to the parent through our stdout.
+``runtime.channel``; what the target prints goes where `torchlint run`'s own stdout and stderr
+go, and torchlint's dumps through ``runtime.side_channel``.
 """
 
 from __future__ import annotations
@@ -55,10 +56,13 @@ def main() -> int:
         return EXIT_SETUP
     spec = json.loads(os.environ.pop(SPEC_ENV))
     from torchlint.runtime.distributed.rank import ranked
+    from torchlint.runtime.side_channel import ChildSide
 
+    side = ChildSide(spec.get("side"))
+    _dump_crashes_to(side.dump_file)
     # One of several ranks (--nproc-per-node): every event names its rank.
     events = ranked(ChannelWriter(spec["channel"]), spec.get("options") or {})
-    watchdog = _start_watchdog(spec, events)
+    watchdog = _start_watchdog(spec, events, side.dump_file)
     if hasattr(events, "rank"):
         watchdog.linger = RANK_LINGER_S  # the other ranks report where they were too
     progress = Progress(spec.get("quiet", False), getattr(events, "rank", None))
@@ -85,7 +89,7 @@ def main() -> int:
         events.emit("error", kind="usage", message=str(exc))
         return EXIT_USAGE
     try:
-        return _run_under_probes(spec, events, progress, pm, mode, torch, watchdog)
+        return _run_under_probes(spec, events, progress, pm, mode, torch, watchdog, side)
     except Exception as exc:  # torchlint's own failure, not the target's (that one is caught inside)
         events.emit("error", kind="internal", message=f"torchlint's child process failed: {type(exc).__name__}: {exc}",
                     traceback=traceback.format_exc()[-8000:])
@@ -105,7 +109,19 @@ def _chosen_probes(classes: list[type], options: dict) -> list[type]:
     return sorted(chosen, key=lambda cls: (getattr(cls, "order", 50), cls.name))
 
 
-def _start_watchdog(spec: dict, events: EventWriter) -> Any:
+def _dump_crashes_to(dump_file: Any) -> None:
+    """faulthandler's stacks on a fatal signal go to torchlint (the report shows them), not to
+    the program's stderr, where python prints none; a user who asked for them
+    (PYTHONFAULTHANDLER, -X faulthandler) gets them where python puts them."""
+    import faulthandler
+
+    if dump_file is None or faulthandler.is_enabled():
+        return
+    with contextlib.suppress(Exception):
+        faulthandler.enable(file=dump_file, all_threads=True)
+
+
+def _start_watchdog(spec: dict, events: EventWriter, dump_file: Any = None) -> Any:
     """Before anything else: the deadline counts torchlint's own work too."""
     from torchlint.runtime.child.watchdog import Watchdog
 
@@ -114,13 +130,13 @@ def _start_watchdog(spec: dict, events: EventWriter) -> Any:
     now = time.monotonic()
     if not isinstance(deadline, (int, float)) or not now - 60 < deadline <= now + timeout:
         deadline = now + timeout  # a clock not shared with the parent: count from here
-    watchdog = Watchdog(float(deadline), events)
+    watchdog = Watchdog(float(deadline), events, dump_file)
     watchdog.start()
     return watchdog
 
 
 def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: Any, mode: Any, torch: Any,
-                      watchdog: Any) -> int:
+                      watchdog: Any, side: Any) -> int:
     from torchlint.runtime.compile.regions import CompiledRegions, Ownership
     from torchlint.runtime.devices.errors import SimulationLimit
     from torchlint.runtime.distributed.rank import rank_setup
@@ -174,6 +190,7 @@ def _run_under_probes(spec: dict, events: EventWriter, progress: Progress, pm: A
     watchdog.counter = counter
     _silence_threads_once_stopped(counter, ctx)
     progress(f"running {Path(spec['script']).name} on {mode.name} under probes: {', '.join(p.name for p in probes) or 'none'}")
+    side.opened(watchdog.deadline)  # the parent's progress line comes next, then the program
     started = time.monotonic()
     outcome: dict[str, Any]
     with contextlib.ExitStack() as stack:
@@ -419,7 +436,11 @@ def _user_traceback(exc: BaseException, ctx: Any) -> str:
 
 
 def _print_user_traceback(exc: BaseException, ctx: Any) -> None:
+    """Python's traceback, then what torchlint knows of it on a line of its own."""
     sys.stderr.write(_user_traceback(exc, ctx))
+    note = getattr(exc, "__torchlint_note__", None)
+    if isinstance(note, str) and note:
+        sys.stderr.write(f"torchlint: {note}\n")
     sys.stderr.flush()
 
 

@@ -36,8 +36,10 @@ SETUP, TARGET, AFTER_RUN, EXITING = "setup", "target", "after-run", "exiting"
 
 
 class Watchdog:
-    def __init__(self, deadline: float, events: Any) -> None:
+    def __init__(self, deadline: float, events: Any, dump_file: Any = None) -> None:
         self.deadline = deadline
+        #: Where faulthandler's last-resort dump goes: the side channel, else stderr.
+        self.dump_file = dump_file
         self.events = events
         self.phase = SETUP
         self.counter: Any = None  # the StepCounter, once there is one
@@ -55,7 +57,8 @@ class Watchdog:
         try:
             # Not cancelled in forked processes (DataLoader workers): there the watchdog thread does
             # not exist, and cancelling waits for it forever.
-            faulthandler.dump_traceback_later(remaining + FAULTHANDLER_AFTER_S, exit=True, file=sys.__stderr__)
+            faulthandler.dump_traceback_later(remaining + FAULTHANDLER_AFTER_S, exit=True,
+                                              file=self.dump_file or sys.__stderr__)
         except (ValueError, RuntimeError, AttributeError, OSError, OverflowError):
             pass  # no usable stderr, or a timeout beyond its clock: the parent's kill is the fallback
         self._thread.start()

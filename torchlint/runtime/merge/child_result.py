@@ -16,6 +16,10 @@ class ChildResult:
     script: str = ""
     output_tail: str = ""
     signal_name: str | None = field(default=None)
+    #: The signal that stopped `torchlint run` itself (SIGTERM, a second Ctrl-C), which then
+    #: stopped the program: the events are what was gathered until then.
+    stopped_by: str | None = None
+    stopped_signo: int = 0
 
     def first(self, kind: str) -> dict[str, Any] | None:
         return next((e for e in self.events if e["event"] == kind), None)

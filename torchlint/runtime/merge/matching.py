@@ -37,7 +37,7 @@ OUTCOME_EXTRA_KEYS = ("host_syncs", "watched_steps", "processes")
 class Outcome:
     """How the run ended, in words, for the report's header."""
 
-    status: str  # completed, steps-reached, stopped, exited, raised, killed, timed-out, no-outcome (status 0, unfinished)
+    status: str  # completed, steps-reached, stopped, exited, raised, killed, timed-out, interrupted, no-outcome (status 0, unfinished)
     summary: str
     optimizer_steps: int = 0
     forward_calls: int = 0
@@ -235,6 +235,9 @@ def describe_outcome(child: ChildResult, cwd: Path, timeout: float) -> Outcome:
     counts = dict(optimizer_steps=steps, forward_calls=forwards, seconds=round(child.seconds, 2))
     counts["extra"] = {key: (event or {})[key] for key in OUTCOME_EXTRA_KEYS if key in (event or {})}
     far = f"after {steps} optimizer step{'s' * (steps != 1)} and {forwards} forward call{'s' * (forwards != 1)}"
+    if child.stopped_by and event is None:
+        return Outcome("interrupted", f"was stopped by {child.stopped_by} sent to torchlint {far}; what was gathered "
+                       "until then is reported", short=f"was stopped by {child.stopped_by}", **counts)
     if child.timed_out and event is None:
         return _timed_out(child, stopped, far, cwd, timeout, counts)
     if event is None:
@@ -328,6 +331,8 @@ def _unfinished(child: ChildResult, far: str, cwd: Path, counts: dict) -> Outcom
 
 
 def _outcome_findings(child: ChildResult, outcome: Outcome, cwd: Path) -> list[Finding]:
+    if outcome.status == "interrupted":
+        return []  # the user stopped it: the header says so, and nothing in the program failed
     tail = _tail(child.output_tail)
     if outcome.status == "timed-out" or (child.timed_out and outcome.succeeded):
         if not outcome.succeeded:

@@ -128,7 +128,11 @@ class WatchSteps(click.ParamType):
               help="Seconds, counted from torchlint's own start, before the program and everything it started are "
                    "stopped; the report names the line it was on.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the report: no progress, no program output.")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="The report's format. Text goes to stderr; JSON to stdout (the program's stdout then goes to "
+                   "stderr), unless -o names a file.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False), help="Write the report to this file; the program's "
+              "stdout and stderr stay its own.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="pyproject.toml (or a TOML file holding the table) to use.")
 @click.option("--disable-probe", "disabled_probes", multiple=True, metavar="NAME",
               help="Run without this probe (repeatable); `torchlint plugins` lists the probes' plugins.")
@@ -137,13 +141,15 @@ class WatchSteps(click.ParamType):
                    "GPU): probes in every rank, collectives compared across ranks, one report.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False),
               help="Write report.html, findings.json and the probes' files (the profile's trace.json) to this folder.")
-def run(target, script_args, device, fake_devices, steps, watch_steps, timeout, quiet, output_format, config_path, disabled_probes,
-        nproc_per_node, report_dir, **plugin_options):
+def run(target, script_args, device, fake_devices, steps, watch_steps, timeout, quiet, output_format, output_file, config_path,
+        disabled_probes, nproc_per_node, report_dir, **plugin_options):
     """Run TARGET under runtime probes and report static findings with evidence.
 
     TARGET is a script (train.py, run as __main__ with the arguments after --) or an entry
     file.py:function returning (model, example_inputs), run for one forward and backward pass.
-    Exit 1 when a finding is confirmed or the run shows an error, 2 on a usage error.
+    The program keeps its own stdin, stdout and stderr; torchlint's progress and report go to
+    stderr. Exit status: the program's own when it fails (sys.exit(3) exits 3, an exception 1);
+    else 1 when a finding is confirmed or the run shows an error, 0 when clean, 2 on a usage error.
     """
     from torchlint.runtime.parent.pipeline import RunOptions, execute
 
@@ -157,6 +163,7 @@ def run(target, script_args, device, fake_devices, steps, watch_steps, timeout, 
         timeout=timeout,
         quiet=quiet,
         output_format=output_format,
+        output_file=output_file,
         config_path=config_path,
         disabled_probes=tuple(disabled_probes),
         report_dir=report_dir,

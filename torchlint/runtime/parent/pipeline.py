@@ -7,6 +7,7 @@ so the two overlap; files the run imported beyond those are checked after it. No
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ class RunOptions:
     timeout: float = 300.0
     quiet: bool = False
     output_format: str = "text"
+    #: Where the report goes (`-o FILE`); None: stderr for text, stdout for JSON.
+    output_file: str | None = None
     config_path: str | None = None
     disabled_probes: tuple[str, ...] = ()
     report_dir: str | None = None
@@ -71,9 +74,13 @@ def _error(message: str) -> int:
 
 
 def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
+    """The run's exit status: the program's own when it failed (a non-zero `sys.exit`, an
+    exception, a signal), else 1 when a finding fails the run and 0 when none does. ``out`` is
+    our stdout, which carries only a JSON report (`--output-format json` without `-o`)."""
     # --timeout is the user's wall clock: it starts before any work of our own (the static
     # check, the child's torch import), and the child ends itself at the deadline.
     deadline = time.monotonic() + options.timeout
+    report_on_stdout = options.output_format == "json" and not options.output_file
     try:
         target = parse_target(options.target, cwd)
     except TargetError as exc:
@@ -108,31 +115,49 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
         options=options.probe_options(cwd),
         deadline=deadline,
     )
-    try:
-        with stopped_by_signals():
-            child = RunningChild(spec, cwd=cwd, monitor=_monitor(options), hold_output=True)
-            try:
-                # Only the target and what it imports: a sibling script never used is not read.
-                closure = import_closure(target.path, _roots(session.config.root, target.path))
-                # Said after the child's opening line and before the program's output, whichever
-                # process gets there first; the program's output waits for it (runner._OutputPump).
-                static, refuted = _static_findings(session, enabled, closure, cwd, options.quiet, options.device,
-                                                   f"{target.path.name} and the files it imports",
-                                                   say=child.pump.say_after_opening)
-            except BaseException:
-                child.kill()
-                raise
-            finally:
-                child.pump.release()
-            result = child.finish()
+    if report_on_stdout and not options.quiet:
+        sys.stderr.write("torchlint: the program's stdout goes to stderr: stdout carries the JSON report "
+                         "(-o FILE keeps the program's stdout its own)\n")
+    stop: Stopped | None = None
+    running: list[RunningChild] = []
+    with stopped_by_signals(first_interrupt=lambda: bool(running) and running[0].interrupt()):
+        try:
+            child = RunningChild(spec, cwd=cwd, monitor=_monitor(options), hold_output=True,
+                                 stdout_to_stderr=report_on_stdout)
+        except Stopped as exc:
+            sys.stderr.write(f"torchlint: stopped by {exc.name} before the program started\n")
+            return exc.exit_code
+        running.append(child)
+        # Only the target and what it imports: a sibling script never used is not read.
+        closure = [target.path]
+        static, refuted = [], []
+        try:
+            closure = import_closure(target.path, _roots(session.config.root, target.path))
+            # Said after the child's opening line and before the program's output, whichever
+            # process gets there first; the program waits for it (runtime.side_channel).
+            static, refuted = _static_findings(session, enabled, closure, cwd, options.quiet, options.device,
+                                               f"{target.path.name} and the files it imports",
+                                               say=child.side.say_after_opening)
+        except Stopped as exc:
+            stop = exc  # the static check is unfinished: the run's evidence is still reported
+        except BaseException:
+            child.kill()
+            raise
+        finally:
+            child.side.release()
+        result = child.finish(stop)
+        if result.stopped_by is None:
             more = _imported_beyond(result, closure, [target.path.parent, *_roots(session.config.root, target.path)])
             if more:
                 # What the run imported that no import statement showed (importlib, sys.path edits).
-                static, refuted = _static_findings(session, enabled, closure + more, cwd, options.quiet, options.device,
-                                                   f"{target.path.name}, its imports and {len(more)} more file(s) the run imported")
-    except Stopped as stop:
-        sys.stderr.write(f"torchlint: stopped by {stop.name}; the program and everything it started were stopped\n")
-        return stop.exit_code
+                try:
+                    static, refuted = _static_findings(session, enabled, closure + more, cwd, options.quiet, options.device,
+                                                       f"{target.path.name}, its imports and {len(more)} more file(s) the run imported")
+                except Stopped as exc:  # the program has ended: report what the first check found
+                    result.stopped_by, result.stopped_signo = exc.name, exc.signo
+        else:
+            sys.stderr.write(f"torchlint: stopped by {result.stopped_by}; the program and everything it started were "
+                             "stopped; reporting what was gathered\n")
 
     error = result.first("error")
     if error is not None:
@@ -152,21 +177,12 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     results = _probe_results(result)
     sections = _sections(session.pm, results, cwd)
     target_info = {"path": str(target.path), "entry": target.entry, "device": options.device}
-    if options.output_format == "json":
-        import io
-        import json
-
-        buffer = io.StringIO()
-        write_json(findings, outcome, target_info, buffer)
-        document = json.loads(buffer.getvalue())
-        document.update(probe_results(document, results))
-        json.dump(document, out, indent=2, ensure_ascii=False)
-        out.write("\n")
-    else:
-        write_text(findings, outcome, header, out)
-        for section in sections:
-            if section.text:
-                out.write("\n" + "\n".join(section.text) + "\n")
+    try:
+        with _report_stream(options, out) as stream:
+            _write_report(options.output_format, stream, findings, outcome, header, target_info, results, sections)
+    except OSError as exc:
+        sys.stderr.write(f"torchlint: error: the report could not be written to {options.output_file}: {exc.strerror or exc}\n")
+        return EXIT_ERROR
     if options.report_dir:
         from torchlint.runtime.report.html_page import write_report_dir
 
@@ -174,7 +190,56 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
                                  sections=sections, target=target_info, cwd=cwd)
         if not options.quiet:
             sys.stderr.write(f"torchlint: report written to {where}\n")
+    if result.stopped_by is not None:
+        return 128 + result.stopped_signo
+    failed = program_exit_status(outcome, result.returncode)
+    if failed:
+        return failed
     return EXIT_FINDINGS if any(_fails(f) for f in findings) else EXIT_CLEAN
+
+
+def program_exit_status(outcome, returncode: int | None) -> int:
+    """The status `python train.py` would have exited with, when the program failed; 0 when
+    it did not (it completed, was stopped as asked, or torchlint ended it at the timeout)."""
+    if outcome.status == "exited":
+        code = outcome.data.get("exit_code", returncode)
+        return code & 0xFF if isinstance(code, int) else 1
+    if outcome.status == "raised":
+        # Python dies of the SIGINT a KeyboardInterrupt stands for; a shell says 130.
+        return 128 + signal.SIGINT if outcome.data.get("type") == "KeyboardInterrupt" else 1
+    if outcome.status == "killed" and isinstance(returncode, int):
+        return 128 - returncode if returncode < 0 else returncode or 1
+    return 0
+
+
+def _report_stream(options: RunOptions, out: TextIO):
+    """`-o FILE` (written whole, atomically), stdout for a JSON report, stderr for text."""
+    import contextlib
+
+    if options.output_file:
+        from torchlint.atomic import atomic_text_stream
+
+        return atomic_text_stream(Path(options.output_file))
+    return contextlib.nullcontext(out if options.output_format == "json" else sys.stderr)
+
+
+def _write_report(output_format: str, stream: TextIO, findings, outcome, header: str, target_info: dict,
+                  results: dict, sections: list) -> None:
+    if output_format == "json":
+        import io
+        import json
+
+        buffer = io.StringIO()
+        write_json(findings, outcome, target_info, buffer)
+        document = json.loads(buffer.getvalue())
+        document.update(probe_results(document, results))
+        json.dump(document, stream, indent=2, ensure_ascii=False)
+        stream.write("\n")
+        return
+    write_text(findings, outcome, header, stream)
+    for section in sections:
+        if section.text:
+            stream.write("\n" + "\n".join(section.text) + "\n")
 
 
 def _in_cells(findings: list[Finding], outcome, files: list[Path], cwd: Path) -> list[Finding]:

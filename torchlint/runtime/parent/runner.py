@@ -2,35 +2,35 @@
 
 A supervisor process (``runtime.parent.supervisor``) stands between us and the child, so that a
 timeout, Ctrl-C, SIGTERM or our own death kills the target and everything it started
-(DataLoader workers, shells, setsid daemons), not just the interpreter. Its stdout and stderr
-share one pipe, drained by a thread so megabytes of output cannot block it; the last part is
-kept for the report of a crash. Events come through ``runtime.channel``.
+(DataLoader workers, shells, setsid daemons), not just the interpreter. The program's stdin,
+stdout and stderr are ours, passed down unchanged; torchlint's own traffic with the child is
+the events (``runtime.channel``) and the side channel (``runtime.side_channel``: the progress
+lines' order, faulthandler's dumps).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from torchlint.runtime.channel import EvidenceChannel
 from torchlint.runtime.child_env import SPEC_ENV
 from torchlint.runtime.merge.child_result import ChildResult
 from torchlint.runtime.parent import warm_start
+from torchlint.runtime.parent.interrupts import Stopped
 from torchlint.runtime.parent.warm_start import module_command
 from torchlint.runtime.parent.supervisor import TERMINATE_GRACE_S
+from torchlint.runtime.side_channel import ParentSide
 from torchlint.runtime.parent.target import Target
 from torchlint.runtime.child.watchdog import PARENT_GRACE_S
 
-OUTPUT_TAIL_BYTES = 64 * 1024
 MONITOR_POLL_S = 0.25
 
 
@@ -50,8 +50,9 @@ class RunSpec:
     #: child's start. `torchlint run` takes it before any work of its own.
     deadline: float | None = None
 
-    def to_json(self, channel: dict[str, Any]) -> dict[str, Any]:
+    def to_json(self, channel: dict[str, Any], side: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
+            "side": side,
             "script": str(self.target.path),
             "entry": self.target.entry,
             "device": self.device,
@@ -66,100 +67,6 @@ class RunSpec:
         }
 
 
-class _OutputPump(threading.Thread):
-    """Copies the child's output to our stderr (unless quiet) and keeps its tail.
-
-    Our own progress line about the static check (``say_after_opening``) comes right after the
-    child's opening line ("torchlint: running ... under probes") and before anything the
-    program prints: both processes work at once, and the order must not depend on which is
-    faster (a forked child won the race that a fresh one, still importing torch, lost). So
-    what the child prints after its opening line waits until the static check is done
-    (``release``), a fraction of a second at most; before the opening line nothing waits."""
-
-    #: How much of the child's output is searched for its opening line before giving up on it.
-    OPENING_SEARCH_BYTES = 1 << 16
-
-    def __init__(self, pipe: BinaryIO, forward: bool, hold: bool = False) -> None:
-        super().__init__(daemon=True, name="torchlint-run-output")
-        self.pipe = pipe
-        self.forward = forward
-        self.tail = bytearray()
-        self._lock = threading.Lock()
-        self._head = bytearray()  # the output up to the child's opening line
-        self._opened = False  # the opening line went out
-        self._released = not (forward and hold)  # our own lines are all said (or none will come)
-        self._said: list[bytes] = []  # our lines, waiting for the opening line
-        self._held = bytearray()  # the child's output after its opening line, waiting for ours
-        self._sink = getattr(sys.stderr, "buffer", None) if forward else None
-
-    def say_after_opening(self, line: str) -> None:
-        with self._lock:
-            self._said.append(line.encode())
-            self._flush()
-
-    def release(self) -> None:
-        """Our lines are said: the child's output flows on."""
-        with self._lock:
-            self._released = True
-            self._flush()
-
-    def run(self) -> None:
-        while True:
-            chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536)
-            if not chunk:
-                break
-            self.tail += chunk
-            del self.tail[:-OUTPUT_TAIL_BYTES]
-            with self._lock:
-                if self._opened:
-                    self._held += chunk
-                else:
-                    before = len(self._head)
-                    self._head += chunk
-                    opening = _OPENING.search(self._head)
-                    if opening is not None:
-                        cut = opening.end() - before
-                        self._write(chunk[:cut])
-                        self._opened = True
-                        self._held += chunk[cut:]
-                    elif len(self._head) > self.OPENING_SEARCH_BYTES:
-                        self._write(chunk)
-                        self._opened = True
-                    else:
-                        self._write(chunk)
-                self._flush()
-        self.open_now()
-
-    def open_now(self) -> None:
-        """The child's output ended, or we stop waiting for it: everything goes out now."""
-        with self._lock:
-            self._opened = self._released = True
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self._opened:
-            return
-        for line in self._said:
-            self._write(line)
-        self._said.clear()
-        if self._released and self._held:
-            self._write(bytes(self._held))
-            self._held.clear()
-
-    def _write(self, data: bytes) -> None:
-        if self._sink is None:
-            return
-        try:
-            self._sink.write(data)
-            self._sink.flush()
-        except (OSError, ValueError):
-            self._sink = None
-
-
-#: The child's opening progress line, once whole (rank-labelled under --nproc-per-node).
-_OPENING = re.compile(rb"(?m)^torchlint(?: \(rank \d+\))?: running .* under probes: .*\n")
-
-
 class RunningChild:
     """A started child; ``finish()`` waits for it (within the timeout) and collects its events.
 
@@ -169,16 +76,18 @@ class RunningChild:
     a killed run could leave behind."""
 
     def __init__(self, spec: RunSpec, *, cwd: Path, python: str | None = None, monitor: Any = None,
-                 hold_output: bool = False) -> None:
-        """``hold_output``: the program's output waits for ``pump.release()`` (the caller has a
-        progress line of its own to say first, ``_OutputPump``)."""
+                 hold_output: bool = False, stdout_to_stderr: bool = False) -> None:
+        """``hold_output``: the program starts after ``side.release()`` (the caller has a
+        progress line of its own to say first, ``runtime.side_channel``). ``stdout_to_stderr``:
+        the program's stdout goes to our stderr (our stdout carries a JSON report). A quiet
+        spec (``-q``) sends the program's output nowhere."""
         self.spec = spec
         #: Watches the events while the child runs (``check(routes)`` -> an event to end the
         #: run with, or None); `--nproc-per-node` uses it to stop ranks that diverged.
         self.monitor = monitor
         self.channel = EvidenceChannel(read_now=False)
         python = python or sys.executable
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1", TORCHLINT_RUN_CHILD="1")
+        env = child_environment(os.environ)
         fd = str(self.channel.child_fd)
         self.started = time.monotonic()
         if spec.deadline is None:
@@ -187,38 +96,43 @@ class RunningChild:
         # The script's arguments on the command line, as the user's were: one environment
         # string would hold only 128 KiB of them.
         command = [*module_command(python, "torchlint.runtime.child.main"), *spec.args]
-        pass_fd = ["--pass-fd", fd]
         nproc = (spec.options.get("distributed") or {}).get("nproc")
+        self.side = ParentSide(None if spec.quiet else sys.stderr, gate=hold_output and not spec.quiet and not nproc)
+        pass_fds = (self.channel.child_fd, self.side.child_socket.fileno())
+        passed = ["--pass-fd", fd, "--pass-fd", str(self.side.child_socket.fileno())]
+        side = self.side.child_settings()
         if nproc:
             from torchlint.runtime.distributed.launch import rank_command, rank_environment
 
-            # Ranks are the launcher's children: they reach the channel by its socket.
+            # Ranks are the launcher's children: they reach the channel by its socket, and
+            # the launcher passes on no other descriptor.
             command = rank_command(module_command(python, "torchlint.runtime.distributed.agent"), int(nproc), command)
-            settings, pass_fd = dict(settings, fd=None), []
+            settings, passed, pass_fds, side = dict(settings, fd=None), [], (), None
             env.update(rank_environment())
-        env[SPEC_ENV] = json.dumps(spec.to_json(settings))
+        env[SPEC_ENV] = json.dumps(spec.to_json(settings, side))
         self.extra_events: list[dict[str, Any]] = []
         try:
             self.proc = warm_start.popen(
-                [*module_command(python, "torchlint.runtime.parent.supervisor"), "--parent", str(os.getpid()), *pass_fd,
+                [*module_command(python, "torchlint.runtime.parent.supervisor"), "--parent", str(os.getpid()), *passed,
                  "--", *command],
                 cwd=cwd,
                 env=env,
-                # A script waiting for keyboard input would otherwise hang until the timeout.
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+                # The program's own streams: ours, unchanged (a terminal stays a terminal).
+                stdout=subprocess.DEVNULL if spec.quiet else _stderr_fd() if stdout_to_stderr else None,
+                stderr=subprocess.DEVNULL if spec.quiet else None,
                 # Its own session: Ctrl-C in a terminal reaches us, and we stop it in order.
                 start_new_session=True,
-                pass_fds=(self.channel.child_fd,),
+                pass_fds=pass_fds,
             )
         except BaseException:
             self.channel.child_started()
             self.channel.close()
+            self.side.close()
             raise
         self.channel.child_started()
-        self.pump = _OutputPump(self.proc.stdout, forward=not spec.quiet, hold=hold_output)
-        self.pump.start()
+        self.side.child_started()
+        if nproc or not self.side.gate:
+            self.side.open_now()  # nothing to wait for: our lines go out as they come
 
     def kill(self) -> None:
         try:
@@ -226,9 +140,25 @@ class RunningChild:
         finally:
             self.channel.close()
 
-    def finish(self) -> ChildResult:
+    def interrupt(self) -> bool:
+        """Pass a Ctrl-C on to the program (the supervisor sends it to the child's process
+        group); False when the child is already gone."""
+        if self.proc.poll() is not None:
+            return False
+        try:
+            os.kill(self.proc.pid, signal.SIGINT)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def finish(self, stopped: Stopped | None = None) -> ChildResult:
+        """Wait for the child and collect what it sent. A stop signal to us (``stopped``, or
+        one that arrives while we wait) stops the child and everything it started, and the
+        result still holds every event that came before it."""
         timed_out = False
         try:
+            if stopped is not None:
+                raise stopped
             # The child ends itself at the deadline, saying where it was (runtime.child.watchdog); we
             # kill it only if it could not.
             remaining = max(0.0, self.spec.deadline - time.monotonic()) + PARENT_GRACE_S
@@ -240,33 +170,46 @@ class RunningChild:
                     _stop(self.proc)
             else:
                 timed_out = self._wait_watching(time.monotonic() + remaining)
-            ended = time.monotonic()
-            seconds = min(ended, self.spec.deadline) - self.started if ended > self.spec.deadline else ended - self.started
-            self.pump.join(timeout=5)
-            self.pump.open_now()  # an orphan may hold the pipe open: our lines wait no longer
-            events = self.channel.collect() + self.extra_events
-            # Ended at the deadline by the watchdog (an event), or by faulthandler (none).
-            timed_out = timed_out or any(e["event"] == "timed-out" for e in events) or (
-                ended >= self.spec.deadline and not any(e["event"] == "outcome" for e in events))
-            returncode = self.proc.returncode
-            signal_name = None
-            if returncode is not None and returncode < 0 and not timed_out:
-                signal_name = _signal_name(-returncode)
-            return ChildResult(
-                events=events,
-                returncode=returncode,
-                timed_out=timed_out,
-                seconds=seconds,
-                script=str(self.spec.target.path),
-                output_tail=bytes(self.pump.tail).decode("utf-8", "replace"),
-                signal_name=signal_name,
-            )
-        except BaseException:  # Ctrl-C or SIGTERM in the parent: leave nothing running behind us
+        except Stopped as stop:  # SIGTERM, a second Ctrl-C: leave nothing running behind us
+            stopped = stop
             _stop(self.proc)
+        except BaseException:
+            _stop(self.proc)
+            self.channel.close()
             raise
+        try:
+            try:
+                return self._collect(timed_out, stopped)
+            except Stopped as stop:  # the one stop signal came while collecting: once more, quickly
+                _stop(self.proc)
+                return self._collect(timed_out, stop)
         finally:
             self.channel.close()
 
+    def _collect(self, timed_out: bool, stopped: Stopped | None) -> ChildResult:
+        ended = time.monotonic()
+        seconds = min(ended, self.spec.deadline) - self.started if ended > self.spec.deadline else ended - self.started
+        self.side.join(timeout=0.5 if self.proc.returncode is not None else 5)
+        self.side.open_now()  # an orphan may hold the socket open: our lines wait no longer
+        events = self.channel.collect() + self.extra_events
+        # Ended at the deadline by the watchdog (an event), or by faulthandler (none).
+        timed_out = stopped is None and (timed_out or any(e["event"] == "timed-out" for e in events) or (
+            ended >= self.spec.deadline and not any(e["event"] == "outcome" for e in events)))
+        returncode = self.proc.returncode
+        signal_name = None
+        if returncode is not None and returncode < 0 and not timed_out and stopped is None:
+            signal_name = _signal_name(-returncode)
+        return ChildResult(
+            events=events,
+            returncode=returncode,
+            timed_out=timed_out,
+            seconds=seconds,
+            script=str(self.spec.target.path),
+            output_tail=bytes(self.side.tail).decode("utf-8", "replace"),
+            signal_name=signal_name,
+            stopped_by=stopped.name if stopped is not None else None,
+            stopped_signo=stopped.signo if stopped is not None else 0,
+        )
 
     def _wait_watching(self, until: float) -> bool:
         """Wait for the child, showing the monitor what has arrived every ``MONITOR_POLL_S``;
@@ -285,6 +228,21 @@ class RunningChild:
                 self.extra_events.append(verdict)
                 _stop(self.proc)
                 return False
+
+
+def child_environment(environ: Any) -> dict[str, str]:
+    """The program's environment: the user's, plus torchlint's marker (its own settings travel
+    in SPEC_ENV, which the child removes before the program starts). No PYTHONUNBUFFERED or
+    PYTHONFAULTHANDLER of ours: the program would buffer its output and print crashes unlike
+    under python (the child turns faulthandler on towards the side channel itself)."""
+    return dict(environ, TORCHLINT_RUN_CHILD="1")
+
+
+def _stderr_fd() -> int:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return 2
 
 
 def run_child(spec: RunSpec, *, cwd: Path, python: str | None = None) -> ChildResult:

@@ -38,10 +38,18 @@ class _StopSignals:
     def __init__(self) -> None:
         self.armed = False
         self.received: int | None = None
+        #: The child's pid once started: a SIGINT is passed on to its process group.
+        self.child: int | None = None
         for signo in STOP_SIGNALS:
             signal.signal(signo, self._on_signal)
 
     def _on_signal(self, signo: int, frame: object) -> None:
+        if signo == signal.SIGINT and self.child is not None:
+            try:
+                os.killpg(self.child, signal.SIGINT)
+            except (ProcessLookupError, PermissionError):
+                pass
+            return
         self.received = signo
         if self.armed:
             self.armed = False  # one stop is enough: the cleanup must not be interrupted
@@ -62,6 +70,7 @@ def main(argv: list[str]) -> int:
     # A session of its own, so that its whole process group can be killed but not us with it.
     child = warm_start.popen(command, pass_fds=pass_fds, start_new_session=True,
                              env=dict(os.environ, **{ENV_PARENT: str(os.getpid())}))
+    stops.child = child.pid
     for fd in pass_fds:
         os.close(fd)  # the child holds them; the parent must see the end of the pipe when it exits
     status = None

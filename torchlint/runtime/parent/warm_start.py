@@ -115,8 +115,8 @@ def fork(main: Any, *, cwd: Any = None, env: dict[str, str] | None = None, stdin
          stdout: Any = None, stderr: Any = None, start_new_session: bool = False,
          pass_fds: tuple[int, ...] = (), leave: Any = None) -> ForkedProcess:
     """Popen's options for a fork that runs ``main()`` (an exit code) and exits; ``stdout`` and
-    ``stderr`` may be PIPE, STDOUT (stderr) or a descriptor, which the fork takes over; ``stdin``
-    DEVNULL or a descriptor.
+    ``stderr`` may be PIPE (stdout), STDOUT (stderr), DEVNULL or a descriptor, which the fork
+    takes over; ``stdin`` DEVNULL or a descriptor.
     ``leave()`` runs first in the fork, to close what is the parent's alone. Every other
     descriptor stays open in the fork: those torchlint passes on purpose (``pass_fds``) and,
     harmlessly, read ends and sockets of the parent's."""
@@ -140,10 +140,14 @@ def fork(main: Any, *, cwd: Any = None, env: dict[str, str] | None = None, stdin
                 _point(0, stdin)
             if write_end is not None:
                 os.dup2(write_end, 1)
+            elif stdout == subprocess.DEVNULL:
+                _point(1, os.open(os.devnull, os.O_WRONLY))
             elif isinstance(stdout, int) and stdout >= 0:
                 _point(1, stdout)
             if stderr == subprocess.STDOUT:
                 os.dup2(1, 2)
+            elif stderr == subprocess.DEVNULL:
+                _point(2, os.open(os.devnull, os.O_WRONLY))
             elif isinstance(stderr, int) and stderr >= 0:
                 _point(2, stderr)
             for fd in (read_end, write_end):
@@ -165,9 +169,12 @@ def fork(main: Any, *, cwd: Any = None, env: dict[str, str] | None = None, stdin
 
 
 def _point(fd: int, opened: int) -> None:
+    """Make ``fd`` refer to what ``opened`` does, and close ``opened`` unless it is a standard
+    stream itself (``stdout=2``: the program's stdout joins our stderr, which stays open)."""
     if opened != fd:
         os.dup2(opened, fd)
-        os.close(opened)
+        if opened > 2:
+            os.close(opened)
 
 
 def run_as_main(module: str, args: list[str], *, path0: str) -> int:
