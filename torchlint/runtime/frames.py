@@ -219,6 +219,22 @@ def default_classifier() -> FrameClassifier:
     return FrameClassifier(dirs)
 
 
+def _without_dispatch_detours(stack: list) -> list:
+    """A torch function that sees torchlint's TorchFunctionMode goes through
+    ``handle_torch_function`` to the mode (torchlint's frames, already gone) and is called
+    again: `f`, `handle_torch_function`, `f` again. Python shows `f` once: keep the second."""
+    kept = []
+    for index, frame in enumerate(stack):
+        if frame.name == "handle_torch_function" and frame.filename.replace(os.sep, "/").endswith("torch/overrides.py"):
+            before = kept[-1] if kept else None
+            after = stack[index + 1] if index + 1 < len(stack) else None
+            if before is not None and after is not None and (before.filename, before.name) == (after.filename, after.name):
+                kept.pop()
+                continue
+        kept.append(frame)
+    return kept
+
+
 def format_user_exception(exc: BaseException, frames: FrameClassifier, hidden: tuple[str, ...]) -> str:
     """The traceback `python train.py` would print: from the target's first frame on, with no
     frame of torchlint's own (``hidden``: its folders) in it or in its chained exceptions."""
@@ -237,7 +253,7 @@ def format_user_exception(exc: BaseException, frames: FrameClassifier, hidden: t
         if id(summary) in seen:
             return
         seen.add(id(summary))
-        stack = [frame for frame in summary.stack if keep(frame.filename)]
+        stack = _without_dispatch_detours([frame for frame in summary.stack if keep(frame.filename)])
         if top:
             # Before the target's first frame: the child, runpy, the launcher.
             first = next((i for i, frame in enumerate(stack) if frames.verdict(frame.filename) == USER), None)

@@ -21,6 +21,8 @@ program behaves exactly as without torchlint. In-place edits of a leaf that requ
 
 from __future__ import annotations
 
+import re
+
 import weakref
 from typing import Any
 
@@ -55,11 +57,15 @@ def _mutating_list(func: Any) -> bool:
 
 
 class _Saved:
-    __slots__ = ("tensor", "version", "saved_at", "mutated_at", "mutated_by", "reported", "type_name", "__weakref__")
+    __slots__ = ("tensor", "version", "saved_at", "mutated_at", "mutated_by", "reported", "type_name", "producer",
+                 "__weakref__")
 
-    def __init__(self, tensor: Tensor, saved_at: Site | None) -> None:
+    def __init__(self, tensor: Tensor, saved_at: Site | None, producer: tuple[str, int] | None = None) -> None:
         self.tensor = tensor
         self.version = tensor._version
+        #: (grad_fn class name, output number) of the tensor when it was saved, for autograd's
+        #: message ("which is output 0 of Sigmoid"); None for a leaf.
+        self.producer = producer
         self.saved_at = saved_at
         self.mutated_at: Site | None = None
         #: The edit, as the message names it (`` `add_` ``, ``update by `Adam.step()` ``).
@@ -152,7 +158,9 @@ class AutogradProbe(Probe):
         # keeps every graph not run backward (an eval pass with grad on) alive until the cyclic
         # GC, where the next optimizer step "modifies" its saved weights. The registry's ids
         # may then be reused, which the version comparison in `after` tolerates.
-        holder = _Saved(tensor.detach(), self.ctx.site())
+        grad_fn = tensor.grad_fn
+        holder = _Saved(tensor.detach(), self.ctx.site(),
+                        None if grad_fn is None else (type(grad_fn).__name__, tensor.output_nr))
         ref = weakref.ref(holder)
         saved = self.saved
         saved.setdefault(id(tensor), []).append(ref)
@@ -170,11 +178,11 @@ class AutogradProbe(Probe):
         tensor = holder.tensor
         if tensor._version != holder.version:
             where = f" at {holder.mutated_at.short()}" if holder.mutated_at else ""
-            error = RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[{holder.type_name or self.ctx.device.type_name(tensor)} {list(tensor.shape)}] is at version {tensor._version}; expected version "
-                f"{holder.version} instead. (torchlint: it was modified in place{where})"
-            )
+            # Autograd's own words (its check does not run while these hooks hold the tensor);
+            # torchlint's note is printed after the traceback, not inside torch's message.
+            error = RuntimeError(version_error(holder.type_name or self.ctx.device.type_name(tensor), list(tensor.shape),
+                                               holder.producer, tensor._version, holder.version))
+            self.ctx.note(error, f"the tensor was modified in place{where}")
             if holder.mutated_at is not None:  # else no evidence names it: the crash stays a TL702
                 self.guarded(self._report_edit)(holder)
                 self.ctx.explain(error, "TL103")
@@ -292,3 +300,23 @@ class AutogradProbe(Probe):
 
 
 PROBE = AutogradProbe
+
+
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
+
+
+def version_error(type_name: str, shape: list[int], producer: tuple[str, int] | None, version: int, expected: int) -> str:
+    """The message autograd raises when a saved tensor was modified in place (torch's
+    SavedVariable::unpack, as torch 2.13 words it)."""
+    made = ""
+    if producer is not None:
+        name, output = producer
+        made = f", which is output {output} of {_BACKWARD_SUFFIX.sub('', name)},"
+    if torch.is_anomaly_enabled():
+        hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. "
+                "The variable in question was changed in there or anywhere later. Good luck!")
+    else:
+        hint = ("Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+                "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    return ("one of the variables needed for gradient computation has been modified by an inplace operation: "
+            f"[{type_name} {shape}]{made} is at version {version}; expected version {expected} instead. {hint}")

@@ -227,6 +227,15 @@ class ProbeContext:
         self.events.emit("probe-result", probe=probe.name, data=data)
 
     @staticmethod
+    def note(exc: BaseException, text: str) -> None:
+        """What torchlint knows of an exception the program will see: printed after its
+        traceback ("torchlint: TEXT"), never inside the message the program can read."""
+        try:
+            exc.__torchlint_note__ = text  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):
+            pass
+
+    @staticmethod
     def explain(exc: BaseException, code: str) -> None:
         """Mark an exception as explained by evidence already reported (no separate TL702)."""
         try:
