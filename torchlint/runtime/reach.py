@@ -18,21 +18,26 @@ from torchlint.runtime.frames import USER, FrameClassifier, frame_locals
 
 def models_in_reach(frames: FrameClassifier, frame: FrameType | None) -> list[tuple[str, nn.Module]]:
     """``(label, module)`` for each model in reach of ``frame`` and the frames that called it,
-    innermost first, each module once; the label is its class name."""
+    innermost first, each module once; the label is its class name.
+
+    Values are judged by ``type(value)``, never ``isinstance``, which reads ``__class__``: a
+    module-level frame holds the program's modules (``import torch.distributed as dist``), and
+    reading a deprecated attribute of one (``dist.reduce_op``) warns at the user's line."""
     roots: list[tuple[str, nn.Module]] = []
     seen: set[int] = set()
 
     def add(value: Any) -> None:
-        if isinstance(value, nn.Module) and id(value) not in seen:
+        if issubclass(type(value), nn.Module) and id(value) not in seen:
             seen.add(id(value))
             roots.append((type(value).__name__, value))
 
     while frame is not None:
         if frames.verdict(frame.f_code.co_filename) == USER:
             for value in frame_locals(frame).values():
-                if isinstance(value, nn.Module):
+                kind = type(value)
+                if issubclass(kind, nn.Module):
                     add(value)
-                elif hasattr(value, "__dict__") and not isinstance(value, type):
+                elif not issubclass(kind, type):
                     try:
                         attributes = list(vars(value).values())
                     except TypeError:
