@@ -67,7 +67,11 @@ def test_a_process_that_freezes_objects_itself_is_left_to_its_own_policy(thawed,
     gc.freeze()  # as the language server does between checks
     before = gc.get_freeze_count()
     check_sources({"a.py": CODE}, select=["TL101"])
-    assert frozen_during_rules == [before] and gc.get_freeze_count() == before
+    # Nothing added (the tree would add thousands) and nothing thawed (the count would drop to
+    # 0). The count is not exact: frozen objects that die (a temporary of the frame that froze
+    # them, freed later) leave the frozen set, so it may shrink by a few.
+    assert len(frozen_during_rules) == 1 and before - 100 < frozen_during_rules[0] <= before
+    assert before - 100 < gc.get_freeze_count() <= before
     del kept
 
 

@@ -1,6 +1,6 @@
 """A model whose refinement loop checks for convergence with `.item()` at every iteration:
 a graph break in a hot loop. Compiled, each iteration is a small graph of its own, entered
-through Dynamo's guards, and its fused kernel is no faster than ATen's on a small tensor:
+through Dynamo's guards, and its fused kernel is no faster than ATen's on a tensor this small:
 `torchlint run --compile --profile` names the function and lines that got slower (TL724).
 
     torchlint run examples/compile/compiled_slower/train.py --compile --profile --report out/
@@ -18,7 +18,7 @@ def refine_step(h):
 
 
 class Refiner(nn.Module):
-    def __init__(self, width: int = 256) -> None:
+    def __init__(self, width: int = 32) -> None:
         super().__init__()
         self.proj = nn.Linear(16, width)
         self.head = nn.Linear(width, 4)
@@ -31,7 +31,7 @@ class Refiner(nn.Module):
 
 
 def build():
-    return Refiner(), (torch.randn(256, 16),)
+    return Refiner(), (torch.randn(16, 16),)
 
 
 def main() -> None:
@@ -39,7 +39,7 @@ def main() -> None:
     model = Refiner()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     for step in range(4):
-        x, y = torch.randn(256, 16), torch.randint(0, 4, (256,))
+        x, y = torch.randn(16, 16), torch.randint(0, 4, (16,))
         loss = nn.functional.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()
