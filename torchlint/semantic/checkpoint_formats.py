@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.semantic.name_uses import module_functions, scope_uses
 from torchlint.static.walker import iter_nodes
 
 #: The fewest keys a load must read for its keys to name a format.
@@ -73,30 +74,26 @@ def keys_read(ctx, load: cst.Call) -> list[str]:
     torch.load(p)`, `x["k"]`, `"k" in x` and `x.get("k")` in the same scope, and the same reads
     of the parameter of a function of this module that `x` is handed to (`update(x)`)."""
     ancestors = ctx.ancestors
-    functions = {
-        statement.name.value: statement for statement in ctx.module.body if type(statement) is cst.FunctionDef
-    }
+    functions = module_functions(ctx)
     if ancestors and type(ancestors[-1]) is cst.Subscript and ancestors[-1].value is load:
         key = _subscript_key(ancestors[-1])
         return [key] if key is not None else []
     if len(ancestors) >= 2 and type(ancestors[-1]) is cst.Arg and type(ancestors[-2]) is cst.Call:
-        return sorted(_reads_in_callee(ancestors[-2], ancestors[-1], functions))  # `upgrade(torch.load(p))`
+        return sorted(_reads_in_callee(ctx, ancestors[-2], ancestors[-1], functions))  # `upgrade(torch.load(p))`
     if not ancestors or type(ancestors[-1]) is not cst.Assign or len(ancestors[-1].targets) != 1:
         return []
     target = ancestors[-1].targets[0].target
     if type(target) is not cst.Name:
         return []
-    scope = ctx.enclosing_function() or ctx.module
-    keys = _reads_of(target.value, scope)
-    for inner in iter_nodes(scope):
-        if type(inner) is cst.Call and type(inner.func) is cst.Name and inner.func.value in functions:
-            for arg in inner.args:
-                if type(arg.value) is cst.Name and arg.value.value == target.value:
-                    keys |= _reads_in_callee(inner, arg, functions)
+    uses = scope_uses(ctx, ctx.enclosing_function() or ctx.module)
+    keys = set(uses.keys.get(target.value, ()))
+    for call, arg in uses.passed.get(target.value, ()):
+        if call.func.value in functions:
+            keys |= _reads_in_callee(ctx, call, arg, functions)
     return sorted(keys)
 
 
-def _reads_in_callee(call: cst.Call, arg: cst.Arg, functions: dict[str, cst.FunctionDef]) -> set[str]:
+def _reads_in_callee(ctx, call: cst.Call, arg: cst.Arg, functions: dict[str, cst.FunctionDef]) -> set[str]:
     """The keys a function of this module reads off the parameter that `arg` of `call` binds."""
     if type(call.func) is not cst.Name or call.func.value not in functions or arg.keyword is not None or arg.star:
         return set()
@@ -104,26 +101,7 @@ def _reads_in_callee(call: cst.Call, arg: cst.Arg, functions: dict[str, cst.Func
     params = [p.name.value for p in (*callee.params.posonly_params, *callee.params.params)]
     positional = [a for a in call.args if a.keyword is None and not a.star]
     index = next((i for i, a in enumerate(positional) if a is arg), len(params))
-    return _reads_of(params[index], callee) if index < len(params) else set()
-
-
-def _reads_of(name: str, scope: cst.CSTNode) -> set[str]:
-    keys: set[str] = set()
-    for inner in iter_nodes(scope):
-        kind = type(inner)
-        if kind is cst.Subscript and type(inner.value) is cst.Name and inner.value.value == name:
-            key = _subscript_key(inner)
-        elif kind is cst.Comparison and len(inner.comparisons) == 1 and type(inner.comparisons[0].operator) is cst.In:
-            holder = inner.comparisons[0].comparator
-            key = _string(inner.left) if type(holder) is cst.Name and holder.value == name else None
-        elif kind is cst.Call and type(inner.func) is cst.Attribute and inner.func.attr.value == "get" and inner.args:
-            holder = inner.func.value
-            key = _string(inner.args[0].value) if type(holder) is cst.Name and holder.value == name else None
-        else:
-            continue
-        if key is not None:
-            keys.add(key)
-    return keys
+    return set(scope_uses(ctx, callee).keys.get(params[index], ())) if index < len(params) else set()
 
 
 # -- what a save writes ----------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.semantic.name_uses import is_numpy_call, scope_uses
 from torchlint.static.names import dotted_name
 
 
@@ -16,43 +17,18 @@ def read_as_numpy(ctx, node: cst.Call) -> bool:
     the scope is inside `torch.from_numpy(...)` or a numpy call: the file holds numpy
     arrays, which have no device."""
     ancestors = ctx.ancestors
-    if len(ancestors) >= 2 and type(ancestors[-1]) is cst.Arg and _numpy_call(ctx, ancestors[-2]):
+    if len(ancestors) >= 2 and type(ancestors[-1]) is cst.Arg and is_numpy_call(ctx, ancestors[-2]):
         return True
     if not ancestors or type(ancestors[-1]) is not cst.Assign or len(ancestors[-1].targets) != 1:
         return False
     target = ancestors[-1].targets[0].target
     if type(target) is not cst.Name:
         return False
-    from torchlint.static.walker import iter_nodes
-
-    name, assign = target.value, ancestors[-1]
-
-    def count(root) -> tuple[int, int]:
-        reads = numpy_reads = 0
-        for inner in iter_nodes(root):
-            if type(inner) is cst.Name and inner.value == name:
-                reads += 1
-            elif type(inner) is cst.Call and _numpy_call(ctx, inner):
-                numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
-        return reads, numpy_reads
-
     # The reads of this binding: from the assignment to the next one of the same name
     # (whose value still reads this one), in source order.
-    reads = numpy_reads = 0
-    statements = iter_nodes(ctx.enclosing_function() or ctx.module)
-    for inner in statements:
-        if inner is assign:
-            break
-    for inner in statements:
-        if type(inner) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in inner.targets):
-            more, more_numpy = count(inner.value)
-            reads, numpy_reads = reads + more, numpy_reads + more_numpy
-            break
-        if type(inner) is cst.Name and inner.value == name and inner is not target:
-            reads += 1
-        elif type(inner) is cst.Call and _numpy_call(ctx, inner):
-            numpy_reads += sum(1 for arg in inner.args for n in iter_nodes(arg.value) if type(n) is cst.Name and n.value == name)
-    return reads > 0 and numpy_reads == reads
+    uses = scope_uses(ctx, ctx.enclosing_function() or ctx.module).after(ancestors[-1], target.value)
+    reads = [use for use in uses if use.kind == "name" and use.node is not target]
+    return bool(reads) and sum(use.numpy_calls for use in reads) == len(reads)
 
 
 def annotated_tensor_free(ctx) -> bool:
@@ -69,14 +45,6 @@ def annotated_tensor_free(ctx) -> bool:
         function = ctx.enclosing_function()
         return function is not None and function.returns is not None and _tensor_free_annotation(function.returns.annotation)
     return False
-
-
-def _numpy_call(ctx, call: cst.BaseExpression) -> bool:
-    """`torch.from_numpy(...)` or any `numpy.*` call (through the file's import aliases)."""
-    if type(call) is not cst.Call:
-        return False
-    qualname = ctx.qualname(call.func) or ""
-    return qualname == "torch.from_numpy" or qualname.startswith("numpy.")
 
 
 def in_dataset_class(ctx) -> bool:

@@ -93,6 +93,9 @@ class FileContext:
         self._enclosing: cst.FunctionDef | None = None
         #: The file's analyses (torchlint.analysis), built by the engine before the rules.
         self.analyses: dict[type, Any] = {}
+        #: Answers of the semantic model kept for this file's check (an index per scope, so a
+        #: question asked at every call does not walk the scope each time).
+        self.memo: dict[Any, Any] = {}
 
     def is_enabled(self, code: str) -> bool:
         """Whether rule `code` runs in this check: two rules that would report the same call
