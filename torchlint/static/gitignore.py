@@ -17,40 +17,81 @@ class _Pattern:
     directory_only: bool
 
 
-def _translate(glob: str) -> str:
-    out = []
+_NEVER = None  # a pattern git cannot match (an unterminated `[`): it ignores nothing
+
+
+def _translate(glob: str) -> str | None:
+    """The regex for one pattern's glob, as git's wildmatch reads it, or None for a pattern
+    that matches nothing. Runs of `**/` collapse into one and other runs of `*` into one
+    `[^/]*`: a run of optional `.*` groups backtracks exponentially on a path that fails."""
+    out: list[str] = []
     i = 0
-    while i < len(glob):
+    n = len(glob)
+    while i < n:
         char = glob[i]
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("/.*")
-            i += 3
-            continue
         if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
+            j = i
+            while j < n and glob[j] == "*":
+                j += 1
+            double = j - i >= 2 and (i == 0 or glob[i - 1] == "/") and (j == n or glob[j] == "/")
+            if not double:
+                if not out or out[-1] != "[^/]*":
+                    out.append("[^/]*")
+                i = j
+                continue
+            if j == n:  # `dir/**`: everything inside (the slash before it is already out)
+                out.append(".*")
+                i = j
+                continue
+            # `**/` (leading or after a slash): zero or more folders; `**/**/` is the same
+            i = j + 1
+            while glob.startswith("**/", i):
+                i += 3
+            if not out or out[-1] != "(?:.*/)?":
+                out.append("(?:.*/)?")
+            continue
+        if char == "?":
             out.append("[^/]")
         elif char == "[":
-            end = glob.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(char))
-            else:
-                body = glob[i + 1 : end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end
-        elif char == "\\" and i + 1 < len(glob):
+            parsed = _bracket(glob, i)
+            if parsed is None:
+                return _NEVER
+            body, i = parsed
+            out.append(body)
+            continue
+        elif char == "\\" and i + 1 < n:
             i += 1
             out.append(re.escape(glob[i]))
         else:
             out.append(re.escape(char))
         i += 1
     return "".join(out)
+
+
+def _bracket(glob: str, start: int) -> tuple[str, int] | None:
+    """The regex class for the `[...]` at `start` and the index after it, or None when it is
+    never closed. `!` or `^` first negates; a `]` right after them is a member; `\\` escapes."""
+    i = start + 1
+    negated = i < len(glob) and glob[i] in "!^"
+    if negated:
+        i += 1
+    members: list[str] = []
+    first = True
+    while i < len(glob):
+        char = glob[i]
+        if char == "]" and not first:
+            body = "".join(members)
+            return (f"[^/{body}]" if negated else f"[{body}]"), i + 1
+        if char == "\\" and i + 1 < len(glob):
+            i += 1
+            char = glob[i]
+        if char == "-" and members and i + 1 < len(glob) and glob[i + 1] != "]":
+            members.append("-")
+        elif char != "/":  # a class never matches the folder separator
+            members.append(re.escape(char))
+        first = False
+        i += 1
+    return None
 
 
 def parse_patterns(text: str) -> list[_Pattern]:
@@ -69,7 +110,9 @@ def parse_patterns(text: str) -> list[_Pattern]:
         anchored = "/" in line
         line = line.lstrip("/")
         body = _translate(line)
-        prefix = "" if anchored else "(?:.*/)?"
+        if body is _NEVER:
+            continue
+        prefix = "" if anchored or body.startswith("(?:.*/)?") else "(?:.*/)?"
         patterns.append(_Pattern(re.compile(f"^{prefix}{body}$"), negated, directory_only))
     return patterns
 
