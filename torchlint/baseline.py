@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from torchlint.atomic import write_atomic
+from torchlint.bounded_read import Unreadable, load_json
 from torchlint.config import ConfigError
 from torchlint.findings import Finding
 from torchlint.report import ReportContext
@@ -41,6 +43,10 @@ def write_baseline(path: Path, findings: list[Finding], ctx: ReportContext) -> i
     return len(findings)
 
 
+#: A baseline of 100,000 findings is some 20 MB.
+MAX_BASELINE_BYTES = 256 * 1024 * 1024
+
+
 @dataclass
 class BaselineResult:
     kept: list[Finding]
@@ -54,16 +60,18 @@ class Baseline:
 
     @classmethod
     def load(cls, path: Path) -> Baseline:
+        if not os.path.lexists(path):
+            raise ConfigError(f"{path}: baseline file not found (create it with --write-baseline)")
         try:
-            document = json.loads(Path(path).read_text(encoding="utf-8"))
+            document = load_json(path, MAX_BASELINE_BYTES)
             entries = document["entries"]
             for entry in entries:
                 entry["count"] = int(entry["count"])
                 for key in ("code", "path", "snippet_hash"):
                     if not isinstance(entry[key], str):
                         raise TypeError(key)
-        except FileNotFoundError as exc:
-            raise ConfigError(f"{path}: baseline file not found (create it with --write-baseline)") from exc
+        except Unreadable as exc:
+            raise ConfigError(f"{exc} (a baseline is what --write-baseline writes)") from exc
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path}: not a torchlint baseline ({type(exc).__name__}: {exc})") from exc
         return cls(entries)

@@ -115,9 +115,21 @@ def find_config_file(start: Path) -> Path | None:
                 text = candidate.read_text(encoding="utf-8")
             except OSError:
                 continue
-            if "[tool.torchlint" in text or "tool.torchlint" in text:
+            if "[tool.torchlint" in text or "tool.torchlint" in text or _names_torchlint_under_tool(text):
                 return candidate
     return None
+
+
+def _names_torchlint_under_tool(text: str) -> bool:
+    """`[tool]` then `torchlint = ...` (or an inline table): a table the quick text test above
+    misses, which must be read (and refused when it is no table) rather than ignored."""
+    if "torchlint" not in text:
+        return False
+    try:
+        tool = tomllib.loads(text).get("tool")
+    except tomllib.TOMLDecodeError:
+        return False
+    return isinstance(tool, dict) and "torchlint" in tool
 
 
 def project_folders(start: Path) -> list[Path]:
@@ -144,6 +156,11 @@ def project_folders(start: Path) -> list[Path]:
         if (folder / "pyproject.toml").is_file() or os.path.lexists(folder / ".git"):
             break
     return folders
+
+
+def shared_folder(folder: Path) -> bool:
+    """Whether anyone may plant files in ``folder`` (sticky and world-writable, as /tmp)."""
+    return _shared(folder)
 
 
 def _shared(folder: Path) -> bool:
@@ -222,11 +239,17 @@ def merge_tables(base: dict[str, Any], override: dict[str, Any]) -> dict[str, An
     return merged
 
 
+#: No configuration is this big; a planted one (a link to /dev/zero) is not read.
+MAX_CONFIG_BYTES = 10 * 1024 * 1024
+
+
 def _read_table(config_file: Path) -> dict[str, Any]:
+    from torchlint.bounded_read import Unreadable, read_limited
+
     try:
-        raw = config_file.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{config_file}: cannot read: {exc.strerror or exc}") from exc
+        raw = read_limited(config_file, MAX_CONFIG_BYTES)
+    except Unreadable as exc:
+        raise ConfigError(str(exc)) from exc
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -307,8 +330,19 @@ def _config_from_table(table: dict[str, Any], *, where: str, root: Path, config_
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where} cache-dir must be a folder path string, not {value!r}")
             # relative to the folder holding the configuration, as `exclude` patterns are
-            values["cache_dir"] = root / Path(value).expanduser()
+            folder = root / Path(value).expanduser()
+            if config_file is not None and not _within(folder, root):
+                # A checked tree's own file must not make torchlint write outside the tree (a
+                # pull request's `cache-dir = "../../.ssh"`); the user's flag may.
+                raise ConfigError(f"{where} cache-dir {value!r} is outside the project ({root}); a configuration file "
+                                  "keeps the cache inside it (use --cache-dir or TORCHLINT_CACHE_DIR for a folder elsewhere)")
+            values["cache_dir"] = folder
     return Config(root=root, config_file=config_file, plugin_tables=plugin_tables, **values)
+
+
+def _within(folder: Path, root: Path) -> bool:
+    real, top = os.path.realpath(folder), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
 def check_version(value: Any, where: str) -> str:
@@ -366,6 +400,8 @@ def split_config_arguments(values: Iterable[str]) -> tuple[Path | None, list[tup
     config_file: Path | None = None
     overrides: list[tuple[str, dict[str, Any]]] = []
     for value in values:
+        if "=" not in value and os.path.exists(value) and not Path(value).is_file():
+            raise ConfigError(f"--config {value!r}: not a regular file (a configuration is a TOML file); not read")
         if Path(value).is_file():
             if config_file is not None:
                 raise ConfigError(f"--config {value!r}: one configuration file only (already {str(config_file)!r})")

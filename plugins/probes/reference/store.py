@@ -32,16 +32,19 @@ class ReferenceError(Exception):
     """The file is missing, not JSON, or not a reference this version can read."""
 
 
+#: A reference of a long run with a big model is a few MB; a file far past this is not one.
+MAX_REFERENCE_BYTES = 512 * 1024 * 1024
+
+
 def load(path: str) -> dict[str, Any]:
+    from torchlint.bounded_read import Unreadable, load_json
+
+    if not os.path.lexists(path):
+        raise ReferenceError(f"{path}: no such file (record one with `torchlint run TARGET --save-reference {path}`)")
     try:
-        with open(path, encoding="utf-8") as stream:
-            document = json.load(stream)
-    except FileNotFoundError:
-        raise ReferenceError(f"{path}: no such file (record one with `torchlint run TARGET --save-reference {path}`)") from None
-    except OSError as exc:
-        raise ReferenceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ReferenceError(f"{path}: not a JSON file ({exc}); a reference is what `--save-reference` writes") from None
+        document = load_json(path, MAX_REFERENCE_BYTES)
+    except Unreadable as exc:
+        raise ReferenceError(f"{exc}; a reference is what `--save-reference` writes") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ReferenceError(f"{path}: JSON, but not a torchlint reference (no \"format\": \"{FORMAT}\")")
     if document.get("version") != VERSION:
