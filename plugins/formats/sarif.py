@@ -8,6 +8,7 @@ unicodeCodePoints` (torchlint's columns count code points).
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import TextIO
 
@@ -38,6 +39,14 @@ def _rule_descriptor(rule) -> dict:
     }
 
 
+def _uri(path: str) -> str:
+    """A relative URI reference, as SARIF's artifactLocation wants: percent-encoded bytes, so a
+    file name that is not UTF-8 (or holds a space or `#`) still makes valid JSON and one URI."""
+    from urllib.parse import quote
+
+    return quote(os.fsencode(path), safe="/")
+
+
 def write_sarif(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> None:
     codes = sorted(set(ctx.rules) | {f.code for f in findings})
     index = {code: i for i, code in enumerate(codes)}
@@ -57,7 +66,7 @@ def write_sarif(findings: list[Finding], stream: TextIO, ctx: ReportContext) -> 
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": ctx.relative_path(finding.path), "uriBaseId": "%SRCROOT%"},
+                            "artifactLocation": {"uri": _uri(ctx.relative_path(finding.path)), "uriBaseId": "%SRCROOT%"},
                             "region": {
                                 "startLine": loc.line,
                                 "startColumn": loc.column,

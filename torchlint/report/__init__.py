@@ -110,6 +110,7 @@ class ReportContext:
             key = (finding.code, self.relative_path(finding.path), self.snippet(finding))
             occurrence = seen.get(key, 0)
             seen[key] = occurrence + 1
-            digest = hashlib.sha256("\0".join((*key, str(occurrence))).encode()).hexdigest()[:32]
+            # surrogateescape: a file name that is not UTF-8 (bytes the OS gave back as surrogates)
+            digest = hashlib.sha256("\0".join((*key, str(occurrence))).encode("utf-8", "surrogateescape")).hexdigest()[:32]
             out.append(digest)
         return out
