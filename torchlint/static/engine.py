@@ -396,7 +396,12 @@ class StaticEngine:
             return []
         from torchlint.static.project_rest import rest_of_projects
 
-        return rest_of_projects(paths, items, self.config, cwd=cwd, finder=RootFinder(), warnings=warnings)
+        from torchlint.config import shared_folder
+
+        # Outside any marked project the folder the command runs in is the project, unless
+        # anyone may write there (/tmp): whoever planted files there is not the one checking.
+        fallback = None if shared_folder(cwd) else cwd
+        return rest_of_projects(paths, items, self.config, cwd=cwd, finder=RootFinder(fallback), warnings=warnings)
 
     def _file_results(
         self, items: list[Discovered], cache: Cache | None, jobs: int

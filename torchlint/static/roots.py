@@ -14,16 +14,24 @@ PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt"
 
 class RootFinder:
     """A file's project folder (as a string; "" outside any project), cached per folder: a
-    walk asks for thousands of files in a few hundred folders."""
+    walk asks for thousands of files in a few hundred folders.
 
-    def __init__(self) -> None:
+    ``fallback``: the project of a file under no marker that lies inside this folder (the
+    folder the command runs in, as ruff takes it), so that `torchlint check train.py` and
+    `torchlint check .` in a folder without a pyproject.toml read the same files."""
+
+    def __init__(self, fallback: Path | None = None) -> None:
         self._folders: dict[Path, str] = {}
+        self._fallback = fallback.absolute() if fallback is not None else None
 
     def of(self, path: Path, default: str = "") -> str:
         try:
-            return self._root_of(path.absolute().parent)
+            found = self._root_of(path.absolute().parent)
         except (OSError, RecursionError):
             return default
+        if not found and self._fallback is not None and self._fallback in path.absolute().parents:
+            return str(self._fallback)
+        return found
 
     def _root_of(self, folder: Path) -> str:
         found = self._folders.get(folder)
