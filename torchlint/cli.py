@@ -402,6 +402,9 @@ def server(stdio):
     serve()
 
 
+# `torchlint lsp` is what editors' docs and users guess first; it is the same command.
+main.add_command(server, name="lsp")
+
 from torchlint.runtime.parent.command import run as _run_command  # noqa: E402
 
 main.add_command(_run_command)
