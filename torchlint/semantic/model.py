@@ -84,7 +84,7 @@ from torchlint.static.names import dotted_name
 
 _SCOPES = ("FunctionDef", "ClassDef", "Module")
 _BUILTINS = frozenset(dir(builtins))
-_BRANCHING = {"If": "if", "For": "loop", "While": "loop", "Try": "try", "TryStar": "try", "Match": "if"}
+_BRANCHING = {"If": "if", "For": "loop", "While": "loop", "Try": "try", "TryStar": "try", "Match": "match"}
 #: Expressions whose value is worth computing only when asked (a name costs less to read now
 #: than to remember; a call needs its qualified name, its receiver, its arguments...).
 #: (Names, not classes: touching libcst at import time would load it for a warm run.)
@@ -231,7 +231,7 @@ class SemanticModel(Analysis):
             kind = _BRANCHING.get(type(ancestors[index]).__name__)
             if kind is not None:
                 path.append((id(ancestors[index]), id(ancestors[index + 1]), kind))
-                if kind == "if":
+                if kind in ("if", "match"):
                     self._branch_nodes[id(ancestors[index])] = ancestors[index]
         return tuple(path)
 
@@ -996,13 +996,18 @@ class SemanticModel(Analysis):
         k = 0
         while k < min(len(last), len(use)) and last[k] == use[k]:
             k += 1
-        if k >= len(last) or last[k][2] != "if":
+        if k >= len(last) or last[k][2] not in ("if", "match"):
             return False
         if k < len(use) and use[k][0] == last[k][0]:
             return False  # the use is inside this `if`
         prefix = use[:k]
         arms = {tuple(p[k:]) for p in paths if p[:k] == prefix}
         node = self._branch_nodes.get(last[k][0])
+        if type(node) is cst.Match:
+            # Every case binds it directly, and the last case takes whatever is left (`case _:`)
+            cases = node.cases
+            return bool(cases) and _irrefutable(cases[-1]) and all(
+                any(len(arm) == 1 and arm[0] == (id(node), id(case), "match") for arm in arms) for case in cases)
         depth = 0
         while node is not None:
             entry = (id(node), id(node.body), "if")
@@ -1610,7 +1615,7 @@ def _reach(binding: tuple, use: tuple) -> str:
         common += 1
     if common == len(binding):
         return "surely"
-    if common < len(use) and use[common][0] == binding[common][0] and binding[common][2] == "if":
+    if common < len(use) and use[common][0] == binding[common][0] and binding[common][2] in ("if", "match"):
         return "never"
     return "maybe"
 
@@ -1672,6 +1677,12 @@ def _disables_grad(expr: cst.BaseExpression) -> bool:
     if type(expr) is cst.Call and expr.args and type(expr.args[0].value) is cst.Name:
         return expr.args[0].value.value != "False"
     return True
+
+
+def _irrefutable(case: cst.MatchCase) -> bool:
+    """`case _:` or `case name:` without a guard: the case every subject reaches."""
+    pattern = case.pattern
+    return case.guard is None and type(pattern) is cst.MatchAs and pattern.pattern is None
 
 
 def _always_leaves(block: cst.BaseSuite) -> bool:
