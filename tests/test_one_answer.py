@@ -76,6 +76,8 @@ def examples(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     shutil.copytree(REPO / "examples", root / "examples", ignore=shutil.ignore_patterns("*.png", "__pycache__"))
     (root / "pyproject.toml").write_text('[project]\nname = "examples"\n')
+    for nested in (root / "examples").glob("*/pyproject.toml"):
+        nested.unlink()  # the bundled projects' own markers: here the folder is one project
     return root
 
 

@@ -90,8 +90,11 @@ def test_cross_file_finding_survives_the_cache(in_tmp):
 
 def test_cross_file_needs_both_files(in_tmp):
     write(in_tmp, {"models.py": MODELS_SOFTMAX, "train.py": TRAIN_ABSOLUTE})
-    assert run_check("--no-cache", "train.py") == []
+    # Without a project marker the folder the command runs in is the project: checking
+    # train.py reads models.py for its facts, and reports only train.py's findings.
+    assert [(f["filename"], f["code"]) for f in run_check("--no-cache", "train.py")] == [("train.py", "TL101")]
     assert run_check("--no-cache", "models.py") == []
+    assert run_check("--no-cache", "--no-project-context", "train.py") == []  # the facts of one file only
 
 
 def test_cross_file_model_returning_logits_is_fine(in_tmp):

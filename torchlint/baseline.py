@@ -71,7 +71,7 @@ class Baseline:
                     if not isinstance(entry[key], str):
                         raise TypeError(key)
         except Unreadable as exc:
-            raise ConfigError(f"{exc} (a baseline is what --write-baseline writes)") from exc
+            raise ConfigError(f"{path}: not a torchlint baseline ({exc.reason}; a baseline is what --write-baseline writes)") from exc
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path}: not a torchlint baseline ({type(exc).__name__}: {exc})") from exc
         return cls(entries)

@@ -17,7 +17,11 @@ MAX_JSON_DEPTH = 64
 
 
 class Unreadable(Exception):
-    """The file cannot be used; the message names the file and why."""
+    """The file cannot be used; the message names the file and why (``reason``: why alone)."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.reason = reason
 
 
 def read_limited(path: Path | str, limit: int) -> bytes:
@@ -26,7 +30,7 @@ def read_limited(path: Path | str, limit: int) -> bytes:
 
     data, problem = read_bytes(Path(path), limit)
     if data is None:
-        raise Unreadable(f"{path}: {problem}")
+        raise Unreadable(path, problem or "cannot be read")
     return data
 
 
@@ -36,11 +40,11 @@ def load_json(path: Path | str, limit: int, max_depth: int = MAX_JSON_DEPTH) -> 
     try:
         document = json.loads(data.decode("utf-8"))
     except RecursionError:
-        raise Unreadable(f"{path}: JSON nested deeper than {max_depth} levels; not read") from None
+        raise Unreadable(path, f"JSON nested deeper than {max_depth} levels; not read") from None
     except UnicodeDecodeError as exc:
-        raise Unreadable(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise Unreadable(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except ValueError as exc:
-        raise Unreadable(f"{path}: not JSON ({exc})") from None
+        raise Unreadable(path, f"not JSON ({exc})") from None
     check_depth(document, max_depth, str(path))
     return document
 
@@ -58,5 +62,5 @@ def check_depth(document: Any, max_depth: int, where: str) -> None:
         else:
             continue
         if depth > max_depth:
-            raise Unreadable(f"{where}: JSON nested deeper than {max_depth} levels; not read")
+            raise Unreadable(where, f"JSON nested deeper than {max_depth} levels; not read")
         stack.extend((child, depth + 1) for child in children)

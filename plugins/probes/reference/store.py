@@ -44,7 +44,8 @@ def load(path: str) -> dict[str, Any]:
     try:
         document = load_json(path, MAX_REFERENCE_BYTES)
     except Unreadable as exc:
-        raise ReferenceError(f"{exc}; a reference is what `--save-reference` writes") from None
+        shape = "not a JSON file" if exc.reason.startswith("not JSON") else exc.reason
+        raise ReferenceError(f"{path}: {shape}; a reference is what `--save-reference` writes ({exc.reason})") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ReferenceError(f"{path}: JSON, but not a torchlint reference (no \"format\": \"{FORMAT}\")")
     if document.get("version") != VERSION:
