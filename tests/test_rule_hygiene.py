@@ -24,8 +24,8 @@ def lines(code: str, select: str, path: str = "lib.py") -> list[int]:
 
 @pytest.mark.parametrize(
     "code,enabled",
-    [("TL203", False), ("TL204", True), ("TL205", True), ("TL601", True), ("TL602", True),
-     ("TL603", False), ("TL604", False), ("TL605", True), ("TL606", False), ("TL607", True), ("TL608", True), ("TL609", False)],
+    [("TL203", False), ("TL204", False), ("TL205", True), ("TL601", True), ("TL602", True),
+     ("TL603", False), ("TL604", False), ("TL605", True), ("TL606", False), ("TL607", False), ("TL608", True), ("TL609", False), ("TL610", False)],
 )
 def test_default_enablement_matches_the_precision_measured_on_the_corpora(code, enabled):
     assert RULES[code].default_enabled is enabled

@@ -33,6 +33,12 @@ class AccumulatedLossNotDivided(Rule):
     loss from a helper that is given `N` (it may divide), and loops managed by a framework
     that divides itself (`accelerator.accumulate(...)`).
 
+
+    Off by default: on 17 big public libraries and frameworks with their test suites,
+    judged by reviewers who did not write the rule, 0 of 7 sampled findings were right (7
+    in all); the wrong ones were averaging done elsewhere (`p.grad.mul_(1 / n)`, an in-
+    place `loss /= steps`) and loops that are not gradient accumulation. `--extend-select
+    TL610` turns it on.
     ## Why is this bad?
     `backward()` adds into `.grad`. After N micro-batches the gradient is the SUM of N
     mean-reduced batch gradients: N times the gradient of the large batch the accumulation
@@ -65,6 +71,7 @@ class AccumulatedLossNotDivided(Rule):
     code = "TL610"
     name = "accumulated-loss-not-divided"
     summary = "gradient accumulation over N micro-batches without dividing the loss by N: an N-times larger step"
+    default_enabled = False
     triggers = ("backward",)
     cases = [
         Bad(
