@@ -1134,13 +1134,18 @@ class LoadWithoutMapLocation(Rule):
         brings this one back)."""
         return (WEIGHTS_ONLY_CODE,) if finding.message.startswith(BOTH_KEYWORDS) else ()
 
+    #: torch's own refusal to load CUDA storages where CUDA is absent: the failure this rule
+    #: predicts, whatever the static phase concluded about where the file was written.
+    proven_by = (("RuntimeError", r"Attempting to deserialize object on (a )?CUDA device"),)
+
     @classmethod
     def errors_proving(cls, finding) -> tuple:
-        """`torch run`: the map_location claim is the checkpoint probe's to confirm; a finding
-        that also speaks for TL302 is proven, like TL302's, by torch's weights_only refusal."""
+        """`torch run`: torch refusing CUDA storages proves the map_location claim (the
+        checkpoint probe confirms it before any error); a finding that also speaks for TL302
+        is proven, like TL302's, by torch's weights_only refusal too."""
         from .load_without_weights_only import LoadWithoutWeightsOnly
 
-        return LoadWithoutWeightsOnly.proven_by if finding.message.startswith(BOTH_KEYWORDS) else ()
+        return cls.proven_by + (LoadWithoutWeightsOnly.proven_by if finding.message.startswith(BOTH_KEYWORDS) else ())
 
     @classmethod
     def reports_load_at(cls, project, finding) -> bool:

@@ -105,3 +105,37 @@ def test_tl301_speaking_for_tl302_is_proven_by_the_weights_only_refusal(tmp_path
     alone = run(tmp_path, "TL301", 7, raised(script, "UnpicklingError", refusal, [7]),
                 message="`torch.load` without `map_location`: ...")
     assert {f.code: f.evidence[0].status for f in alone}["TL301"] != "confirmed"
+
+
+def test_a_finding_the_static_phase_dropped_is_confirmed_by_the_error_it_predicts(tmp_path):
+    """The static phase took a CUDA checkpoint for a same-process round trip and dropped
+    TL301; loading it on a machine without CUDA raised the very error TL301 predicts."""
+    script = str(tmp_path / "train.py")
+    dropped = Finding("TL301", "tl301", "`torch.load` without `map_location`: ...", script, Location(7, 5, 7, 30))
+    deserialize = ("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are "
+                   "running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map your "
+                   "storages to the CPU.")
+    findings, _ = merge([], raised(script, "RuntimeError", deserialize, [7]), enabled=set(RULES), cwd=tmp_path, timeout=10,
+                        rules=RULES, refuted=[dropped])
+    statuses = {(f.code, f.location.line): f.evidence[0].status for f in findings}
+    assert statuses == {("TL301", 7): "confirmed"}  # and no TL702 beside it: the crash is explained
+
+
+def test_a_runtime_rule_that_names_the_static_rule_confirms_it_instead_of_standing_beside_it(tmp_path):
+    from torchlint.plugins.probes.invariants import GradientsNotCleared
+
+    script = str(tmp_path / "train.py")
+    static = Finding("TL602", "step-without-zero-grad", "`optimizer.step()` ...", script, Location(9, 5, 9, 21))
+    start = {"event": "start", "probes": [{"name": "invariants", "confirms": [], "runtime_code": "TL745"}]}
+    seen = {"event": "evidence", "probe": "invariants", "code": None, "runtime_code": "TL745", "at": [script, 9],
+            "message": "the gradients of step 1 were still in .grad at step 2", "sites": []}
+    outcome = {"event": "outcome", "status": "completed", "optimizer_steps": 3, "forward_calls": 3}
+    result = ChildResult(events=[start, seen, outcome], returncode=0, timed_out=False, seconds=1.0, script=script)
+    rules = {**RULES, "TL745": GradientsNotCleared}
+    findings, _ = merge([static], result, enabled={"TL602", "TL745"}, cwd=tmp_path, timeout=10, rules=rules)
+    assert [(f.code, f.evidence[0].status) for f in findings] == [("TL602", "confirmed")]
+    assert "still in .grad" in findings[0].evidence[0].detail
+    elsewhere = dict(seen, at=[script, 30])
+    result = ChildResult(events=[start, elsewhere, outcome], returncode=0, timed_out=False, seconds=1.0, script=script)
+    findings, _ = merge([static], result, enabled={"TL602", "TL745"}, cwd=tmp_path, timeout=10, rules=rules)
+    assert sorted((f.code, f.evidence[0].status) for f in findings) == [("TL602", "not probed"), ("TL745", "runtime only")]

@@ -103,6 +103,9 @@ class GradientsNotCleared(RuntimeRule):
     code = "TL745"
     name = "gradients-not-cleared"
     summary = "Gradients are not cleared between optimizer steps: each step adds the previous ones"
+    #: The static rule for the same bug: a TL602 finding at the stepping line is confirmed by
+    #: this evidence rather than reported beside it.
+    proves = ("TL602",)
 
 
 class FrozenParameterChanged(RuntimeRule):

@@ -77,9 +77,9 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
         if event["event"] == "observed":
             observed.setdefault((event["code"], _key(event["path"])), []).append((event["line"], event.get("note", "")))
     outcome = describe_outcome(child, cwd, timeout)
-    static = _with_proven(static, _proven_after_all(refuted, evidence), rules)
-    used: set[int] = set()
     crash = _Crash.of(outcome)
+    static = _with_proven(static, _proven_after_all(refuted, evidence, crash, rules), rules)
+    used: set[int] = set()
     findings: list[Finding] = []
     for finding in static:
         proof = crash.proves(finding, rules.get(finding.code)) if crash else None
@@ -93,6 +93,7 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
     # off-by-default rule with the same measurement (the dataloader probe's TL741 and TL405),
     # sends two events: once the static finding is confirmed, the other is the same news.
     confirming = {_observation(evidence[index]) for index in used}
+    findings = _confirmed_by_runtime_rules(findings, evidence, used, known)
     for index, event in enumerate(evidence):
         code = event.get("runtime_code")
         if index not in used and code in known and event.get("at") and _observation(event) not in confirming:
@@ -103,15 +104,43 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
     return _dedupe(findings), outcome
 
 
-def _proven_after_all(refuted: Any, evidence: list[dict]) -> list[Finding]:
-    """Dropped static findings that a probe's evidence proves: evidence for their code, at
-    their line, that the probe would report on its own (not ``confirm_only``)."""
+def _proven_after_all(refuted: Any, evidence: list[dict], crash: _Crash | None = None,
+                      rules: dict[str, type] | None = None) -> list[Finding]:
+    """Dropped static findings that the run proves: evidence for their code, at their line,
+    that the probe would report on its own (not ``confirm_only``), or the very error the rule
+    predicts raised through their line (a CUDA checkpoint the static phase took for a
+    same-process round trip that fails to load: the crash proves TL301)."""
     proven = []
     for finding in refuted:
         if any(event.get("code") == finding.code and event.get("runtime_code")
                and any(_inside(finding, _key(p), line) for p, line in event.get("sites", ())) for event in evidence):
             proven.append(finding)
+        elif crash is not None and rules is not None and crash.proves(finding, rules.get(finding.code)) is not None:
+            proven.append(finding)
     return proven
+
+
+def _confirmed_by_runtime_rules(findings: list[Finding], evidence: list[dict], used: set[int],
+                                known: dict[str, type]) -> list[Finding]:
+    """One status per bug: a runtime-only rule that names the static rules describing the same
+    bug (``proves``, TL745's gradients never cleared for TL602's missing zero_grad) confirms a
+    static finding at the line it reports, instead of standing beside it as a second finding
+    while the static one says no probe checks it."""
+    confirmed = list(findings)
+    for index, event in enumerate(evidence):
+        rule = known.get(event.get("runtime_code"))
+        proves = getattr(rule, "proves", ()) if rule is not None else ()
+        at = event.get("at")
+        if index in used or not proves or not at:
+            continue
+        for position, finding in enumerate(confirmed):
+            status = finding.evidence[0].status if finding.evidence else None
+            if finding.code in proves and status != CONFIRMED and _inside(finding, _key(at[0]), int(at[1])):
+                data = dict(event.get("data", {}), probe=event.get("probe"), runtime_code=event.get("runtime_code"))
+                confirmed[position] = replace(finding, evidence=(Evidence(CONFIRMED, event["message"], data),))
+                used.add(index)
+                break
+    return confirmed
 
 
 def _with_proven(static: list[Finding], proven: list[Finding], rules: dict[str, type]) -> list[Finding]:
