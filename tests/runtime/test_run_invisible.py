@@ -262,3 +262,20 @@ def test_sigterm_stops_the_run_and_the_report_keeps_what_was_found(tmp_path):
     assert report["outcome"]["status"] == "interrupted"
     assert "stopped by SIGTERM" in report["outcome"]["summary"]
     assert "TL101" in {f["code"] for f in report["findings"] if f["status"] == "confirmed"}
+
+
+def test_a_program_that_closes_its_stdout_and_stderr_keeps_the_report(tmp_path):
+    (tmp_path / "train.py").write_text(textwrap.dedent("""\
+        import os
+        import torch
+        import torch.nn.functional as F
+
+        loss = F.cross_entropy(F.softmax(torch.randn(4, 3), dim=1), torch.tensor([0, 1, 2, 0]))
+        os.close(1)
+        os.close(2)
+        raise RuntimeError("after closing both")
+    """))
+    run = _torchlint_run("train.py", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr.decode()[-3000:]  # the program's own status: it raised
+    assert b"torchlint run train.py --device cpu: raised RuntimeError at train.py:8" in run.stderr
+    assert b"TL101 [confirmed]" in run.stderr

@@ -40,8 +40,13 @@ class Progress:
         if not self.quiet:
             stream = sys.__stderr__
             if stream is not None:
-                stream.write(f"{self.label}: {message}\n")
-                stream.flush()
+                try:
+                    stream.write(f"{self.label}: {message}\n")
+                    stream.flush()
+                except (OSError, ValueError):
+                    # The program closed its stderr (os.close(2)): our lines go unsaid, and
+                    # the run, its evidence and its report go on.
+                    self.quiet = True
 
 
 def main() -> int:
@@ -437,11 +442,14 @@ def _user_traceback(exc: BaseException, ctx: Any) -> str:
 
 def _print_user_traceback(exc: BaseException, ctx: Any) -> None:
     """Python's traceback, then what torchlint knows of it on a line of its own."""
-    sys.stderr.write(_user_traceback(exc, ctx))
-    note = getattr(exc, "__torchlint_note__", None)
-    if isinstance(note, str) and note:
-        sys.stderr.write(f"torchlint: {note}\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(_user_traceback(exc, ctx))
+        note = getattr(exc, "__torchlint_note__", None)
+        if isinstance(note, str) and note:
+            sys.stderr.write(f"torchlint: {note}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass  # the program closed or replaced its stderr; python would print nothing there either
 
 
 def _innermost_frame(exc: BaseException) -> Any:
