@@ -130,6 +130,34 @@ def test_the_budget_is_honoured_and_reported(tmp_path):
     assert any("failing graph (not minified, runs alone)" in line for line in minify_lines(record, tmp_path))
 
 
+@pytest.mark.parametrize("ending", ["finished", "failed", "stopped"])
+def test_a_folder_a_stopped_minify_left_says_it_is_unfinished(tmp_path, monkeypatch, ending):
+    from torchlint.runtime.compile import minify as minifying
+
+    folder = tmp_path / "m"
+    seen = []
+
+    def work(*args, **kwargs):
+        seen.append((folder / minifying.UNFINISHED).is_file())  # written before anything else
+        if ending == "failed":
+            raise RuntimeError("the probe reports this")
+        if ending == "stopped":
+            raise KeyboardInterrupt  # Ctrl-C, or a signal, while the minifier runs
+        return {"status": "minified"}
+
+    monkeypatch.setattr(minifying, "_minify_into", work)
+    model = torch.nn.Linear(4, 4)
+    call = lambda: minifying.minify(model, [((torch.randn(2, 4),), {})], {"accuracy": {"ok": False, "backend": "inductor"}},
+                                    folder=str(folder), timeout=60.0, is_user=lambda path: False)
+    if ending == "finished":
+        assert call() == {"status": "minified"}
+    else:
+        with pytest.raises(KeyboardInterrupt if ending == "stopped" else RuntimeError):
+            call()
+    assert seen == [True]
+    assert (folder / minifying.UNFINISHED).is_file() == (ending == "stopped")
+
+
 def test_a_stopped_command_takes_what_it_started_with_it(tmp_path):
     from torchlint.runtime.compile.minify import run_bounded
 

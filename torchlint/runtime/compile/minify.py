@@ -18,6 +18,7 @@ before there is a graph to shrink, and are not minified.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -157,6 +158,40 @@ def minify(model: Callable, calls: list, result: dict[str, Any], *, folder: str,
         record["error_line"] = in_message.group(1) if in_message else compiler_error(failure.get("traceback", ""))
         record["error_type"] = _inner_error_type(failure)
     _fresh(folder)
+    marker = _mark_unfinished(folder)
+    try:
+        finished = _minify_into(folder, model, calls, record, kind, deadline, timeout, is_user, progress)
+    except Exception:  # a failure the probe reports: the folder holds what it holds, and says no more
+        _remove(marker)
+        raise
+    # Not reached when the run is stopped (Ctrl-C, a kill, its --timeout): the marker then says
+    # that the files beside it may be partial.
+    _remove(marker)
+    return finished
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+#: What a run killed while minifying leaves in the folder to say so.
+UNFINISHED = "UNFINISHED.txt"
+#: Of the budget, what the check that the repro fails alone keeps for itself: the minifier
+#: stops in time to leave it (it used to take all but 6 s of 120).
+VERIFY_SHARE, VERIFY_MIN_S, VERIFY_MAX_S = 0.25, 10.0, 60.0
+
+
+def _mark_unfinished(folder: str) -> str:
+    marker = os.path.join(folder, UNFINISHED)
+    with open(marker, "w", encoding="utf-8") as out:
+        out.write(f"torchlint run --minify (process {os.getpid()}) was writing this folder and did not finish: the run was "
+                  "stopped before it could (Ctrl-C, a kill, its --timeout). The files here may be partial; run it again.\n")
+    return marker
+
+
+def _minify_into(folder: str, model: Callable, calls: list, record: dict[str, Any], kind: str, deadline: float,
+                 timeout: float, is_user: Callable[[str], bool], progress: Callable[[str], None]) -> dict[str, Any]:
     progress(f"compile: minifying the {kind} failure (at most {timeout:g} s)")
     args, kwargs = calls[0]
     graphs = capture_graphs(model, args, kwargs)
@@ -168,13 +203,15 @@ def minify(model: Callable, calls: list, result: dict[str, Any], *, folder: str,
     with open(spec_path, "w", encoding="utf-8") as out:
         json.dump({"kind": kind, "graphs": written, "error_line": record.get("error_line"),
                    "error_type": record.get("error_type")}, out)
+    reserve = min(VERIFY_MAX_S, max(VERIFY_MIN_S, VERIFY_SHARE * timeout), timeout / 2)
     code, seconds = run_bounded([sys.executable, "-m", "torchlint.runtime.compile.minify_worker", spec_path], cwd=os.getcwd(),
-                                timeout=deadline - time.monotonic(), log=os.path.join(folder, "minify.log"))
+                                timeout=max(1.0, deadline - reserve - time.monotonic()), log=os.path.join(folder, "minify.log"))
     record.update(_read_result(folder))
     record["seconds"] = seconds
     if code is None:
         record["status"] = "timed out"
-        record["reason"] = f"the minifier ran past its {timeout:g} s budget and was stopped"
+        record["reason"] = (f"the minifier ran past its share of the {timeout:g} s budget (the rest is kept for running "
+                            "the repro alone) and was stopped")
     elif code != 0 or record.get("status") not in ("minified", "not_reproduced"):
         record["status"] = "failed"
         record["reason"] = f"the minifier's process ended with exit {code}: {_last_line(os.path.join(folder, 'minify.log'))}"
