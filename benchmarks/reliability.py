@@ -4,6 +4,7 @@
     python benchmarks/reliability.py differential --timm /tmp/timm/src [--torch-files 100]
     python benchmarks/reliability.py kill --files 300 --kills 100
     python benchmarks/reliability.py lsp --rounds 5
+    python benchmarks/reliability.py scaling
 
 fuzz          torch's installed sources, seeded with finding-rich snippets, under every
               mutation of tests/torch_fuzz.py (page break, separators, CRLF, lone CR, BOM,
@@ -13,6 +14,9 @@ differential  --fix and --fix --unsafe-fixes over timm's sources (`pip download 
               torch files; `ast` compared pass by pass (tests/fix_differential.py)
 kill          SIGKILL `torchlint check --fix` at random moments (tests/kill_fix.py)
 lsp           the hostile-message session against `torchlint server` (tests/lsp_hostile.py)
+scaling       cost that grows with the file: 1,000 and 10,000 one-line statements (10,000 in at
+              most 10x the time of 1,000), 1,000 and 3,000 `torch.load` lines, `--fix` of 3,000
+              of them (at most 30 s), and the peak memory of a 100,000-line file (at most 500 MB)
 
 Each prints its figures and every problem found, and exits 1 if there was one.
 """
@@ -114,6 +118,49 @@ def lsp(args) -> list[str]:
     return problems
 
 
+def _timed_check(folder: Path, name: str, lines: list[str], *extra: str) -> tuple[float, int]:
+    """Seconds and peak kilobytes of one `torchlint check` of a file made of `lines`, alone in
+    its own project, in one process (-j 1), from a cold start."""
+    import subprocess
+
+    project = folder / name.replace(".", "_")
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "scaling"\n')
+    (project / name).write_text("\n".join(lines) + "\n")
+    command = [sys.executable, "-c", "import resource, subprocess, sys; subprocess.run(sys.argv[1:]); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+               sys.executable, "-m", "torchlint", "check", "--isolated", "--no-cache", "-j", "1", "-q", "--exit-zero", *extra, name]
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=1800)
+    seconds = time.monotonic() - started
+    return seconds, int(done.stdout.strip().splitlines()[-1])
+
+
+def scaling(args) -> list[str]:
+    problems = []
+    statements = lambda n: ["import torch", "x = torch.zeros(3)"] + [f"y{i} = x + {i}" for i in range(n)]
+    loads = lambda n: ["import torch", 'p = "m.pt"'] + [f"m{i} = torch.load(p)" for i in range(n)]
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        small, _ = _timed_check(base, "s1000.py", statements(1000))
+        large, _ = _timed_check(base, "s10000.py", statements(10_000))
+        print(f"scaling: 1,000 statements {small:.2f} s, 10,000 {large:.2f} s: {large / small:.1f}x (target <= 10x)")
+        if large > 10 * small:
+            problems.append(f"10,000 statements took {large / small:.1f}x the time of 1,000")
+        few, _ = _timed_check(base, "l1000.py", loads(1000))
+        many, _ = _timed_check(base, "l3000.py", loads(3000))
+        print(f"scaling: 1,000 torch.load lines {few:.2f} s, 3,000 {many:.2f} s: {many / few:.1f}x")
+        fixed, _ = _timed_check(base, "f3000.py", loads(3000), "--fix", "--unsafe-fixes")
+        print(f"scaling: --fix of 3,000 torch.load lines {fixed:.2f} s (target <= 30 s)")
+        if fixed > 30:
+            problems.append(f"--fix of 3,000 loads took {fixed:.0f} s")
+        seconds, peak_kb = _timed_check(base, "big.py", statements(100_000))
+        print(f"scaling: a 100,000-line file {seconds:.2f} s, peak {peak_kb / 1024:.0f} MB (target <= 500 MB)")
+        if peak_kb > 500 * 1024:
+            problems.append(f"a 100,000-line file peaked at {peak_kb / 1024:.0f} MB")
+    return problems
+
+
 def main() -> int:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--seed", type=int, default=1)
@@ -133,9 +180,10 @@ def main() -> int:
     p.add_argument("--kills", type=int, default=100)
     p = sub.add_parser("lsp", parents=[common])
     p.add_argument("--rounds", type=int, default=5)
+    sub.add_parser("scaling", parents=[common])
     args = parser.parse_args()
     started = time.monotonic()
-    problems = {"fuzz": fuzz, "differential": differential, "kill": kill, "lsp": lsp}[args.part](args)
+    problems = {"fuzz": fuzz, "differential": differential, "kill": kill, "lsp": lsp, "scaling": scaling}[args.part](args)
     for problem in problems:
         print("  " + problem[:500])
     print(f"({time.monotonic() - started:.0f} s)")

@@ -68,6 +68,7 @@ LONGEST_FIRST = (
     "tests/test_docs.py",  # ~75 s: every command of every page
     "tests/runtime/test_compile_invisible.py",  # ~50 s
     "tests/runtime/test_dist_examples.py",  # ~40 s: twelve two-rank runs, four at a time
+    "tests/runtime/test_run_invisible.py",  # ~60 s: ten fresh runs with real pipes, a pty, signals; two ranks
     "tests/test_docs_compile_page.py",  # ~35 s
 )
 
