@@ -139,3 +139,22 @@ def test_a_runtime_rule_that_names_the_static_rule_confirms_it_instead_of_standi
     result = ChildResult(events=[start, elsewhere, outcome], returncode=0, timed_out=False, seconds=1.0, script=script)
     findings, _ = merge([static], result, enabled={"TL602", "TL745"}, cwd=tmp_path, timeout=10, rules=rules)
     assert sorted((f.code, f.evidence[0].status) for f in findings) == [("TL602", "not probed"), ("TL745", "runtime only")]
+
+
+def test_a_compile_failure_the_program_died_of_is_reported_once(tmp_path):
+    from torchlint.plugins.probes.compile import CompileFailure
+
+    script = str(tmp_path / "train.py")
+    message = "backend='inductor' raised:\nCppCompileError: C++ compile error: error: 'x' was not declared"
+    died = raised(script, "BackendCompilerFailed", message, [12])
+    ladder = {"event": "evidence", "probe": "compile", "code": None, "runtime_code": "TL709", "at": [script, 12],
+              "message": "torch.compile failed in C++ compile (Inductor) ...", "sites": [],
+              "data": {"error": "BackendCompilerFailed", "message": "CppCompileError: C++ compile error: error: 'x' was not declared"}}
+    died.events.insert(1, ladder)
+    rules = {**RULES, "TL709": CompileFailure}
+    findings, _ = merge([], died, enabled={"TL709"}, cwd=tmp_path, timeout=10, rules=rules)
+    assert [f.code for f in findings] == ["TL709"]
+    other = raised(script, "RuntimeError", "shape mismatch", [12])
+    other.events.insert(1, ladder)
+    findings, _ = merge([], other, enabled={"TL709"}, cwd=tmp_path, timeout=10, rules=rules)
+    assert sorted(f.code for f in findings) == ["TL702", "TL709"]  # another error: two failures, two findings

@@ -82,6 +82,8 @@ class CompileFailure(RuntimeRule):
     code = "TL709"
     name = "compile-failure"
     summary = "torch.compile failed on the model; the first failing backend names the stage"
+    #: When the program itself died of this compile error, this finding is the one report of it.
+    explains_program_error = True
 
 
 class CompiledOutputMismatch(RuntimeRule):

@@ -89,6 +89,7 @@ def merge(static: list[Finding], child: ChildResult, *, enabled: set[str] | froz
     # Each probe reports under the runtime-only rules its plugin declares, a third party's like
     # the built-in ones.
     known = {**ENGINE_RUNTIME_RULES, **{code: rule for code, rule in rules.items() if getattr(rule, "runtime_only", False)}}
+    _explain_by_runtime_finding(outcome, crash, evidence, known)
     # A probe that reports a runtime-only finding whatever the selection, and confirms an
     # off-by-default rule with the same measurement (the dataloader probe's TL741 and TL405),
     # sends two events: once the static finding is confirmed, the other is the same news.
@@ -118,6 +119,22 @@ def _proven_after_all(refuted: Any, evidence: list[dict], crash: _Crash | None =
         elif crash is not None and rules is not None and crash.proves(finding, rules.get(finding.code)) is not None:
             proven.append(finding)
     return proven
+
+
+def _explain_by_runtime_finding(outcome: Outcome, crash: _Crash | None, evidence: list[dict], known: dict[str, type]) -> None:
+    """One finding per failure: when the program died of the error a runtime rule reports with
+    its own evidence (TL709: the compile that failed in the program is the compile the ladder
+    ran again), that finding explains the crash and no TL702 stands beside it."""
+    if crash is None or outcome.data.get("explained_by"):
+        return
+    for event in evidence:
+        rule = known.get(event.get("runtime_code"))
+        data = event.get("data") or {}
+        message = str(data.get("message") or "").strip()
+        if getattr(rule, "explains_program_error", False) and data.get("error") == crash.type and message \
+                and message.splitlines()[0] in crash.message:
+            outcome.data["explained_by"] = event["runtime_code"]
+            return
 
 
 def _confirmed_by_runtime_rules(findings: list[Finding], evidence: list[dict], used: set[int],
