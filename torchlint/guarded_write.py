@@ -140,13 +140,17 @@ def _rename_over(real: Path, info: os.stat_result, data: bytes, read: FileState)
             handle.write(data)
             handle.flush()
             temp_info = os.fstat(handle.fileno())
-            if (temp_info.st_uid, temp_info.st_gid) != (info.st_uid, info.st_gid):
+            if hasattr(os, "fchown") and (temp_info.st_uid, temp_info.st_gid) != (info.st_uid, info.st_gid):
                 try:
                     os.fchown(handle.fileno(), info.st_uid, info.st_gid)
                 except PermissionError:
                     os.unlink(temp)
                     return False
-            os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))  # after chown, which clears set-id bits
+            mode = stat.S_IMODE(info.st_mode)  # set after chown, which clears set-id bits
+            if hasattr(os, "fchmod"):
+                os.fchmod(handle.fileno(), mode)
+            else:  # Windows before Python 3.13
+                os.chmod(temp, mode)
             os.fsync(handle.fileno())
         # The content was compared above under the lock; what can still change before the
         # rename is the name itself (another program renaming its own save over it).
