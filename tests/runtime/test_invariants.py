@@ -26,6 +26,8 @@ EXPECTED = {
     "frozen_with_stale_grad": ("TL746", 20, "with `requires_grad=False` changed in optimizer step 4"),
     "train_after_eval": ("TL747", 25, "while it is in eval() mode: its Dropout layers"),
     "functional_dropout_eval": ("TL748", 16, "inside `Net`, which is in eval() mode"),
+    "attention_dropout_eval": ("TL748", 16, "attention dropout (dropout_p=0.2) ran inside `Attention`, which is in eval() mode"),
+    "rrelu_training_in_eval": ("TL748", 15, "(`rrelu`) ran inside `Net`, which is in eval() mode"),
     "spectral_norm_eval_first": ("TL749", 13, "before any training-mode forward"),
     "workers_share_rng": ("TL750", 28, "with `rng` (a numpy.random.Generator"),
     "reinit_after_load": ("TL751", 13, "`nn.init.xavier_uniform_` overwrote 2 parameters that `load_state_dict` at buggy.py:23 had loaded"),
@@ -37,7 +39,8 @@ EXPECTED = {
 }
 TWINS = ["outside_optimizer_frozen", "grads_never_cleared", "frozen_with_stale_grad", "train_after_eval",
          "workers_share_rng", "dying_relu", "gan_discriminator_not_cleared", "accumulation_never_cleared",
-         "autocast_wraps_only_loss", "freeze_never_called"]
+         "autocast_wraps_only_loss", "freeze_never_called", "functional_dropout_eval", "attention_dropout_eval",
+         "rrelu_training_in_eval"]
 
 
 def _run(program: tuple[str, str]):

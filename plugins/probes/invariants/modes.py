@@ -1,10 +1,15 @@
-"""Model modes seen at run time: a module in ``eval()`` that still drops activations (TL748),
+"""Model modes seen at run time: a module in ``eval()`` that still computes at random (TL748),
 and a spectral-normalised layer evaluated before it ever ran in training mode (TL749).
 
-Both patch one function for the whole run (no per-operation mode): ``F.dropout`` and its
-1d/2d/3d forms, and the forward pre-hook of ``torch.nn.utils.spectral_norm``. Inside code
-Dynamo traces the patches only call through (``torch.compiler.is_compiling()`` is a constant
-there), so they add nothing to a compiled graph.
+A module's mode reaches only the layers that read it: a functional call decides from its own
+arguments. So each functional stochastic op is watched by what it is told to do, whatever way
+the code reached it: the dropout family (`F.dropout` and its 1d/2d/3d forms, whose `training`
+defaults to True; `F.alpha_dropout`, `F.feature_alpha_dropout`, `torch.dropout` told to
+train), attention's `dropout_p` (`F.scaled_dot_product_attention` with `dropout_p > 0`),
+and `F.rrelu(training=True)`, each inside a module in ``eval()`` while
+gradients are off (an evaluation). Each patch replaces one function for the whole run (no
+per-operation mode); inside code Dynamo traces the patches only call through
+(``torch.compiler.is_compiling()`` is a constant there), so they add nothing to a compiled graph.
 """
 
 from __future__ import annotations
@@ -25,6 +30,50 @@ _is_compiling = torch.compiler.is_compiling
 DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d")
 
 
+def _argument(args: tuple, kwargs: dict, name: str, index: int, default: Any) -> Any:
+    return kwargs[name] if name in kwargs else args[index] if len(args) > index else default
+
+
+def _dropout_rate(args: tuple, kwargs: dict, default_training: bool) -> float | None:
+    """p when the call drops at random, else None: `(input, p=0.5, training=...)`."""
+    if _argument(args, kwargs, "training", 2, default_training) is not True:
+        return None
+    p = _argument(args, kwargs, "p", 1, 0.5)
+    return p if isinstance(p, (int, float)) and p > 0 else None
+
+
+def _torch_dropout_rate(args: tuple, kwargs: dict) -> float | None:
+    """`torch.dropout(input, p, train)`."""
+    if _argument(args, kwargs, "train", 2, False) is not True:
+        return None
+    p = _argument(args, kwargs, "p", 1, 0.0)
+    return p if isinstance(p, (int, float)) and p > 0 else None
+
+
+def _attention_rate(args: tuple, kwargs: dict) -> float | None:
+    """`scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, ...)`."""
+    p = _argument(args, kwargs, "dropout_p", 4, 0.0)
+    return p if isinstance(p, (int, float)) and p > 0 else None
+
+
+def _rrelu_random(args: tuple, kwargs: dict) -> float | None:
+    """`F.rrelu(input, lower, upper, training=False)`: random slopes only when told to train."""
+    return 1.0 if _argument(args, kwargs, "training", 3, False) is True else None
+
+
+#: (owner, function name, how the call says it computes at random (a rate, or None), its words)
+STOCHASTIC = (
+    *((F, name, lambda a, k: _dropout_rate(a, k, True), "dropout") for name in DROPOUTS),
+    (F, "alpha_dropout", lambda a, k: _dropout_rate(a, k, False), "alpha dropout"),
+    (F, "feature_alpha_dropout", lambda a, k: _dropout_rate(a, k, False), "feature alpha dropout"),
+    (torch, "dropout", _torch_dropout_rate, "dropout"),
+    (F, "scaled_dot_product_attention", _attention_rate, "attention dropout"),
+    (F, "rrelu", _rrelu_random, "RReLU with random slopes"),
+)
+# Not watched: sampling (`torch.bernoulli`, `multinomial`, `randn_like`) inside a model in
+# eval(): generating samples from a trained model is random on purpose.
+
+
 class ModeProbe(Probe):
     name = "modes"
     order = 56
@@ -33,8 +82,8 @@ class ModeProbe(Probe):
 
     def install(self) -> None:
         self.patches = Patches()
-        for name in DROPOUTS:
-            self.patches.replace(F, name, self._dropout)
+        for owner, name, rate, words in STOCHASTIC:
+            self.patches.replace(owner, name, lambda original, rate=rate, words=words: self._stochastic(original, rate, words))
         spectral_norm_module = importlib.import_module("torch.nn.utils.spectral_norm")
         sn = spectral_norm_module.SpectralNorm
         load_hook = spectral_norm_module.SpectralNormLoadStateDictPreHook
@@ -46,39 +95,42 @@ class ModeProbe(Probe):
     def uninstall(self) -> None:
         self.patches.restore()
 
-    # -- dropout in eval() -------------------------------------------------------------------
-    def _dropout(self, original: Any) -> Any:
-        check = self.guarded(self._check_dropout)
+    # -- random computation in eval() -------------------------------------------------------
+    def _stochastic(self, original: Any, rate: Any, words: str) -> Any:
+        check = self.guarded(self._check_stochastic)
 
-        def dropout(*args: Any, **kwargs: Any) -> Any:
+        def stochastic(*args: Any, **kwargs: Any) -> Any:
             # An evaluation runs without grad; a training forward (grad on) costs one check.
             if not _is_compiling() and not torch.is_grad_enabled():
-                check(sys._getframe(1), args, kwargs)
+                check(sys._getframe(1), original.__name__, rate(args, kwargs), words, kwargs, args)
             return original(*args, **kwargs)
 
-        dropout.__wrapped__ = original  # type: ignore[attr-defined]
-        dropout.__name__ = original.__name__
-        dropout.__doc__ = original.__doc__
-        return dropout
+        stochastic.__wrapped__ = original  # type: ignore[attr-defined]
+        stochastic.__name__ = original.__name__
+        stochastic.__doc__ = original.__doc__
+        return stochastic
 
-    def _check_dropout(self, frame: Any, args: tuple, kwargs: dict) -> None:
-        training = kwargs.get("training", args[2] if len(args) > 2 else True)
-        p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
-        if training is not True or not isinstance(p, (int, float)) or p <= 0:
+    def _check_stochastic(self, frame: Any, name: str, p: float | None, words: str, kwargs: dict, args: tuple) -> None:
+        if p is None:
             return
         module = frame.f_locals.get("self")
-        if not isinstance(module, nn.Module) or module.training:
+        if not issubclass(type(module), nn.Module) or module.training:
             return
         site = self.ctx.frames.user_site(frame)
-        self.ctx.evidence(
-            self, code=None, at=site, runtime_code="TL748",
-            message=(
-                f"dropout (p={p:g}) ran with training=True inside `{type(module).__name__}`, which is in eval() mode: "
-                "`F.dropout` does not follow the module's mode, so evaluation drops activations at random; pass "
-                "`training=self.training`, or use an `nn.Dropout` layer"
-            ),
-            data={"module": type(module).__name__, "p": p},
-        )
+        if name in DROPOUTS:
+            how = (f"dropout (p={p:g}) ran with training=True inside `{type(module).__name__}`, which is in eval() mode: "
+                   "`F.dropout` does not follow the module's mode, so evaluation drops activations at random; pass "
+                   "`training=self.training`, or use an `nn.Dropout` layer")
+        elif name == "scaled_dot_product_attention":
+            how = (f"attention dropout (dropout_p={p:g}) ran inside `{type(module).__name__}`, which is in eval() mode: "
+                   "`scaled_dot_product_attention` does not follow the module's mode, so evaluation drops attention "
+                   "weights at random; pass `dropout_p=self.dropout if self.training else 0.0`")
+        else:
+            rate = f" (p={p:g})" if name in ("dropout", "alpha_dropout", "feature_alpha_dropout") else ""
+            how = (f"{words}{rate} (`{name}`) ran inside `{type(module).__name__}`, which is in eval() mode: the call "
+                   "does not follow the module's mode, so the evaluation is random; make it depend on `self.training`")
+        self.ctx.evidence(self, code=None, at=site, runtime_code="TL748", message=how,
+                          data={"module": type(module).__name__, "p": p, "function": name})
 
     # -- spectral_norm evaluated before training ---------------------------------------------
     def _spectral_norm_call(self, original: Any) -> Any:
