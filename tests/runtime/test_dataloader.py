@@ -111,8 +111,9 @@ def test_a_large_share_of_a_few_milliseconds_is_not_reported(tmp_path):
     """))
     result = run(tmp_path / "train.py", cwd=tmp_path)
     (loader,) = result.report["dataloader"]["loaders"]
-    assert loader["share"] > 0.3
+    assert loader["batches"] == 6
     # What is judged is the wait the run measured: on a loaded machine the 2 ms sleeps take
-    # longer, and past 50 ms in all the wait is worth a word after all.
+    # longer (and the steps too, so the share moves): past 50 ms in all the wait is worth a
+    # word after all; below it, never, whatever its share.
     waited_ms = loader["mean_wait_ms"] * loader["batches"]
     assert result.findings("runtime only") == [] or waited_ms >= 50, (waited_ms, result.findings("runtime only"))

@@ -30,6 +30,8 @@ EXPECTED = {
     "rrelu_training_in_eval": ("TL748", 15, "(`rrelu`) ran inside `Net`, which is in eval() mode"),
     "spectral_norm_eval_first": ("TL749", 13, "before any training-mode forward"),
     "workers_share_rng": ("TL750", 28, "with `rng` (a numpy.random.Generator"),
+    "workers_reseeded_alike": ("TL750", 31, "2 of the DataLoader's 2 workers start numpy's global generator"),
+    "workers_reseeded_random": ("TL750", 33, "3 of the DataLoader's 3 workers start Python's `random` generator"),
     "reinit_after_load": ("TL751", 13, "`nn.init.xavier_uniform_` overwrote 2 parameters that `load_state_dict` at buggy.py:23 had loaded"),
     "lr_dropped_to_zero": ("TL752", 15, "got no gradient or no update at every step read from step 5"),
     "dying_relu": ("TL752", 16, "`Sequential.0.weight`"),
@@ -40,7 +42,7 @@ EXPECTED = {
 TWINS = ["outside_optimizer_frozen", "grads_never_cleared", "frozen_with_stale_grad", "train_after_eval",
          "workers_share_rng", "dying_relu", "gan_discriminator_not_cleared", "accumulation_never_cleared",
          "autocast_wraps_only_loss", "freeze_never_called", "functional_dropout_eval", "attention_dropout_eval",
-         "rrelu_training_in_eval"]
+         "rrelu_training_in_eval", "workers_reseeded_alike", "workers_reseeded_random"]
 
 
 def _run(program: tuple[str, str]):
@@ -70,7 +72,11 @@ def test_the_buggy_program_is_reported_at_its_line(program):
 @pytest.mark.parametrize("program", TWINS)
 def test_the_fixed_twin_has_no_runtime_finding(program):
     result = _all_runs()[(program, "fixed")]
-    assert result.findings("runtime only") == [], result.stdout[-3000:]
+    # No warning or error. An `info` finding is a measurement of this machine, not a bug: a
+    # tiny model fed by forked workers waits for its batches (TL741) when the machine is busy.
+    found = [f for f in result.findings("runtime only") if f["severity"] != "info"]
+    assert found == [], result.stdout[-3000:]
+    assert {f["code"] for f in result.findings("runtime only")} <= {"TL741"}
     assert result.report["outcome"]["status"] == "completed"
 
 
