@@ -120,10 +120,10 @@ def test_the_budget_is_honoured_and_reported(tmp_path):
     from torchlint.runtime.compile.minify_report import minify_lines, minified_note
 
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
-    started = time.monotonic()
     record = minify(model, [((torch.randn(2, 4),), {})], {"accuracy": {"ok": False, "backend": "inductor"}},
                     folder=str(tmp_path / "m"), timeout=2.0, is_user=lambda path: False)
-    assert time.monotonic() - started < 30  # the worker cannot even import torch and compile in 2 s
+    # The minifier's process is what the budget bounds (it cannot even import torch and compile
+    # in 2 s); capturing the graph before it runs in this process, whose time load decides.
     assert record["status"] == "timed out" and record["seconds"] < 10, record
     assert "2 s budget" in record["reason"] and "2 s budget" in minified_note(record)
     assert Path(record["graphs"][0]).is_file()  # the failing graph, not minified, is still there
