@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.semantic.name_uses import module_functions, scope_uses
+from torchlint.semantic.name_uses import literal_string as _string, module_functions, scope_uses
+from torchlint.semantic.name_uses import subscript_key as _subscript_key
 from torchlint.static.walker import iter_nodes
 
 #: The fewest keys a load must read for its keys to name a format.
@@ -39,20 +40,6 @@ CPU_WRAPPERS = frozenset({"move_to_cpu"})
 
 #: How many names, wrappers and methods `_payload_keys` follows to reach a dict.
 _MAX_DEPTH = 6
-
-
-def _string(node: cst.BaseExpression) -> str | None:
-    if type(node) is cst.SimpleString:
-        value = node.evaluated_value
-        return value if type(value) is str else None
-    return None
-
-
-def _subscript_key(node: cst.Subscript) -> str | None:
-    """The key of `x["k"]`, or None."""
-    if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
-        return None
-    return _string(node.slice[0].slice.value)
 
 
 def _callee_name(call: cst.Call) -> str | None:

@@ -86,7 +86,6 @@ def is_numpy_call(ctx: Any, call: cst.BaseExpression) -> bool:
 
 def _index(scope: cst.CSTNode, numpy_call: Any) -> ScopeUses:
     index = ScopeUses()
-    string = literal_string
     # Per Name node: how many numpy calls hold it in an argument. A numpy call's arguments
     # are marked when the call is met; pre-order meets the call before its arguments.
     inside_numpy: dict[int, int] = {}
@@ -119,13 +118,13 @@ def _index(scope: cst.CSTNode, numpy_call: Any) -> ScopeUses:
                     if type(arg.value) is cst.Name:
                         index.passed.setdefault(arg.value.value, []).append((node, arg))
             elif type(func) is cst.Attribute and func.attr.value == "get" and node.args and type(func.value) is cst.Name:
-                _add_key(index, func.value.value, string(node.args[0].value))
+                _add_key(index, func.value.value, literal_string(node.args[0].value))
         elif kind is cst.Subscript and type(node.value) is cst.Name:
-            _add_key(index, node.value.value, _subscript_key(node, string))
+            _add_key(index, node.value.value, subscript_key(node))
         elif kind is cst.Comparison and len(node.comparisons) == 1 and type(node.comparisons[0].operator) is cst.In:
             holder = node.comparisons[0].comparator
             if type(holder) is cst.Name:
-                _add_key(index, holder.value, string(node.left))
+                _add_key(index, holder.value, literal_string(node.left))
         if owner is not None:
             value_of.pop(id(node), None)
     return index
@@ -136,13 +135,15 @@ def _add_key(index: ScopeUses, name: str, key: str | None) -> None:
         index.keys.setdefault(name, set()).add(key)
 
 
-def _subscript_key(node: cst.Subscript, string: Any) -> str | None:
+def subscript_key(node: cst.Subscript) -> str | None:
+    """The key of `x["k"]`, or None."""
     if len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
         return None
-    return string(node.slice[0].slice.value)
+    return literal_string(node.slice[0].slice.value)
 
 
 def literal_string(node: cst.BaseExpression) -> str | None:
+    """The value of a plain string literal, or None."""
     if type(node) is cst.SimpleString:
         value = node.evaluated_value
         return value if type(value) is str else None
