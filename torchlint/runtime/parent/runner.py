@@ -88,7 +88,6 @@ class RunningChild:
         self.channel = EvidenceChannel(read_now=False)
         python = python or sys.executable
         env = child_environment(os.environ)
-        fd = str(self.channel.child_fd)
         self.started = time.monotonic()
         if spec.deadline is None:
             spec = self.spec = replace(spec, deadline=self.started + spec.timeout)
@@ -98,8 +97,7 @@ class RunningChild:
         command = [*module_command(python, "torchlint.runtime.child.main"), *spec.args]
         nproc = (spec.options.get("distributed") or {}).get("nproc")
         self.side = ParentSide(None if spec.quiet else sys.stderr, gate=hold_output and not spec.quiet and not nproc)
-        pass_fds = (self.channel.child_fd, self.side.child_socket.fileno())
-        passed = ["--pass-fd", fd, "--pass-fd", str(self.side.child_socket.fileno())]
+        pass_fds: tuple[int, ...] = (self.channel.child_fd, self.side.child_socket.fileno())
         side = self.side.child_settings()
         if nproc:
             from torchlint.runtime.distributed.launch import rank_command, rank_environment
@@ -107,13 +105,14 @@ class RunningChild:
             # Ranks are the launcher's children: they reach the channel by its socket, and
             # the launcher passes on no other descriptor.
             command = rank_command(module_command(python, "torchlint.runtime.distributed.agent"), int(nproc), command)
-            settings, passed, pass_fds, side = dict(settings, fd=None), [], (), None
+            settings, pass_fds, side = dict(settings, fd=None), (), None
             env.update(rank_environment())
         env[SPEC_ENV] = json.dumps(spec.to_json(settings, side))
         self.extra_events: list[dict[str, Any]] = []
         try:
             self.proc = warm_start.popen(
-                [*module_command(python, "torchlint.runtime.parent.supervisor"), "--parent", str(os.getpid()), *passed,
+                [*module_command(python, "torchlint.runtime.parent.supervisor"), "--parent", str(os.getpid()),
+                 *(arg for passed in pass_fds for arg in ("--pass-fd", str(passed))),
                  "--", *command],
                 cwd=cwd,
                 env=env,
