@@ -34,26 +34,24 @@ def _argument(args: tuple, kwargs: dict, name: str, index: int, default: Any) ->
     return kwargs[name] if name in kwargs else args[index] if len(args) > index else default
 
 
-def _dropout_rate(args: tuple, kwargs: dict, default_training: bool) -> float | None:
-    """p when the call drops at random, else None: `(input, p=0.5, training=...)`."""
-    if _argument(args, kwargs, "training", 2, default_training) is not True:
-        return None
-    p = _argument(args, kwargs, "p", 1, 0.5)
+def _positive(p: Any) -> float | None:
     return p if isinstance(p, (int, float)) and p > 0 else None
 
 
-def _torch_dropout_rate(args: tuple, kwargs: dict) -> float | None:
-    """`torch.dropout(input, p, train)`."""
-    if _argument(args, kwargs, "train", 2, False) is not True:
-        return None
-    p = _argument(args, kwargs, "p", 1, 0.0)
-    return p if isinstance(p, (int, float)) and p > 0 else None
+def _rate_when(flag: str, default_training: bool, default_p: float) -> Any:
+    """How `(input, p, <flag>)` says it computes at random: its p when the flag (at position 2)
+    is True, else None."""
+    def rate(args: tuple, kwargs: dict) -> float | None:
+        if _argument(args, kwargs, flag, 2, default_training) is not True:
+            return None
+        return _positive(_argument(args, kwargs, "p", 1, default_p))
+
+    return rate
 
 
 def _attention_rate(args: tuple, kwargs: dict) -> float | None:
     """`scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, ...)`."""
-    p = _argument(args, kwargs, "dropout_p", 4, 0.0)
-    return p if isinstance(p, (int, float)) and p > 0 else None
+    return _positive(_argument(args, kwargs, "dropout_p", 4, 0.0))
 
 
 def _rrelu_random(args: tuple, kwargs: dict) -> float | None:
@@ -63,10 +61,10 @@ def _rrelu_random(args: tuple, kwargs: dict) -> float | None:
 
 #: (owner, function name, how the call says it computes at random (a rate, or None), its words)
 STOCHASTIC = (
-    *((F, name, lambda a, k: _dropout_rate(a, k, True), "dropout") for name in DROPOUTS),
-    (F, "alpha_dropout", lambda a, k: _dropout_rate(a, k, False), "alpha dropout"),
-    (F, "feature_alpha_dropout", lambda a, k: _dropout_rate(a, k, False), "feature alpha dropout"),
-    (torch, "dropout", _torch_dropout_rate, "dropout"),
+    *((F, name, _rate_when("training", True, 0.5), "dropout") for name in DROPOUTS),
+    (F, "alpha_dropout", _rate_when("training", False, 0.5), "alpha dropout"),
+    (F, "feature_alpha_dropout", _rate_when("training", False, 0.5), "feature alpha dropout"),
+    (torch, "dropout", _rate_when("train", False, 0.0), "dropout"),
     (F, "scaled_dot_product_attention", _attention_rate, "attention dropout"),
     (F, "rrelu", _rrelu_random, "RReLU with random slopes"),
 )
