@@ -8,40 +8,17 @@ whenever the code could be guarded, handled elsewhere, or deliberate.
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 from typing import Iterator, Sequence
 
 import libcst as cst
 
+from torchlint.semantic.program_facts import is_test_path
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
 _LOOP_TYPES = frozenset({"For", "While"})
 _SCOPE_TYPES = frozenset({"FunctionDef", "ClassDef", "Lambda"})
 
-# -- files ---------------------------------------------------------------------------------
-
-_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$|(^|/)(tests?|testing)/")
-
-
-def is_test_path(path: str) -> bool:
-    """Test files and test helpers: deliberately GPU-specific, deliberately debugging."""
-    return _TEST_FILE.search(PurePosixPath(path).as_posix()) is not None
-
-
-# `(?:^|(?<=\r))`: a line starts after "\n" (re's `^`) or after a lone "\r", as Python's do.
-_SCRIPT_IMPORTS = re.compile(r"(?:^|(?<=\r))[ \t\f]*(?:import|from)\s+(argparse|click|fire|typer|hydra|absl)\b", re.MULTILINE)
-_MAIN_GUARD = re.compile(r"""(?:^|(?<=\r))if\s+__name__\s*==\s*['"]__main__['"]\s*:""", re.MULTILINE)
-
-
-def is_script(path: str, text: str) -> bool:
-    """An entry script rather than library code: it has a `__main__` guard, parses its
-    command line, is a `__main__.py`/`setup.py`, or is a test. Scripts may pick the machine
-    they run on; libraries may not."""
-    name = PurePosixPath(path).name
-    if name in ("__main__.py", "setup.py") or is_test_path(path):
-        return True
-    return bool(_MAIN_GUARD.search(text) or _SCRIPT_IMPORTS.search(text))
 
 
 # -- source text of small expressions ----------------------------------------------------------
@@ -281,6 +258,43 @@ def assigned_unconditionally(loop: cst.CSTNode, name: str) -> bool:
             if _not_under_if(loop, node):
                 return True
     return False
+
+
+def reset_each_step(loop: cst.CSTNode, name: str) -> bool:
+    """`name` starts over in the block that steps the optimizer (`optimizer.step(); ...;
+    running_loss = 0` at the end of a gradient-accumulation window, `losses.clear()` beside
+    the step): it holds one step's micro-batch values at most. A reset on another schedule
+    (every 100 iterations, when logging) still keeps that many steps' graphs."""
+    for node in loop_statements(loop):
+        if type(node).__name__ not in ("IndentedBlock", "SimpleStatementSuite"):
+            continue
+        statements = list(node.body)
+        if any(_resets(statement, name) for statement in statements) and any(
+            _steps_an_optimizer(statement) for statement in statements
+        ):
+            return True
+    return False
+
+
+def _resets(statement: cst.CSTNode, name: str) -> bool:
+    """`name = <a value not read from name>` or `name.clear()`, as a statement of this block."""
+    for small in getattr(statement, "body", ()) if type(statement).__name__ == "SimpleStatementLine" else ():
+        kind = type(small).__name__
+        if kind == "Assign" and any(dotted_name(target.target) == name for target in small.targets):
+            if name not in {dotted_name(n) for n in iter_nodes(small.value) if type(n).__name__ in ("Name", "Attribute")}:
+                return True
+        if kind == "Expr" and type(small.value).__name__ == "Call":
+            func = small.value.func
+            if type(func).__name__ == "Attribute" and func.attr.value == "clear" and dotted_name(func.value) == name:
+                return True
+    return False
+
+
+def _steps_an_optimizer(statement: cst.CSTNode) -> bool:
+    return any(
+        type(node).__name__ == "Call" and type(node.func).__name__ == "Attribute" and node.func.attr.value == "step"
+        for node in iter_nodes(statement)
+    )
 
 
 def _not_under_if(loop: cst.CSTNode, target: cst.CSTNode) -> bool:

@@ -18,6 +18,7 @@ from torchlint.fix import NodeFix
 from torchlint.rule import Rule
 from torchlint.semantic import torch_api as api
 from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.program_facts import is_test_path
 from torchlint.semantic.project import Encoder, ProjectModel
 from torchlint.semantic.values import PROB, External, LossModule, Origin, Tensor
 from torchlint.static.context import make_finding
@@ -68,6 +69,9 @@ class LossInputRule(Rule):
     loss_label_module: ClassVar[str] = ""
     #: What the finding calls the tensor kind ("softmax output").
     kind_label: ClassVar[str] = "softmax output"
+    #: The harm is to training only (a saturated gradient, not a wrong value): a loss computed
+    #: under `no_grad()` or in a test module is left alone.
+    harms_training_only: ClassVar[bool] = False
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -94,7 +98,11 @@ class LossInputRule(Rule):
 
     # -- judging ------------------------------------------------------------------------------
     def finish(self) -> None:
+        if self.harms_training_only and is_test_path(self.ctx.path):
+            return  # tests compare a few values; nothing is trained on them
         for call in self.loss_calls():
+            if self.harms_training_only and self.model.called_without_grad(call.node):
+                continue
             values = self.model.resolve(call.value)
             wrong = [v for v in values if type(v) is Tensor and v.kind == self.tensor_kind]
             external = [v for v in values if type(v) is External]

@@ -12,7 +12,7 @@ from torchlint.static.walker import iter_nodes
 
 from ._calls import argument
 from ._distributed import DDP, module_file
-from ._loops import is_test_path
+from torchlint.semantic.program_facts import is_test_path
 
 _BATCHNORM = re.compile(r"^torch\.nn\.(?:modules\.batchnorm\.)?(?:Lazy)?BatchNorm[123]d$")
 #: torchvision models built with BatchNorm layers.

@@ -8,7 +8,7 @@ from torchlint.semantic.model import SemanticModel
 from torchlint.static.walker import iter_nodes
 
 from ._distributed import RankReader, collective_name, on_subgroup, scopes
-from ._loops import is_test_path
+from torchlint.semantic.program_facts import is_test_path
 
 
 

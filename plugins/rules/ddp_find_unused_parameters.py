@@ -7,7 +7,7 @@ from torchlint.rule import Bad, Good, Rule
 
 from ._calls import keyword
 from ._distributed import DDP
-from ._loops import is_test_path
+from torchlint.semantic.program_facts import is_test_path
 
 
 class DdpFindUnusedParameters(Rule):

@@ -7,7 +7,9 @@ import libcst as cst
 from torchlint.rule import Bad, Good, Rule
 from torchlint.static.names import dotted_name
 
-from ._loops import is_test_path, names_in
+from torchlint.semantic.program_facts import is_test_path
+
+from ._loops import names_in
 
 #: Debuggers whose `set_trace()` stops the program for a human at the keyboard.
 _DEBUGGER_MODULES = ("pdb", "ipdb", "pudb", "pdbpp", "IPython.core.debugger", "web_pdb", "remote_pdb")

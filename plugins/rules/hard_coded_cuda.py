@@ -4,7 +4,9 @@ import libcst as cst
 
 from torchlint.rule import Bad, Good, Rule
 
-from ._loops import cuda_guarded, is_script
+from torchlint.semantic.program_facts import is_script
+
+from ._loops import cuda_guarded
 
 
 class HardCodedCuda(Rule):

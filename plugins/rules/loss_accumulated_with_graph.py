@@ -6,11 +6,12 @@ import libcst as cst
 
 from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.program_facts import is_test_path
 from torchlint.semantic.values import Value
 from torchlint.static.names import dotted_name
 from torchlint.static.walker import iter_nodes
 
-from ._loops import assigned_unconditionally, differentiated_names, enclosing_loops, is_backward_call, loop_nodes, under_grad_off
+from ._loops import assigned_unconditionally, differentiated_names, enclosing_loops, is_backward_call, loop_nodes, reset_each_step, under_grad_off
 
 _DETACHING = ("item", "detach", "tolist", "numpy", "data")
 
@@ -39,7 +40,15 @@ class LossAccumulatedWithGraph(Rule):
     Left alone: `total += loss.item()` / `loss.detach()` / `float(loss)`; summing loss terms
     inside one step (`loss = ce(...)`, then `loss += aux_loss`, then `loss.backward()`); a
     total that is itself back-propagated later (deliberate accumulation for one backward);
-    and loops without a backward call (evaluation under `no_grad`, or code we cannot see).
+    a total the loop starts over in the block that steps the optimizer (`optimizer.step()`
+    then `running_loss = 0` at the end of each gradient-accumulation window: it holds one
+    step's micro-batch losses, whose saved tensors their backward already freed; a reset on
+    another schedule, every 100 iterations for a log line, still keeps that many); test
+    modules and test helpers (`test_*.py`, files under `tests/`), which keep a few steps'
+    losses to compare runs; and loops without a backward call (evaluation under `no_grad`,
+    or code we cannot see). On 20 public libraries with their test suites, reviewers who had
+    not seen the rule judged 22 of 24 sampled findings wrong before these two exceptions: 11
+    in tests, 11 reset at every optimizer step.
 
     ## Why is this bad?
     `total += loss` makes `total` a tensor whose history includes every step's `loss`, so every
@@ -78,6 +87,22 @@ class LossAccumulatedWithGraph(Rule):
     summary = "loss tensor accumulated across steps without `.item()`/`.detach()` keeps every graph alive"
     triggers = ("backward", "training_step", "zero_grad", ".step(")
     cases = [
+        Good(
+            """
+            def train(model, loader, loss_fn, optimizer, accum_steps):
+                running_loss = 0
+                for idx, (x, y) in enumerate(loader):
+                    loss = loss_fn(model(x), y) / accum_steps
+                    running_loss += loss
+                    loss.backward()
+                    if (idx + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+                        log(running_loss.item())
+                        running_loss = 0
+            """,
+            note="reset with each optimizer step: one accumulation window's losses, each already back-propagated",
+        ),
         Bad(
             """
             def train(model, loader, criterion, optimizer):
@@ -383,7 +408,7 @@ class LossAccumulatedWithGraph(Rule):
         self._check(node, dotted_name(target.value), _leaf_names(node.value))
 
     def _check(self, node: cst.CSTNode, total: str | None, added: set[str]) -> None:
-        if total is None or not added:
+        if total is None or not added or is_test_path(self.ctx.path):
             return
         loops = enclosing_loops(self.ctx.ancestors)
         if not loops:
@@ -403,7 +428,7 @@ class LossAccumulatedWithGraph(Rule):
         fed = [] if losses else self._fed_by_calls(loop, added)
         if not losses and not fed:
             return
-        if assigned_unconditionally(loop, total) or self._backpropagated_in_function(total):
+        if assigned_unconditionally(loop, total) or reset_each_step(loop, total) or self._backpropagated_in_function(total):
             return
         if losses:
             loss = sorted(losses)[0]

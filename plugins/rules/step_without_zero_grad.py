@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.model import SemanticModel
+from torchlint.semantic.program_facts import is_test_path
 from torchlint.semantic.values import Value
 from torchlint.static.names import dotted_name
 
@@ -30,6 +31,11 @@ class StepWithoutZeroGrad(Rule):
     opt.zero_grad()`) is fine: the clearing is in the loop. `optimizer.step(closure)` is left
     alone (the closure owns the step), and so are loops that call no `backward()` themselves
     and optimizers constructed inside the loop (one-off steps of a check, not training).
+    So are test modules and test helpers (`test_*.py`, files under `tests/`): a test that
+    steps without clearing checks something else (a learning-rate schedule, lazy
+    initialisation, two optimizers fed the same gradients). On 20 public libraries with their
+    test suites, reviewers who had not seen the rule judged 7 of 13 sampled findings right;
+    5 of the 6 wrong ones were in tests.
 
     ## Why is this bad?
     `backward()` *adds* into `.grad`. Without clearing, step `n` applies the sum of the
@@ -182,7 +188,7 @@ class StepWithoutZeroGrad(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         optimizer = _stepped_optimizer(node)
-        if optimizer is None:
+        if optimizer is None or is_test_path(self.ctx.path):
             return
         loop = next((loop for loop in enclosing_loops(self.ctx.ancestors) if has_backward(loop)), None)
         if loop is None or _clears_gradients(loop) or _made_in_loop(loop, optimizer):

@@ -4,7 +4,9 @@ import libcst as cst
 
 from torchlint.rule import Bad, Good, Rule
 
-from ._loops import cuda_guarded, is_gpu_per_process_program, is_script, is_test_path
+from torchlint.semantic.program_facts import is_script, is_test_path
+
+from ._loops import cuda_guarded, is_gpu_per_process_program
 
 #: `torch.cuda` functions that raise on a machine without CUDA, checked against a CPU build of
 #: torch 2.13. Many others are deliberately harmless there and are NOT listed: empty_cache,

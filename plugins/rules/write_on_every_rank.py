@@ -12,7 +12,7 @@ from torchlint.static.walker import iter_nodes
 
 from ._calls import keyword
 from ._distributed import INIT_PROCESS_GROUP, RankReader, scopes
-from ._loops import is_test_path
+from torchlint.semantic.program_facts import is_test_path
 
 #: What each kind of write is, for the message.
 _WRITES = {

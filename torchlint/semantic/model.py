@@ -179,6 +179,8 @@ class SemanticModel(Analysis):
         self._scope_key: tuple = ()
         self._defined: frozenset[str] | None = None
         self._two_argument_calls: list[tuple[cst.Call, Value, Value]] = []
+        #: ids of those calls made under `no_grad()`/`inference_mode()`: nothing trains there
+        self._calls_without_grad: set[int] = set()
         self._scope_cached = 0
         self._path_key: tuple = ()
         self._path_cached: tuple = ()
@@ -559,6 +561,11 @@ class SemanticModel(Analysis):
         once per file for every rule that judges loss inputs."""
         return self._two_argument_calls
 
+    def called_without_grad(self, call: cst.Call) -> bool:
+        """One of `two_argument_calls` made under `no_grad()`/`inference_mode()` (or in a
+        function decorated so): a loss computed there is only reported, never trained on."""
+        return id(call) in self._calls_without_grad
+
     def leave_Call(self, node: cst.Call) -> None:
         args = node.args
         if args and (args[0].star or (args[0].keyword is not None and args[0].keyword.value != "input")):
@@ -578,6 +585,8 @@ class SemanticModel(Analysis):
             if callee is None:
                 return
         self._two_argument_calls.append((node, callee, self.value(args[0].value)))
+        if self._grad_disabled():
+            self._calls_without_grad.add(id(node))
 
     # -- symbolic evaluation (while visiting) -------------------------------------------------
     def later(self, expr: cst.BaseExpression) -> Value:
