@@ -176,6 +176,14 @@ _TORCH_REQUIREMENT = re.compile(r"^\s*torch\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;]*)"
 _LOWER_BOUND = re.compile(r"(?:>=|~=|===?|>)\s*(?P<version>\d+(?:\.\d+){0,2})")
 
 
+def _lower_bounds(requirement: str) -> list[tuple[int, ...]]:
+    """The lower bounds one requirement puts on torch itself (none for torchvision & co)."""
+    match = _TORCH_REQUIREMENT.match(requirement)
+    if match is None or re.match(r"^\s*torch[\w.-]", requirement, re.IGNORECASE):
+        return []  # not torch itself (torchvision, torch-geometric, torch_scatter)
+    return [tuple(int(part) for part in bound.group("version").split(".")) for bound in _LOWER_BOUND.finditer(match.group("spec"))]
+
+
 def declared_torch_minimum(pyproject: Path) -> str | None:
     """The oldest torch a pyproject.toml's `[project] dependencies` allow (`torch>=2.7` ->
     "2.7"), or None when it declares no lower bound. Like ruff reading `requires-python` for
@@ -188,29 +196,44 @@ def declared_torch_minimum(pyproject: Path) -> str | None:
     dependencies = project.get("dependencies") if isinstance(project, dict) else None
     if not isinstance(dependencies, list):
         return None
-    found: list[tuple[int, ...]] = []
-    for requirement in dependencies:
-        match = _TORCH_REQUIREMENT.match(requirement) if isinstance(requirement, str) else None
-        if match is None or re.match(r"^\s*torch[\w.-]", requirement, re.IGNORECASE):
-            continue  # not torch itself (torchvision, torch-geometric, torch_scatter)
-        for bound in _LOWER_BOUND.finditer(match.group("spec")):
-            found.append(tuple(int(part) for part in bound.group("version").split(".")))
+    found = [bound for requirement in dependencies if isinstance(requirement, str) for bound in _lower_bounds(requirement)]
     return ".".join(str(part) for part in max(found)[:2]) if found else None
 
 
 def with_declared_torch(config: Config, start: Path) -> Config:
     """`config` with `target_torch` taken from the nearest pyproject.toml up from `start` when
-    no configuration sets it (the config file's own folder when there is one)."""
+    no configuration sets it (the config file's own folder when there is one), or from the
+    `requirements*.txt` beside it (`torch>=2.7`, as pip reads them): the oldest torch the
+    project says its code runs on."""
     if config.target_torch is not None:
         return config
     for folder in project_folders(config.config_file.parent if config.config_file is not None else start):
         pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            minimum = declared_torch_minimum(pyproject)
-            if minimum is None:
-                return config
+        minimum = declared_torch_minimum(pyproject) if pyproject.is_file() else None
+        if minimum is not None:
             return replace(config, target_torch=minimum, target_torch_source=f"{pyproject}: torch>={minimum}")
+        pinned = _pinned_in_requirements(folder)
+        if pinned is not None:
+            minimum, requirements = pinned
+            return replace(config, target_torch=minimum, target_torch_source=f"{requirements}: torch>={minimum}")
+        if pyproject.is_file():
+            return config  # the project's own root says nothing of torch
     return config
+
+
+def _pinned_in_requirements(folder: Path) -> tuple[str, Path] | None:
+    """The oldest torch `folder`'s requirements files allow, and the file that says so."""
+    from torchlint.bounded_read import Unreadable, read_limited
+
+    for requirements in sorted(folder.glob("requirements*.txt")):
+        try:
+            lines = read_limited(requirements, 1 << 20).decode("utf-8", "replace").splitlines()
+        except Unreadable:
+            continue
+        found = [bound for line in lines for bound in _lower_bounds(line.split("#", 1)[0])]
+        if found:
+            return ".".join(str(part) for part in max(found)[:2]), requirements
+    return None
 
 
 def load_config(config_file: Path | None, *, cwd: Path, overrides: Iterable[tuple[str, dict[str, Any]]] = ()) -> Config:
@@ -365,8 +388,9 @@ _EXTENDING = ("extend_select", "ignore", "extend_exclude", "per_file_ignores", "
 
 
 def with_cli(config: Config, **overrides: Any) -> Config:
-    """Command-line flags win over the file: select/exclude/fixable replace, ignores and
-    excludes extend, a flag left out (None) keeps the file's value."""
+    """Command-line flags win over the file: select/exclude/fixable replace (`--select` the
+    file's extend-select too), ignores and excludes extend, a flag left out (None) keeps the
+    file's value."""
     changes: dict[str, Any] = {}
     for key in _REPLACING:
         if overrides.get(key):
@@ -374,6 +398,9 @@ def with_cli(config: Config, **overrides: Any) -> Config:
     for key in _EXTENDING:
         if overrides.get(key):
             changes[key] = getattr(config, key) + tuple(overrides[key])
+    if overrides.get("select"):
+        # `--select` replaces the configured set, the file's `extend-select` too (as ruff's does)
+        changes["extend_select"] = tuple(overrides.get("extend_select") or ())
     if overrides.get("force_exclude"):
         changes["force_exclude"] = True
     if overrides.get("target_torch") is not None:

@@ -4,6 +4,7 @@ import libcst as cst
 
 from torchlint.fix import SAFE, UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
+from torchlint.semantic.program_facts import is_test_path
 from torchlint.semantic.checkpoint_flow import CheckpointFlow
 from torchlint.semantic.checkpoint_formats import MIN_KEYS, format_writers, keys_read, stores_cpu_tensors
 from torchlint.semantic.checkpoints import (
@@ -11,20 +12,17 @@ from torchlint.semantic.checkpoints import (
     CheckpointNames,
     availability_guarded,
     bound_path_text,
-    cache_of_this_code,
     facts_in_project,
     fetched_from_elsewhere,
     file_name_pattern,
-    in_temp_dir,
     load_fact_at,
     loaded_into_model,
     offloads_state_to_cpu,
     path_text,
-    saved_in_same_function,
     saves_in_project,
     writers_of,
     writes_only_cpu_checkpoints,
-    written_by_earlier_step,
+    written_by_this_process,
 )
 from torchlint.semantic.loaded import (
     annotated_tensor_free,
@@ -58,6 +56,12 @@ class LoadWithoutMapLocation(Rule):
     every rank's weights onto GPU 0 in multi-GPU jobs.
 
     It is left alone where the devices necessarily exist or no accelerator is involved:
+    - a load in a test module or test helper (`test_*.py`, `*_test.py`, `conftest.py`, a
+      file under `test/`, `tests/` or `testing/`): tests read back what they or their fixtures
+      just wrote, or the repository's own fixture files on the machines that made them, and a
+      load that does fail there fails the test on its first run. On 20 public libraries with
+      their test suites, reviewers who had not seen the rule judged every sampled load in a
+      test wrong to flag (9 of 9);
     - a call that forwards `*args` or `**kwargs` (they may carry `map_location`);
     - a load inside a `Dataset` subclass, which reads caches it wrote itself on the CPU;
     - a round trip in one process: the same path (the same expression) saved before, in the
@@ -1009,7 +1013,7 @@ class LoadWithoutMapLocation(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if self.names.qualname(node.func) not in LOAD_FUNCTIONS:
             return  # saves and the calls between functions are CheckpointFlow's
-        if not self.flags(node):
+        if is_test_path(self.ctx.path) or not self.flags(node):
             return
         device = device_in_scope(self.ctx)
         fix = NodeFix(
@@ -1043,15 +1047,8 @@ class LoadWithoutMapLocation(Rule):
             return False
         if in_dataset_class(self.ctx):
             return False  # datasets read caches they wrote themselves, on the CPU, for CPU batches
-        if saved_in_same_function(self.ctx, self.names, node):
-            return False  # saved and loaded again in this function: the devices exist
-        source = argument(node, "f", 0)
-        if source is not None and in_temp_dir(self.ctx, self.ctx.enclosing_function(), source.value):
-            return False  # a file in a temporary directory this run made: written here, by this process
-        if written_by_earlier_step(self.ctx, node):
-            return False  # `convert(..., output_dir=out)` just wrote it: this process, this machine
-        if cache_of_this_code(self.ctx, self.names, node):
-            return False  # a local cache: the other arm of the existence check computes and saves it
+        if written_by_this_process(self.ctx, self.names, node):
+            return False  # saved earlier here, in a temporary directory, by an earlier step, or a local cache
         if self._offloads_state_to_cpu():
             return False  # this file's distributed checkpoints are gathered to the CPU before saving
         if read_as_numpy(self.ctx, node):
@@ -1069,7 +1066,7 @@ class LoadWithoutMapLocation(Rule):
 
     # -- one finding for a call TL302 (load-without-weights-only) would report too ----------
     def _also_missing_weights_only(self, node: cst.Call) -> bool:
-        return self.ctx.is_enabled(WEIGHTS_ONLY_CODE) and missing_weights_only(self.ctx, node)
+        return self.ctx.is_enabled(WEIGHTS_ONLY_CODE) and missing_weights_only(self.ctx, node, self.names)
 
     def _with_weights_only(self, node: cst.Call, device: str, fix: NodeFix) -> tuple[str, NodeFix]:
         """The message naming both keywords, and a fix adding both where that is no riskier:

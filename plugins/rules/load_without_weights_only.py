@@ -6,7 +6,8 @@ import libcst as cst
 
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
-from torchlint.semantic.checkpoints import CheckpointNames
+from torchlint.semantic.program_facts import is_test_path
+from torchlint.semantic.checkpoints import CheckpointNames, written_by_this_process
 
 from ._torchfix_helpers import has_double_star, in_compat_fallback, keyword_arg, positional_args, target_torch, with_keyword
 
@@ -24,8 +25,10 @@ class LoadWithoutWeightsOnly(Rule):
     1.13 (which lacks the parameter). A call that forwards `**kwargs` may carry it and is
     not flagged, nor is a retry inside `except TypeError:` or a version check, nor a load inside
     `with torch.serialization.safe_globals([...]):` (code written for the weights_only loader,
-    allowlisting what it needs). An explicit `weights_only=False` is a deliberate choice and
-    is not flagged.
+    allowlisting what it needs), nor a file this run wrote itself: saved earlier in the same
+    function, under a temporary directory it made, or a local cache the other arm of its
+    existence check saves (the round trips TL301 leaves alone; the file is as trusted as the
+    code). An explicit `weights_only=False` is a deliberate choice and is not flagged.
 
     Without `target-torch` the rule flags: it cannot know which default the code will run
     under, and the call then behaves differently across versions. Before 2.6 it unpickles
@@ -36,8 +39,9 @@ class LoadWithoutWeightsOnly(Rule):
     numpy scalar, an `argparse.Namespace`, your own classes, a whole pickled `nn.Module`)
     makes it raise `pickle.UnpicklingError`. Set `target-torch = "2.6"` (or newer) to turn the
     rule off. Without the setting, a project whose pyproject.toml requires `torch>=2.6` (or
-    newer) in `[project] dependencies` is checked for that torch, as ruff reads
-    `requires-python`: there a bare `torch.load` already means `weights_only=True`.
+    newer) in `[project] dependencies`, or whose `requirements*.txt` beside it does, is checked
+    for that torch, as ruff reads `requires-python`: there a bare `torch.load` already means
+    `weights_only=True`.
 
     When TL301 (`load-without-map-location`) also runs and reports the same call, that one
     finding names both keywords and this rule stays quiet on the call; run alone, this rule
@@ -74,6 +78,19 @@ class LoadWithoutWeightsOnly(Rule):
     imports = ("torch",)
     fix_safety = UNSAFE
     cases = [
+        Good(
+            """
+            import tempfile
+            import torch
+
+            def probe_accuracy(probe, features):
+                with tempfile.TemporaryDirectory() as folder:
+                    path = f"{folder}/probe.pt"
+                    torch.save(probe.state_dict(), path)
+                    return torch.load(path, map_location="cpu")
+            """,
+            note="a file this run just wrote in its own temporary directory: as trusted as the code",
+        ),
         Good(
             """
             import torch
@@ -169,7 +186,7 @@ class LoadWithoutWeightsOnly(Rule):
         self.names = CheckpointNames(ctx)  # `load(...)` after `from torch import *` too
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.names.qualname(node.func) not in LOAD_FUNCTIONS or not missing_weights_only(self.ctx, node):
+        if self.names.qualname(node.func) not in LOAD_FUNCTIONS or not missing_weights_only(self.ctx, node, self.names):
             return
         fix = None
         if weights_only_fixable(node):
@@ -193,15 +210,20 @@ class LoadWithoutWeightsOnly(Rule):
 MAP_LOCATION_CODE = "TL301"
 
 
-def missing_weights_only(ctx: FileContext, node: cst.Call) -> bool:
+def missing_weights_only(ctx: FileContext, node: cst.Call, names: CheckpointNames | None = None) -> bool:
     """Whether TL302 describes this `torch.load` call: no `weights_only` (nor `**kwargs` that
-    may carry it), not a compatibility fallback, and a target torch whose default differs."""
+    may carry it), not a compatibility fallback, not a file this run wrote itself, and a target
+    torch whose default differs."""
     if keyword_arg(node, "weights_only") is not None or has_double_star(node):
         return False
+    if is_test_path(ctx.path):
+        return False  # a test reads back the files it or its fixtures wrote: trusted ones
     if in_compat_fallback(ctx):
         return False  # `except TypeError:` retrying without weights_only for an old torch
     if in_safe_globals(ctx):
         return False  # `with torch.serialization.safe_globals([...]):` is the weights_only loader's allowlist
+    if names is not None and written_by_this_process(ctx, names, node):
+        return False  # saved earlier in this run (same function, a temporary directory, a local cache): trusted
     target = target_torch(ctx)
     return target is None or (1, 13) <= target < (2, 6)
 

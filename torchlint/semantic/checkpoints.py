@@ -833,3 +833,16 @@ def writes_only_cpu_checkpoints(saves: list[dict]) -> bool:
     from any device: one of them keeps the answer False."""
     tensors = [save for save in saves if save["tensors"]]
     return bool(tensors) and all(save.get("cpu") for save in tensors)
+
+
+def written_by_this_process(ctx, names, load: cst.Call) -> bool:
+    """The file `load` reads is one this run wrote on this machine: saved earlier in the same
+    function, under a temporary directory it made, into the folder an earlier step of the block
+    was handed to write into, or a local cache the other arm of its existence check saves. Its
+    devices exist here, and it is as trusted as the code itself."""
+    if saved_in_same_function(ctx, names, load):
+        return True
+    source = argument(load, "f", 0)
+    if source is not None and in_temp_dir(ctx, ctx.enclosing_function(), source.value):
+        return True
+    return written_by_earlier_step(ctx, load) or cache_of_this_code(ctx, names, load)
