@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from torchlint.cli import main
 
 BUGGY = "import torch  # on cuda\nstate = torch.load('ckpt.pt', weights_only=True)\n"
-# TL402 has a safe fix, TL302 an unsafe one; TL301 is off (no CUDA named)
-FIXABLE = "import torch\ny = torch.exp(x) - 1\nz = torch.load('a.pt')\n"
+# TL502 has a safe fix, TL302 an unsafe one; TL301 is off (no CUDA named)
+FIXABLE = "import torch\ny = torch.ger(x, x)\nz = torch.load('a.pt')\n"
 
 
 @pytest.fixture
@@ -52,11 +52,21 @@ def test_a_config_override_wins_over_the_file(run, tmp_path):
     assert codes(both) == []
 
 
+def test_select_on_the_command_line_replaces_the_files_extend_select_too(run, tmp_path):
+    """As ruff's: `--select TL302` checks TL302 only, whatever the file adds; `--extend-select` adds to it."""
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nextend-select = ["TL402"]\n')
+    (tmp_path / "a.py").write_text("import torch\ny = torch.exp(x) - 1\nstate = torch.load('ckpt.pt', map_location='cpu')\n")
+    assert codes(run("check", "--output-format", "json", "a.py")) == [("a.py", "TL302"), ("a.py", "TL402")]
+    assert codes(run("check", "--output-format", "json", "--select", "TL302", "a.py")) == [("a.py", "TL302")]
+    both = run("check", "--output-format", "json", "--select", "TL302", "--extend-select", "TL402", "a.py")
+    assert codes(both) == [("a.py", "TL302"), ("a.py", "TL402")]
+
+
 def test_config_overrides_show_in_show_settings(run, tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     shown = settings(run("check", "--show-settings", "--config", "select = ['tl4']", "--config", "unsafe-fixes = true", "."))
     assert shown["overrides"] == "select = ['tl4']; unsafe-fixes = true"
-    assert shown["enabled rules"] == "TL401, TL402, TL406"
+    assert shown["enabled rules"] == "TL406"  # a prefix enables the default-on rules under it
     assert shown["unsafe-fixes"] == "true"
 
 
@@ -142,10 +152,10 @@ def test_target_torch_from_the_command_line(run, tmp_path):
 
 def test_unfixable_rules_offer_and_apply_no_fix(run, tmp_path):
     (tmp_path / "a.py").write_text(FIXABLE)
-    listed = json.loads(run("check", "--output-format", "json", "--unfixable", "exp-minus-one", "a.py").stdout)
+    listed = json.loads(run("check", "--output-format", "json", "--unfixable", "deprecated-torch-function", "a.py").stdout)
     fixes = {d["code"]: d["fix"] for d in listed}
-    assert fixes["TL402"] is None and fixes["TL302"] is not None  # only the unfixable rule lost its fix
-    result = run("check", "--fix", "--unfixable", "TL4", "a.py")
+    assert fixes["TL502"] is None and fixes["TL302"] is not None  # only the unfixable rule lost its fix
+    result = run("check", "--fix", "--unfixable", "TL5", "a.py")
     assert result.exit_code == 1 and "[*]" not in result.output  # TL302's unsafe fix is all that is left
     assert (tmp_path / "a.py").read_text() == FIXABLE
 
@@ -154,17 +164,17 @@ def test_fixable_and_extend_fixable(run, tmp_path):
     (tmp_path / "a.py").write_text(FIXABLE)
     (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nfixable = ["TL3"]\n')
     run("check", "--fix", "a.py")
-    assert (tmp_path / "a.py").read_text() == FIXABLE  # TL402 is not in `fixable`
-    run("check", "--fix", "--extend-fixable", "TL402", "a.py")
-    assert "torch.expm1(x)" in (tmp_path / "a.py").read_text()
-    shown = settings(run("check", "--show-settings", "--extend-fixable", "TL402", "--unfixable", "TL301"))
-    assert shown["fixable"] == "TL3" and shown["extend-fixable"] == "TL402" and shown["unfixable"] == "TL301"
-    assert "TL301" not in shown["fixable rules"] and "TL402" in shown["fixable rules"]
+    assert (tmp_path / "a.py").read_text() == FIXABLE  # TL502 is not in `fixable`
+    run("check", "--fix", "--extend-fixable", "TL502", "a.py")
+    assert "torch.outer(x, x)" in (tmp_path / "a.py").read_text()
+    shown = settings(run("check", "--show-settings", "--extend-fixable", "TL502", "--unfixable", "TL301"))
+    assert shown["fixable"] == "TL3" and shown["extend-fixable"] == "TL502" and shown["unfixable"] == "TL301"
+    assert "TL301" not in shown["fixable rules"] and "TL502" in shown["fixable rules"]
 
 
 def test_unfixable_in_the_configuration(run, tmp_path):
     (tmp_path / "a.py").write_text(FIXABLE)
-    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nunfixable = ["TL402"]\nfix = true\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nunfixable = ["TL502"]\nfix = true\n')
     run("check", "a.py")
     assert (tmp_path / "a.py").read_text() == FIXABLE
 
@@ -175,9 +185,9 @@ def test_fix_true_in_the_configuration_fixes_and_no_fix_overrides_it(run, tmp_pa
     result = run("check", "--no-fix", "a.py")
     assert "[*] 1 fixable with --fix" in result.output and (tmp_path / "a.py").read_text() == FIXABLE
     diff = run("check", "--diff", "a.py")  # --diff writes nothing, whatever the configuration says
-    assert "+y = torch.expm1(x)" in diff.stdout and (tmp_path / "a.py").read_text() == FIXABLE
+    assert "+y = torch.outer(x, x)" in diff.stdout and (tmp_path / "a.py").read_text() == FIXABLE
     result = run("check", "a.py")
-    assert "(1 fixed)" in result.output and "torch.expm1(x)" in (tmp_path / "a.py").read_text()
+    assert "(1 fixed)" in result.output and "torch.outer(x, x)" in (tmp_path / "a.py").read_text()
 
 
 def test_unsafe_fixes_true_in_the_configuration_and_no_unsafe_fixes(run, tmp_path):

@@ -24,7 +24,7 @@ TRAIN = textwrap.dedent(
 
 
     def entropy_bonus(x):
-        return torch.log(1 + x)
+        return torch.ger(x, x)
 
 
     def restore(path):
@@ -92,18 +92,18 @@ def test_initialize_open_change_and_shutdown(project):
     async def scenario(session: ServerSession):
         uri = session.open("train.py")
         first = await session.latest("train.py")
-        assert codes(first) == ["TL302", "TL401"]
-        log = next(d for d in first.diagnostics if d.code == "TL401")
-        # `torch.log(1 + x)` on line 5 (0-based 4), columns 11..28 of `    return torch.log(1 + x)`
+        assert codes(first) == ["TL302", "TL502"]
+        log = next(d for d in first.diagnostics if d.code == "TL502")
+        # `torch.ger(x, x)` on line 5 (0-based 4), columns 11..26 of `    return torch.ger(x, x)`
         assert (log.range.start.line, log.range.start.character) == (4, 11)
-        assert (log.range.end.line, log.range.end.character) == (4, 27)
+        assert (log.range.end.line, log.range.end.character) == (4, 26)
         assert log.source == "torchlint"
         assert log.severity == types.DiagnosticSeverity.Warning
-        assert log.code_description is not None and log.code_description.href.endswith("TL401.md")
-        assert Path(log.code_description.href.removeprefix("file://")).read_text().startswith("# TL401")
+        assert log.code_description is not None and log.code_description.href.endswith("TL502.md")
+        assert Path(log.code_description.href.removeprefix("file://")).read_text().startswith("# TL502")
 
         # The editor's text, not the file on disk: fix the line without saving.
-        version = session.replace("train.py", TRAIN.replace("torch.log(1 + x)", "torch.log1p(x)"))
+        version = session.replace("train.py", TRAIN.replace("torch.ger(x, x)", "torch.outer(x, x)"))
         second = await session.latest("train.py", version)
         assert codes(second) == ["TL302"]
         assert (project / "train.py").read_text() == TRAIN
@@ -111,7 +111,7 @@ def test_initialize_open_change_and_shutdown(project):
         # A line inserted above moves the finding down.
         version = session.replace("train.py", "# a comment\n" + TRAIN)
         third = await session.latest("train.py", version)
-        moved = next(d for d in third.diagnostics if d.code == "TL401")
+        moved = next(d for d in third.diagnostics if d.code == "TL502")
         assert moved.range.start.line == 5
         assert uri == session.uri("train.py")
         return await session.stop()
@@ -123,7 +123,7 @@ def test_code_actions_fix_noqa_and_docs(project):
     async def scenario(session: ServerSession):
         uri = session.open("train.py")
         published = await session.latest("train.py")
-        log = next(d for d in published.diagnostics if d.code == "TL401")
+        log = next(d for d in published.diagnostics if d.code == "TL502")
         actions = await session.bounded(
             session.client.text_document_code_action_async(
                 types.CodeActionParams(
@@ -134,15 +134,15 @@ def test_code_actions_fix_noqa_and_docs(project):
             )
         )
         titles = [a.title for a in actions]
-        assert titles == ["TL401: Replace with `torch.log1p`", "Disable TL401 for this line", "Open the docs of TL401"]
+        assert titles == ["TL502: Replace with `torch.outer`", "Disable TL502 for this line", "Open the docs of TL502"]
 
         fix = actions[0]
         fixed = apply_edits(TRAIN, fix.edit.changes[uri])
-        assert fixed == TRAIN.replace("torch.log(1 + x)", "torch.log1p(x)")
+        assert fixed == TRAIN.replace("torch.ger(x, x)", "torch.outer(x, x)")
         assert fix.is_preferred
 
         silenced = apply_edits(TRAIN, actions[1].edit.changes[uri])
-        assert "    return torch.log(1 + x)  # noqa: TL401\n" in silenced
+        assert "    return torch.ger(x, x)  # noqa: TL502\n" in silenced
         # The comment really silences the finding.
         version = session.replace("train.py", silenced)
         assert codes(await session.latest("train.py", version)) == ["TL302"]
@@ -155,7 +155,7 @@ def test_code_actions_fix_noqa_and_docs(project):
             )
         )
         assert session.shown == [shown]
-        assert Path(shown.removeprefix("file://")).read_text().startswith("# TL401: log-of-one-plus")
+        assert Path(shown.removeprefix("file://")).read_text().startswith("# TL502: deprecated-torch-function")
 
         # An unsafe fix is labelled as such.
         load = next(d for d in published.diagnostics if d.code == "TL302")
@@ -186,8 +186,8 @@ def test_hover_shows_the_rule_documentation(project):
             )
         )
         assert on_finding.contents.kind == types.MarkupKind.Markdown
-        assert on_finding.contents.value.startswith("**TL401** `log-of-one-plus`")
-        assert "# TL401: log-of-one-plus" in on_finding.contents.value and "## Flagged" in on_finding.contents.value
+        assert on_finding.contents.value.startswith("**TL502** `deprecated-torch-function`")
+        assert "# TL502: deprecated-torch-function" in on_finding.contents.value and "## Flagged" in on_finding.contents.value
         elsewhere = await session.bounded(
             session.client.text_document_hover_async(
                 types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line=3, character=4))
@@ -249,7 +249,7 @@ def test_a_cold_project_answers_first_from_what_the_file_imports_then_from_the_w
 
 def test_configuration_is_read_and_reloaded(project):
     config = project / "torchlint.toml"
-    config.write_text('ignore = ["TL401"]\n')
+    config.write_text('ignore = ["TL502"]\n')
 
     async def scenario(session: ServerSession):
         session.open("train.py")
@@ -261,16 +261,16 @@ def test_configuration_is_read_and_reloaded(project):
         session.client.workspace_did_change_watched_files(
             types.DidChangeWatchedFilesParams([types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)])
         )
-        assert codes(await session.diagnostics("train.py", lambda p: True, after=before)) == ["TL401"]
+        assert codes(await session.diagnostics("train.py", lambda p: True, after=before)) == ["TL502"]
 
         # Saving the configuration in the editor reloads it too.
         config.write_text("")
         before = len(session.published)
         session.client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(config.as_uri())))
-        assert codes(await session.diagnostics("train.py", lambda p: True, after=before)) == ["TL302", "TL401"]
+        assert codes(await session.diagnostics("train.py", lambda p: True, after=before)) == ["TL302", "TL502"]
 
         # A client that reports neither: the next check notices the file changed.
-        config.write_text('ignore = ["TL302", "TL401"]\n')
+        config.write_text('ignore = ["TL302", "TL502"]\n')
         version = session.replace("train.py", TRAIN + "\n")
         assert codes(await session.latest("train.py", version)) == []
 
@@ -282,7 +282,7 @@ def test_a_broken_configuration_is_reported_and_the_defaults_apply(project):
 
     async def scenario(session: ServerSession):
         session.open("train.py")
-        assert codes(await session.latest("train.py")) == ["TL302", "TL401"]
+        assert codes(await session.latest("train.py")) == ["TL302", "TL502"]
         assert len(session.messages) == 1 and "select must be a list of strings" in session.messages[0]
         assert "using the default settings" in session.messages[0]
 
@@ -300,7 +300,7 @@ def test_per_file_ignores_match_project_paths_wherever_the_server_started(tmp_pa
 
     async def scenario(session: ServerSession):
         session.open("scripts/train.py")
-        assert codes(await session.latest("scripts/train.py")) == ["TL401"]
+        assert codes(await session.latest("scripts/train.py")) == ["TL502"]
 
     run(scenario, project, cwd=project / "docs")
 
@@ -312,20 +312,20 @@ def _finding(code: str, line: int, end_line: int | None = None) -> Finding:
 @pytest.mark.parametrize(
     "line, expected",
     [
-        ("y = f(x)", "y = f(x)  # noqa: TL401"),
-        ("y = f(x)   ", "y = f(x)  # noqa: TL401"),
-        ("y = f(x)  # noqa: TL302", "y = f(x)  # noqa: TL302, TL401"),
-        ("y = f(x)  # keep this", "y = f(x)  # keep this  # noqa: TL401"),
+        ("y = f(x)", "y = f(x)  # noqa: TL502"),
+        ("y = f(x)   ", "y = f(x)  # noqa: TL502"),
+        ("y = f(x)  # noqa: TL302", "y = f(x)  # noqa: TL302, TL502"),
+        ("y = f(x)  # keep this", "y = f(x)  # keep this  # noqa: TL502"),
     ],
 )
 def test_the_noqa_action_adds_or_merges_as_add_noqa_does(line, expected):
-    assert silencing_line(f"import torch\n{line}\nz = 1\n", _finding("TL401", 2)) == (2, expected)
+    assert silencing_line(f"import torch\n{line}\nz = 1\n", _finding("TL502", 2)) == (2, expected)
 
 
 def test_the_noqa_action_goes_where_a_comment_can_go():
     text = 'y = f("""a\nb""", x) + \\\n    g(x)\n'
     # line 1 ends inside a string, line 2 with a backslash: the finding's last line takes it
-    assert silencing_line(text, _finding("TL401", 1, 3)) == (3, "    g(x)  # noqa: TL401")
-    assert silencing_line(text, _finding("TL401", 1, 2)) is None
+    assert silencing_line(text, _finding("TL502", 1, 3)) == (3, "    g(x)  # noqa: TL502")
+    assert silencing_line(text, _finding("TL502", 1, 2)) is None
     # the engine's own codes are not silenced by a comment
     assert silencing_line("def f(:\n", _finding("TL000", 1)) is None

@@ -24,6 +24,16 @@ class Session:
     def enabled(self) -> set[str]:
         return resolve(self.rules, self.config.select, self.config.extend_select, self.config.ignore, where=self.config.origin)
 
+    def proof_only(self, enabled: set[str]) -> set[str]:
+        """The rules `torchlint run` checks beyond `enabled`, reporting a finding of theirs only
+        where the run proves it: those off by default because their static precision is low,
+        which the program's own crash or a probe can settle. An explicit `select` is the
+        user's word on what runs, and an ignored rule stays off."""
+        if self.config.select is not None:
+            return set()
+        ignored = codes_for(self.config.ignore, self.rules, where=f"{self.config.origin} ignore")
+        return {code for code, rule in self.rules.items() if not rule.default_enabled} - enabled - ignored
+
     def fixable(self) -> set[str]:
         """The rules whose fixes may be applied: `fixable` (every rule unless given), plus
         `extend-fixable`, less `unfixable`."""

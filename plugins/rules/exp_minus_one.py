@@ -23,6 +23,11 @@ class ExpMinusOne(LocalTags):
     ## What it does
     Flags `torch.exp(x) - 1` (also with `1.0`).
 
+    Off by default: on 20 public libraries and frameworks with their test suites, judged by
+    reviewers who did not write the rule, 0 of 3 sampled findings were right (3 in all); in each
+    the lost digits vanished in what the result was compared with or added to. `--extend-select
+    TL402` turns it on.
+
     ## Why is this bad?
     For small `x`, `exp(x)` is `1 + x` to within rounding, and subtracting `1` cancels every
     significant digit: in float32, `torch.exp(1e-8) - 1` is `0.0` while `torch.expm1(1e-8)` is
@@ -59,6 +64,7 @@ class ExpMinusOne(LocalTags):
     code = "TL402"
     name = "exp-minus-one"
     summary = "`torch.exp(x) - 1` loses precision for small `x`; use `torch.expm1(x)`"
+    default_enabled = False
     triggers = ("exp(",)
     imports = ("torch",)
     fix_safety = SAFE

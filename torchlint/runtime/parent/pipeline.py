@@ -100,6 +100,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     try:
         session = open_session(Path(options.config_path) if options.config_path else None, target.path.parent, cwd)
         enabled = session.enabled()
+        proof_only = session.proof_only(enabled)
     except (ConfigError, PluginError) as exc:
         return _error(str(exc))
 
@@ -137,7 +138,7 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
             # process gets there first; the program waits for it (runtime.side_channel).
             static, refuted = _static_findings(session, enabled, closure, cwd, options.quiet, options.device,
                                                f"{target.path.name} and the files it imports",
-                                               say=child.side.say_after_opening)
+                                               say=child.side.say_after_opening, proof_only=proof_only)
         except Stopped as exc:
             stop = exc  # the static check is unfinished: the run's evidence is still reported
         except BaseException:
@@ -152,7 +153,8 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
                 # What the run imported that no import statement showed (importlib, sys.path edits).
                 try:
                     static, refuted = _static_findings(session, enabled, closure + more, cwd, options.quiet, options.device,
-                                                       f"{target.path.name}, its imports and {len(more)} more file(s) the run imported")
+                                                       f"{target.path.name}, its imports and {len(more)} more file(s) the run imported",
+                                                       proof_only=proof_only)
                 except Stopped as exc:  # the program has ended: report what the first check found
                     result.stopped_by, result.stopped_signo = exc.name, exc.signo
         else:
@@ -165,10 +167,10 @@ def execute(options: RunOptions, *, cwd: Path, out: TextIO) -> int:
     if options.nproc_per_node:
         from torchlint.runtime.distributed.report import merge_ranks
 
-        findings, outcome = merge_ranks(static, result, world=options.nproc_per_node, enabled=enabled, cwd=cwd,
+        findings, outcome = merge_ranks(static, result, world=options.nproc_per_node, enabled=enabled | proof_only, cwd=cwd,
                                         timeout=options.timeout, rules=session.rules, refuted=refuted)
     else:
-        findings, outcome = merge(static, result, enabled=enabled, cwd=cwd, timeout=options.timeout,
+        findings, outcome = merge(static, result, enabled=enabled | proof_only, cwd=cwd, timeout=options.timeout,
                                   rules=session.rules, refuted=refuted)
     findings = _in_cells(findings, outcome, closure, cwd)
     header = f"torchlint run {target.display} --device {options.device}"
@@ -319,14 +321,15 @@ def _imported_beyond(result, closure: list[Path], project: list[Path]) -> list[P
 
 
 def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, quiet: bool, device: str = "cpu",
-                     what: str = "", say=None) -> tuple[list[Finding], list[Finding]]:
-    """The static findings of ``files``, and those the project phase dropped (which the run's
-    evidence may prove after all). ``say`` writes the progress line (default: to stderr)."""
+                     what: str = "", say=None, proof_only: set[str] = frozenset()) -> tuple[list[Finding], list[Finding]]:
+    """The static findings of ``files``, and those the run must prove to report: the ones the
+    project phase dropped, and every finding of a ``proof_only`` rule. ``say`` writes the
+    progress line (default: to stderr)."""
     from torchlint.config import ConfigError
     from torchlint.static.engine import StaticEngine
 
     try:
-        engine = StaticEngine(session.config, session.pm, session.rules, enabled)
+        engine = StaticEngine(session.config, session.pm, session.rules, enabled | proof_only)
     except ConfigError as exc:
         sys.stderr.write(f"torchlint: static check skipped: {exc}\n")
         return [], []
@@ -337,8 +340,11 @@ def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, q
     # The files the program runs are its project here: a sibling script it never imports is
     # not part of this run (and reading a whole tree cold would delay every `torchlint run`).
     result = engine.check_paths(files, cwd=cwd, project_context=False)
+    reported = [finding for finding in result.findings if finding.code not in proof_only]
+    to_prove = [finding for finding in result.findings if finding.code in proof_only]
     if not quiet:
-        (say or sys.stderr.write)(f"torchlint: static check: {len(result.findings)} finding(s) in {result.files_checked} file(s): {what}\n")
-    return result.findings, engine.refuted
+        unproven = f"; {len(to_prove)} more of off-by-default rules, reported if the run proves them" if to_prove else ""
+        (say or sys.stderr.write)(f"torchlint: static check: {len(reported)} finding(s) in {result.files_checked} file(s): {what}{unproven}\n")
+    return reported, list(engine.refuted) + to_prove
 
 
