@@ -87,12 +87,14 @@ class ReportContext:
         return " ".join(" ".join(line.split()) for line in lines[start - 1 : end])
 
     def repo_root(self) -> Path:
-        """The git work tree holding the project (what CI annotations are relative to),
-        else the project root."""
+        """The git work tree holding the project (what CI annotations are relative to), else
+        the folder the command runs in when the project is inside it (where CI runs, as in
+        `torchlint check examples/buggy_project`), else the project root."""
         for directory in (self.config.root, *self.config.root.parents):
             if (directory / ".git").exists():
                 return directory
-        return self.config.root
+        cwd = Path.cwd()
+        return cwd if self.config.root == cwd or cwd in self.config.root.parents else self.config.root
 
     def relative_path(self, path: str) -> str:
         candidate = Path(path)
