@@ -106,3 +106,15 @@ def test_output_file_is_written_and_stdout_keeps_the_summary(project):
     assert result.output == ""
     lines = re.findall(r"^\S+:\d+:\d+: TL\d+", render("concise", project), flags=re.M)
     assert len(lines) == 3
+
+
+def test_annotations_without_a_git_work_tree_are_relative_to_where_the_command_runs(tmp_path, monkeypatch):
+    """A project with its own configuration, checked from the folder above it (no .git): CI
+    places `file=` relative to the workspace it runs from, not to the project's root."""
+    project = tmp_path / "examples" / "demo"
+    project.mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.torchlint]\nextend-select = ["TL402"]\n')
+    (project / "m.py").write_text("import torch\ny = torch.exp(x) - 1\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "github", "examples/demo"])
+    assert "::warning file=examples/demo/m.py,line=2," in result.output, result.output
