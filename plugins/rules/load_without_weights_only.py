@@ -7,7 +7,7 @@ import libcst as cst
 from torchlint.fix import UNSAFE, NodeFix
 from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.program_facts import is_test_path
-from torchlint.semantic.checkpoints import CheckpointNames, written_by_this_process
+from torchlint.semantic.checkpoints import CheckpointNames, saved_here_as_weights
 
 from ._torchfix_helpers import has_double_star, in_compat_fallback, keyword_arg, positional_args, target_torch, with_keyword
 
@@ -25,10 +25,12 @@ class LoadWithoutWeightsOnly(Rule):
     1.13 (which lacks the parameter). A call that forwards `**kwargs` may carry it and is
     not flagged, nor is a retry inside `except TypeError:` or a version check, nor a load inside
     `with torch.serialization.safe_globals([...]):` (code written for the weights_only loader,
-    allowlisting what it needs), nor a file this run wrote itself: saved earlier in the same
-    function, under a temporary directory it made, or a local cache the other arm of its
-    existence check saves (the round trips TL301 leaves alone; the file is as trusted as the
-    code). An explicit `weights_only=False` is a deliberate choice and is not flagged.
+    allowlisting what it needs), nor a state dict this run wrote itself: saved as
+    `model.state_dict()` earlier in the same function, to the same path, in a round trip
+    TL301 leaves alone (the same function, a temporary directory, a local cache). Such a file
+    is as trusted as the code, and the `weights_only` loader reads it too. Any other object
+    saved and read back (a broadcast through a buffer, a cache of the code's own classes) is
+    still reported: from torch 2.6 the bare load refuses it. An explicit `weights_only=False` is a deliberate choice and is not flagged.
 
     Without `target-torch` the rule flags: it cannot know which default the code will run
     under, and the call then behaves differently across versions. Before 2.6 it unpickles
@@ -90,6 +92,19 @@ class LoadWithoutWeightsOnly(Rule):
                     return torch.load(path, map_location="cpu")
             """,
             note="a file this run just wrote in its own temporary directory: as trusted as the code",
+        ),
+        Bad(
+            """
+            import io
+            import torch
+
+            def broadcast(obj, src):
+                buffer = io.BytesIO()
+                torch.save(obj, buffer)
+                buffer.seek(0)
+                return torch.load(buffer)  # error
+            """,
+            note="an arbitrary object read back: from torch 2.6 the bare load refuses what is not allowlisted",
         ),
         Good(
             """
@@ -222,8 +237,8 @@ def missing_weights_only(ctx: FileContext, node: cst.Call, names: CheckpointName
         return False  # `except TypeError:` retrying without weights_only for an old torch
     if in_safe_globals(ctx):
         return False  # `with torch.serialization.safe_globals([...]):` is the weights_only loader's allowlist
-    if names is not None and written_by_this_process(ctx, names, node):
-        return False  # saved earlier in this run (same function, a temporary directory, a local cache): trusted
+    if names is not None and saved_here_as_weights(ctx, names, node):
+        return False  # a state dict this run just wrote: trusted, and weights_only reads it too
     target = target_torch(ctx)
     return target is None or (1, 13) <= target < (2, 6)
 

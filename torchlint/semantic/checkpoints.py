@@ -846,3 +846,30 @@ def written_by_this_process(ctx, names, load: cst.Call) -> bool:
     if source is not None and in_temp_dir(ctx, ctx.enclosing_function(), source.value):
         return True
     return written_by_earlier_step(ctx, load) or cache_of_this_code(ctx, names, load)
+
+
+def saved_here_as_weights(ctx, names, load: cst.Call) -> bool:
+    """A file this run wrote (`written_by_this_process`) whose every save to the same path in
+    the loading function writes a state dict (`model.state_dict()`): tensors in plain
+    containers, which torch >= 2.6's `weights_only` loader reads as well (at module level, the
+    module's saves). An arbitrary object
+    saved and read back (a broadcast through a buffer, a cache of the code's own classes) is
+    not: from torch 2.6 its bare `torch.load` refuses it."""
+    if not written_by_this_process(ctx, names, load):
+        return False
+    loaded = path_text(ctx.module, load, "f", 0)
+    if loaded is None:
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    function = ctx.enclosing_function()
+    payloads = [
+        argument(call, "obj", 0)
+        for call in iter_nodes(function.body if function is not None else ctx.module)
+        if type(call) is cst.Call and names.qualname(call.func) in SAVE_FUNCTIONS and path_text(ctx.module, call, "f", 1) == loaded
+    ]
+    return bool(payloads) and all(payload is not None and _is_state_dict(payload.value) for payload in payloads)
+
+
+def _is_state_dict(value: cst.BaseExpression) -> bool:
+    return type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "state_dict"
