@@ -152,3 +152,26 @@ def test_every_scope_is_indexed_once_whatever_the_number_of_loads(monkeypatch):
     result = check_sources({"big.py": "\n".join(lines) + "\n"}, select=["TL301", "TL302"])
     assert len([f for f in result.findings if f.code == "TL302"]) == 200
     assert len(walks) == 1
+
+
+def test_a_folder_that_cannot_be_listed_is_one_finding_and_the_check_goes_on(tmp_path, monkeypatch):
+    """The README promises TL000 for a folder the user may not search; exercised even as root
+    (where permissions are not enforced) by making the listing fail the way it does then."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (tmp_path / "ok.py").write_text("import torch\ny = torch.ger(a, a)\n")
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "inner.py").write_text("import torch\ny = torch.ger(a, a)\n")
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", "."])
+    found = {(Path(f["filename"]).as_posix(), f["code"]): f for f in json.loads(result.stdout)}
+    assert set(found) == {("locked", "TL000"), ("ok.py", "TL502")}, result.output
+    assert "cannot list folder" in found[("locked", "TL000")]["message"].lower()
+    assert result.exit_code == 1
