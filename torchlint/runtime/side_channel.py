@@ -56,9 +56,11 @@ class ChildSide:
     def opened(self, deadline: float | None = None) -> None:
         """The opening line is out: let the parent say its own, then go on (at most until
         ``deadline``, on the ``time.monotonic()`` clock, if the parent never answers)."""
-        if self._socket is None or not self.waits:
+        if self._socket is None:
             return
         try:
+            if not self.waits:
+                return
             self._socket.sendall(OPENED)
             while True:
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -70,6 +72,12 @@ class ChildSide:
                     return
         except OSError:
             return  # the parent is gone: the supervisor ends us
+        finally:
+            # The gate was all this end was for (faulthandler writes through its own duplicate):
+            # closed now, it cannot be collected at exit with a ResourceWarning in the program's
+            # stderr, where a program that turned warnings on would see it.
+            self._socket.close()
+            self._socket = None
 
 
 class ParentSide(threading.Thread):
