@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 TIMEOUT = 20.0
-DOC = "import torch  # on cuda\n\x0c\nx = torch.log(1 + y)\n"
+DOC = "import torch  # on cuda\n\x0c\nx = torch.ger(y, y)\n"
 
 
 def frame(body: bytes, headers: bytes | None = None) -> bytes:
@@ -169,7 +169,7 @@ def hostile_session(root: Path) -> tuple[list[str], int]:
         server.send(message({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
         server.send(message({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
             "textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": DOC}}}))
-        problems += _published(server, uri, "TL401", 2, seen, "before the hostile messages")
+        problems += _published(server, uri, "TL502", 2, seen, "before the hostile messages")
         for what, data, id_ in hostile_messages(uri):
             server.send(data)
             sent += 1
@@ -187,8 +187,8 @@ def hostile_session(root: Path) -> tuple[list[str], int]:
                 return problems, sent
         # A whole-text change after them: the server still checks, on Python's lines.
         server.send(message({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
-            "textDocument": {"uri": uri, "version": 50}, "contentChanges": [{"text": DOC + "z = torch.exp(y) - 1\n"}]}}))
-        problems += _published(server, uri, "TL402", 3, seen, "after the hostile messages")
+            "textDocument": {"uri": uri, "version": 50}, "contentChanges": [{"text": DOC + "z = torch.cuda.amp.GradScaler()\n"}]}}))
+        problems += _published(server, uri, "TL504", 3, seen, "after the hostile messages")
         server.request(2, "shutdown", None)
         if server.wait_for(lambda m: isinstance(m, dict) and m.get("id") == 2, seen) is None:
             problems.append("no answer to shutdown")

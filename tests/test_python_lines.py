@@ -67,6 +67,9 @@ def test_a_noqa_silences_its_own_line_only(odd):
 def run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
+    # TL401 and TL402 (off by default) are the rules these files trip on each odd line
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nextend-select = ["TL401", "TL402"]\n')
+
     def invoke(*args):
         return CliRunner().invoke(main, ["check", "--no-cache", *args], catch_exceptions=False)
 
@@ -138,7 +141,7 @@ def test_the_server_puts_diagnostics_on_python_lines(tmp_path):
     from lsp_session import ServerSession
 
     text = source(ODD["u2028-comment-and-string"])
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n')
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.torchlint]\nextend-select = ["TL401"]\n')
     (tmp_path / "m.py").write_bytes(text.encode())
 
     async def scenario():

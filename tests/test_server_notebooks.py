@@ -26,7 +26,8 @@ def _cells(document: dict) -> list[tuple[str, str]]:
 
 @pytest.fixture()
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n')
+    # TL401 (off by default) is the fixable rule the notebook cells trip
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n\n[tool.torchlint]\nextend-select = ["TL401"]\n')
     return tmp_path
 
 

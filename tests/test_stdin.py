@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from torchlint.cli import main
 
 BUGGY = "import torch  # on cuda\nstate = torch.load('ckpt.pt', weights_only=True)\n"
-FIXABLE = "import torch\ny = torch.exp(x) - 1\n"
-FIXED = "import torch\ny = torch.expm1(x)\n"
+FIXABLE = "import torch\ny = torch.ger(x, x)\n"
+FIXED = "import torch\ny = torch.outer(x, x)\n"
 
 
 @pytest.fixture
@@ -90,13 +90,13 @@ def test_diff_on_stdin_prints_the_diff(run):
     result = run("--stdin-filename", "m.py", "--diff", source=FIXABLE)
     assert result.exit_code == 1
     assert result.stdout.splitlines()[:2] == ["--- a/m.py", "+++ b/m.py"]
-    assert "+y = torch.expm1(x)" in result.stdout
+    assert "+y = torch.outer(x, x)" in result.stdout
 
 
 def test_stdin_keeps_its_encoding_when_fixed(run):
-    source = "# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'\ny = torch.exp(x) - 1\n".encode("latin-1")
+    source = "# -*- coding: latin-1 -*-\nimport torch\nname = 'caf\xe9'\ny = torch.ger(x, x)\n".encode("latin-1")
     result = run("-", "--fix", source=source)
-    assert result.stdout_bytes == source.replace(b"torch.exp(x) - 1", b"torch.expm1(x)")
+    assert result.stdout_bytes == source.replace(b"torch.ger(x, x)", b"torch.outer(x, x)")
 
 
 def test_source_that_cannot_be_parsed_is_one_tl000(run):
@@ -119,11 +119,11 @@ def test_stdin_usage_errors(run, tmp_path):
 
 def test_stdin_through_a_real_pipe(tmp_path):
     """Real byte streams, not the test runner's: the fixed source arrives byte for byte."""
-    source = "import torch\r\ny = torch.exp(x) - 1\r\n"
+    source = "import torch\r\ny = torch.ger(x, x)\r\n"
     result = subprocess.run(
         [sys.executable, "-m", "torchlint", "check", "--no-cache", "--stdin-filename", "m.py", "--fix"],
         input=source.encode(), capture_output=True, cwd=tmp_path, timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout == b"import torch\r\ny = torch.expm1(x)\r\n"
+    assert result.stdout == b"import torch\r\ny = torch.outer(x, x)\r\n"
     assert b"1 fixed" in result.stderr
