@@ -92,7 +92,8 @@ class LoadWithoutMapLocation(Rule):
       (`transformer.eval().cpu(); torch.save(transformer.state_dict(), path)`), when the load's
       path matches no save of its own;
     - a load returned from a function annotated with plain values only (`-> tuple[dict[str,
-      str], list[str]]`), or assigned to a name so annotated: the file holds no tensors;
+      str], list[str]]`) or numpy arrays (`-> np.ndarray`), or assigned to a name so annotated:
+      the file holds no tensors;
     - a project none of whose checked files names an accelerator (`cuda`, `accelerator`,
       `xla`, `xpu`, `"mps"`): nothing in it can have saved a tensor on one;
     - a path the project only ever saves with a payload that holds no tensors, in any of its
@@ -163,6 +164,17 @@ class LoadWithoutMapLocation(Rule):
     analyses = (CheckpointFlow,)
     fix_safety = UNSAFE
     cases = [
+        Good(
+            """
+            import numpy as np
+            import torch
+
+            def init_states(path) -> np.ndarray:
+                model = Policy().cuda()
+                return torch.load(path, weights_only=False)
+            """,
+            note="the function says it returns a numpy array: the file holds no tensors",
+        ),
         Bad(
             """
             import torch

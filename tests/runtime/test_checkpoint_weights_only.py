@@ -9,14 +9,13 @@ from conftest import torchlint_run
 
 pytest.importorskip("torch")
 
+# The files come from elsewhere (written by the test below): loads of files the program saves
+# itself, with its own tensors, are trusted round trips that TL302 leaves alone.
 PROGRAM = """
-    import argparse
     import pickle
 
     import torch
 
-    torch.save({"weight": torch.ones(2)}, "weights.pt")
-    torch.save(argparse.Namespace(lr=0.1), "config.pt")
     state = torch.load("weights.pt", map_location="cpu")
     try:
         config = torch.load("config.pt", map_location="cpu")
@@ -25,10 +24,16 @@ PROGRAM = """
     legacy = torch.load("weights.pt", map_location="cpu", pickle_module=pickle)
     print(state["weight"].sum().item(), config.lr, legacy["weight"].sum().item())
 """
-PLAIN, REFUSED, PICKLE_MODULE = 8, 10, 13
+PLAIN, REFUSED, PICKLE_MODULE = 5, 7, 10
 
 
 def test_a_load_without_weights_only_is_judged_by_what_the_default_did(write, tmp_path):
+    import argparse
+
+    import torch
+
+    torch.save({"weight": torch.ones(2)}, tmp_path / "weights.pt")
+    torch.save(argparse.Namespace(lr=0.1), tmp_path / "config.pt")
     write("train.py", PROGRAM)
     run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr[-3000:]

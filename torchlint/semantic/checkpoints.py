@@ -848,27 +848,85 @@ def written_by_this_process(ctx, names, load: cst.Call) -> bool:
     return written_by_earlier_step(ctx, load) or cache_of_this_code(ctx, names, load)
 
 
-def saved_here_as_weights(ctx, names, load: cst.Call) -> bool:
-    """A file this run wrote (`written_by_this_process`) whose every save to the same path in
-    the loading function writes a state dict (`model.state_dict()`): tensors in plain
-    containers, which torch >= 2.6's `weights_only` loader reads as well (at module level, the
-    module's saves). An arbitrary object
-    saved and read back (a broadcast through a buffer, a cache of the code's own classes) is
-    not: from torch 2.6 its bare `torch.load` refuses it."""
-    if not written_by_this_process(ctx, names, load):
-        return False
+def saved_here_by_this_code(ctx, names, load: cst.Call) -> bool:
+    """The function (or, at module level, the module) that loads the file also saves it, to
+    the same path, and every such save writes plain containers of tensors (`_plain_payload`): a
+    cache or a round trip of its own, as trusted as the code, which torch >= 2.6's
+    `weights_only` loader reads too. A parameter saved and read back (a broadcast of an
+    arbitrary object through a buffer) or an instance of some class may not be: from torch 2.6
+    its bare `torch.load` refuses what is not allowlisted."""
     loaded = path_text(ctx.module, load, "f", 0)
     if loaded is None:
         return False
     from torchlint.static.walker import iter_nodes
 
     function = ctx.enclosing_function()
+    scope = function.body if function is not None else ctx.module
+    parameters = {param.name.value for param in _all_params(function)} if function is not None else set()
     payloads = [
         argument(call, "obj", 0)
-        for call in iter_nodes(function.body if function is not None else ctx.module)
+        for call in iter_nodes(scope)
         if type(call) is cst.Call and names.qualname(call.func) in SAVE_FUNCTIONS and path_text(ctx.module, call, "f", 1) == loaded
     ]
-    return bool(payloads) and all(payload is not None and _is_state_dict(payload.value) for payload in payloads)
+    if not payloads or any(payload is None or payload.star for payload in payloads):
+        return False
+    return all(_plain_payload(ctx, names, payload.value, scope, parameters) for payload in payloads)
+
+
+_DISPLAYS = (cst.Dict, cst.List, cst.Tuple, cst.Set, cst.DictComp, cst.ListComp, cst.SetComp)
+
+
+def _plain_payload(ctx, names, value: cst.BaseExpression, scope: cst.CSTNode, parameters: set[str]) -> bool:
+    """A state dict, a dict/list/tuple display or comprehension, or a local name bound only to
+    those or to torch calls (`cache = {}` filled item by item, `x = torch.load(...)`): the
+    containers and tensors weights_only reads. Not a parameter (any object a caller passes),
+    nor an instance of some class (`argparse.Namespace(...)`), which it refuses."""
+    if _is_state_dict(value) or type(value) in _DISPLAYS:
+        return True
+    if type(value) is not cst.Name or value.value in parameters:
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    bound = []
+    for node in iter_nodes(scope):
+        if type(node) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == value.value for t in node.targets):
+            bound.append(node.value)
+        elif type(node) is cst.AnnAssign and type(node.target) is cst.Name and node.target.value == value.value and node.value is not None:
+            bound.append(node.value)
+    return bool(bound) and all(
+        type(expr) in _DISPLAYS or _is_state_dict(expr)
+        or (type(expr) is cst.Call and (names.qualname(expr.func) or "").startswith("torch."))
+        for expr in bound
+    )
+
+
+def from_the_package(ctx, load: cst.Call) -> bool:
+    """The path is built from the module's own `__file__` (`Path(__file__).parent / "weights"`,
+    also through names the function assigns): a file shipped inside the package, as trusted as
+    the installed code beside it."""
+    source = argument(load, "f", 0)
+    if source is None:
+        return False
+    from torchlint.static.walker import iter_nodes
+
+    def mentions_file(node: cst.CSTNode) -> bool:
+        return any(type(inner) is cst.Name and inner.value == "__file__" for inner in iter_nodes(node))
+
+    if mentions_file(source.value):
+        return True
+    used = {node.value for node in iter_nodes(source.value) if type(node) is cst.Name}
+    function = ctx.enclosing_function()
+    for node in iter_nodes(function.body if function is not None else ctx.module):
+        if type(node) is cst.Assign and any(type(t.target) is cst.Name and t.target.value in used for t in node.targets):
+            if mentions_file(node.value):
+                return True
+    return False
+
+
+def _all_params(function: cst.FunctionDef) -> list[cst.Param]:
+    params = function.params
+    extra = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    return [*params.posonly_params, *params.params, *params.kwonly_params, *extra]
 
 
 def _is_state_dict(value: cst.BaseExpression) -> bool:

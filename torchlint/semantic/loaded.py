@@ -110,12 +110,14 @@ _PLAIN_CONTAINERS = frozenset({
 
 
 def _tensor_free_annotation(annotation: cst.BaseExpression) -> bool:
-    """`dict[str, list[int]]`, `tuple[dict[str, str], list[str]]`, `Optional[str]`: built only
-    from plain values. A bare container (`dict`) or any other name (`Tensor`, `Any`) may hold
+    """`dict[str, list[int]]`, `tuple[dict[str, str], list[str]]`, `Optional[str]`,
+    `np.ndarray`, `npt.NDArray[...]`: built only from plain values or numpy arrays. A bare container (`dict`) or any other name (`Tensor`, `Any`) may hold
     tensors."""
     kind = type(annotation)
     if kind is cst.Name:
         return annotation.value in _PLAIN_TYPES
+    if kind is cst.Attribute:  # `np.ndarray`, `numpy.ndarray`: numpy arrays, no tensors
+        return annotation.attr.value == "ndarray"
     if kind is cst.Ellipsis:
         return True
     if kind is cst.BinaryOperation and type(annotation.operator) is cst.BitOr:
@@ -123,6 +125,8 @@ def _tensor_free_annotation(annotation: cst.BaseExpression) -> bool:
     if kind is cst.Subscript:
         container = annotation.value
         name = container.attr.value if type(container) is cst.Attribute else container.value if type(container) is cst.Name else None
+        if name in ("NDArray", "ndarray"):  # `npt.NDArray[np.float32]`
+            return True
         if name not in _PLAIN_CONTAINERS:
             return False
         return all(type(element.slice) is cst.Index and _tensor_free_annotation(element.slice.value) for element in annotation.slice)
