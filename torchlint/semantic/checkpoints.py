@@ -873,7 +873,9 @@ def saved_here_by_this_code(ctx, names, load: cst.Call) -> bool:
     return all(_plain_payload(ctx, names, payload.value, scope, parameters) for payload in payloads)
 
 
-_DISPLAYS = (cst.Dict, cst.List, cst.Tuple, cst.Set, cst.DictComp, cst.ListComp, cst.SetComp)
+#: Dict/list/tuple/set displays and comprehensions, by class name: touching `cst.Dict` at
+#: import would load libcst for every run, also those that parse nothing.
+_DISPLAYS = frozenset({"Dict", "List", "Tuple", "Set", "DictComp", "ListComp", "SetComp"})
 
 
 def _plain_payload(ctx, names, value: cst.BaseExpression, scope: cst.CSTNode, parameters: set[str]) -> bool:
@@ -881,7 +883,7 @@ def _plain_payload(ctx, names, value: cst.BaseExpression, scope: cst.CSTNode, pa
     those or to torch calls (`cache = {}` filled item by item, `x = torch.load(...)`): the
     containers and tensors weights_only reads. Not a parameter (any object a caller passes),
     nor an instance of some class (`argparse.Namespace(...)`), which it refuses."""
-    if _is_state_dict(value) or type(value) in _DISPLAYS:
+    if _is_state_dict(value) or type(value).__name__ in _DISPLAYS:
         return True
     if type(value) is not cst.Name or value.value in parameters:
         return False
@@ -894,7 +896,7 @@ def _plain_payload(ctx, names, value: cst.BaseExpression, scope: cst.CSTNode, pa
         elif type(node) is cst.AnnAssign and type(node.target) is cst.Name and node.target.value == value.value and node.value is not None:
             bound.append(node.value)
     return bool(bound) and all(
-        type(expr) in _DISPLAYS or _is_state_dict(expr)
+        type(expr).__name__ in _DISPLAYS or _is_state_dict(expr)
         or (type(expr) is cst.Call and (names.qualname(expr.func) or "").startswith("torch."))
         for expr in bound
     )
