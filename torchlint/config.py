@@ -184,6 +184,11 @@ def _lower_bounds(requirement: str) -> list[tuple[int, ...]]:
     return [tuple(int(part) for part in bound.group("version").split(".")) for bound in _LOWER_BOUND.finditer(match.group("spec"))]
 
 
+def _oldest_allowed(bounds: list[tuple[int, ...]]) -> str | None:
+    """The oldest torch every lower bound allows, as "major.minor" (None without a bound)."""
+    return ".".join(str(part) for part in max(bounds)[:2]) if bounds else None
+
+
 def declared_torch_minimum(pyproject: Path) -> str | None:
     """The oldest torch a pyproject.toml's `[project] dependencies` allow (`torch>=2.7` ->
     "2.7"), or None when it declares no lower bound. Like ruff reading `requires-python` for
@@ -197,7 +202,7 @@ def declared_torch_minimum(pyproject: Path) -> str | None:
     if not isinstance(dependencies, list):
         return None
     found = [bound for requirement in dependencies if isinstance(requirement, str) for bound in _lower_bounds(requirement)]
-    return ".".join(str(part) for part in max(found)[:2]) if found else None
+    return _oldest_allowed(found)
 
 
 def with_declared_torch(config: Config, start: Path) -> Config:
@@ -230,9 +235,9 @@ def _pinned_in_requirements(folder: Path) -> tuple[str, Path] | None:
             lines = read_limited(requirements, 1 << 20).decode("utf-8", "replace").splitlines()
         except Unreadable:
             continue
-        found = [bound for line in lines for bound in _lower_bounds(line.split("#", 1)[0])]
-        if found:
-            return ".".join(str(part) for part in max(found)[:2]), requirements
+        oldest = _oldest_allowed([bound for line in lines for bound in _lower_bounds(line.split("#", 1)[0])])
+        if oldest is not None:
+            return oldest, requirements
     return None
 
 
