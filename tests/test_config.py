@@ -230,6 +230,17 @@ def test_a_project_requiring_torch_2_6_is_checked_for_that_torch(tmp_path, monke
     assert findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", ".") == [("load.py", "TL302")]
 
 
+def test_a_requirements_file_pinning_torch_sets_the_target_torch_too(tmp_path, monkeypatch):
+    """`requirements.txt` beside a pyproject that names no torch: its `torch>=2.7` (comments and
+    torchvision aside) says the same as the dependency would; an older pin keeps TL302 on."""
+    bare_load = "import torch\nstate = torch.load('ckpt.pt', map_location='cpu')\n"
+    project(tmp_path, "[project]\nname = 'p'\n", {"load.py": bare_load})
+    (tmp_path / "requirements.txt").write_text("torchvision>=0.1  # not torch\ntorch>=2.7  # the pin\n")
+    assert findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", ".") == []
+    (tmp_path / "requirements.txt").write_text("torch>=2.1\n")
+    assert findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", ".") == [("load.py", "TL302")]
+
+
 @pytest.mark.parametrize("boundary", [".git", "pyproject.toml", "shared"])
 def test_a_config_planted_above_the_project_root_is_never_read(tmp_path, monkeypatch, boundary):
     """A shared ancestor (/tmp, a CI workspace's parent, a network home) is nobody's project:
