@@ -55,13 +55,49 @@ def in_compat_fallback(ctx: FileContext) -> bool:
     "unexpected keyword argument" from an older signature), or inside any branch of
     an `if` whose test looks like a version or feature check (`torch.__version__`,
     `hasattr(torch, ...)`, `TORCH_VERSION >= ...`, `is_torch_greater_or_equal(...)`).
-    Old APIs there are there on purpose, for old torch versions."""
-    for ancestor in ctx.ancestors:
-        if type(ancestor) is cst.ExceptHandler and _catches_import_error(ancestor):
+    Old APIs there are there on purpose, for old torch versions. So is code after such a
+    check that leaves on newer versions (`if torch.__version__ > "1.14": pytest.skip(...)`,
+    `return`, `raise`), and the body of a test skipped by one (`@pytest.mark.skipif(...)`)."""
+    ancestors = ctx.ancestors
+    for index, ancestor in enumerate(ancestors):
+        kind = type(ancestor)
+        if kind is cst.ExceptHandler and _catches_import_error(ancestor):
             return True
-        if type(ancestor) in (cst.If, cst.IfExp) and _GUARD_WORDS.search(_code(ctx, ancestor.test)):
+        if kind in (cst.If, cst.IfExp) and _GUARD_WORDS.search(_code(ctx, ancestor.test)):
+            return True
+        if kind is cst.FunctionDef and any(_skipped_by_version(ctx, d.decorator) for d in ancestor.decorators):
+            return True
+        if kind in (cst.IndentedBlock, cst.Module) and index + 1 < len(ancestors):
+            if _after_version_exit(ctx, ancestor.body, ancestors[index + 1]):
+                return True
+    return False
+
+
+def _after_version_exit(ctx: FileContext, body, statement: cst.CSTNode) -> bool:
+    """A statement of `body` before `statement` is `if <version check>:` whose body leaves."""
+    for earlier in body:
+        if earlier is statement:
+            return False
+        if type(earlier) is cst.If and _GUARD_WORDS.search(_code(ctx, earlier.test)) and _leaves(earlier.body):
             return True
     return False
+
+
+def _skipped_by_version(ctx: FileContext, decorator: cst.BaseExpression) -> bool:
+    """`@pytest.mark.skipif(<version check>, ...)`."""
+    if type(decorator) is not cst.Call or not (dotted_name(decorator.func) or "").endswith("skipif"):
+        return False
+    return bool(decorator.args) and bool(_GUARD_WORDS.search(_code(ctx, decorator.args[0].value)))
+
+
+def _leaves(block: cst.BaseSuite) -> bool:
+    """The block ends by leaving: `return`, `raise`, `continue`, `break` or `pytest.skip(...)`."""
+    statements = block.body if type(block) is cst.IndentedBlock else [block]
+    last = statements[-1] if statements else None
+    small = last.body[-1] if type(last) in (cst.SimpleStatementLine, cst.SimpleStatementSuite) and last.body else None
+    if type(small) in (cst.Return, cst.Raise, cst.Continue, cst.Break):
+        return True
+    return type(small) is cst.Expr and type(small.value) is cst.Call and (dotted_name(small.value.func) or "").endswith("skip")
 
 
 def _catches_import_error(handler: cst.ExceptHandler) -> bool:

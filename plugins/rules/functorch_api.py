@@ -40,7 +40,10 @@ class FunctorchApi(QualifiedApiRule):
     `torch.func`, and the separate package will go away.
 
     Not flagged: an import inside `except ImportError:` or behind a version check (a
-    fallback for torch < 2.0), or anything when `target-torch` is below 2.0.
+    fallback for torch < 2.0), after a version check that leaves on newer torch (`if
+    torch.__version__ > "1.14": pytest.skip(...)`, or `return`/`raise`), in a test skipped
+    by one (`@pytest.mark.skipif(<version check>)`), or anything when `target-torch` is below
+    2.0.
 
     ## Example
     ```python
@@ -130,6 +133,24 @@ class FunctorchApi(QualifiedApiRule):
                 batched = functorch.vmap(f)
             """,
             note="a version-guarded branch",
+        ),
+        Good(
+            """
+            import pytest
+            import torch
+
+            def test_functional_loss(loss_fn):
+                if torch.__version__ > "1.14":
+                    raise pytest.skip("make_functional_with_buffers is gone from torch.func")
+                from functorch import make_functional_with_buffers
+                make_functional_with_buffers(loss_fn)
+
+            @pytest.mark.skipif(torch.__version__ >= "2.0", reason="functorch only")
+            def test_vmap():
+                from functorch import vmap
+                vmap(f)
+            """,
+            note="code after a version check that leaves on newer torch, and a test skipped by one",
         ),
     ]
 
