@@ -93,3 +93,11 @@ def pytest_xdist_make_scheduler(config, log):
             super()._assign_work_unit(node)
 
     return LongestFirst(config, log)
+
+
+@pytest.fixture
+def torch_2_5_installed(monkeypatch):
+    """This process's torchlint sees torch 2.5.1 installed (its distribution metadata), as in
+    an environment that pins an older torch: a bare `torch.load` there unpickles anything, so
+    TL302 reports it in a project that does not say which torch it runs on."""
+    monkeypatch.setattr("torchlint.entrypoints.installed_version", lambda project: "2.5.1" if project == "torch" else None)

@@ -40,7 +40,7 @@ def test_adds_a_directive_per_line_and_a_second_run_changes_nothing(run, tmp_pat
     assert run("m.py").exit_code == 0
 
 
-def test_several_codes_on_one_line_are_sorted_and_unique(run, tmp_path):
+def test_several_codes_on_one_line_are_sorted_and_unique(run, tmp_path, torch_2_5_installed):
     after, _ = add_noqa(run, tmp_path, "import torch\ny = torch.ger(torch.load(p), z) + torch.ger(z, z)\n")
     assert after.splitlines()[1].endswith("  # noqa: TL302, TL502")
 
@@ -63,7 +63,7 @@ def test_codes_merge_into_an_existing_noqa_keeping_other_tools_codes(run, tmp_pa
     assert result.exit_code == 0 and run("m.py").exit_code == 0
 
 
-def test_a_finding_spanning_lines_takes_the_comment_on_its_last_line_when_the_first_ends_in_a_string(run, tmp_path):
+def test_a_finding_spanning_lines_takes_the_comment_on_its_last_line_when_the_first_ends_in_a_string(run, tmp_path, torch_2_5_installed):
     text = 'import torch\ny = torch.load("""a\nb""")\n'
     after, result = add_noqa(run, tmp_path, text)
     assert after == 'import torch\ny = torch.load("""a\nb""")  # noqa: TL302\n'

@@ -41,7 +41,7 @@ def settings(result) -> dict[str, str]:
 
 
 def test_a_config_override_wins_over_the_file(run, tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL302"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL302"]\ntarget-torch = "2.5"\n')
     (tmp_path / "a.py").write_text("import torch  # on cuda\nstate = torch.load('ckpt.pt')\n")
     assert codes(run("check", "--output-format", "json", "a.py")) == [("a.py", "TL302")]
     overridden = run("check", "--output-format", "json", "--config", "select = ['TL301']", "a.py")
@@ -54,7 +54,7 @@ def test_a_config_override_wins_over_the_file(run, tmp_path):
 
 def test_select_on_the_command_line_replaces_the_files_extend_select_too(run, tmp_path):
     """As ruff's: `--select TL302` checks TL302 only, whatever the file adds; `--extend-select` adds to it."""
-    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nextend-select = ["TL402"]\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nextend-select = ["TL402"]\ntarget-torch = "2.5"\n')
     (tmp_path / "a.py").write_text("import torch\ny = torch.exp(x) - 1\nstate = torch.load('ckpt.pt', map_location='cpu')\n")
     assert codes(run("check", "--output-format", "json", "a.py")) == [("a.py", "TL302"), ("a.py", "TL402")]
     assert codes(run("check", "--output-format", "json", "--select", "TL302", "a.py")) == [("a.py", "TL302")]
@@ -152,6 +152,7 @@ def test_target_torch_from_the_command_line(run, tmp_path):
 
 def test_unfixable_rules_offer_and_apply_no_fix(run, tmp_path):
     (tmp_path / "a.py").write_text(FIXABLE)
+    (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\ntarget-torch = "2.5"\n')  # TL302 applies
     listed = json.loads(run("check", "--output-format", "json", "--unfixable", "deprecated-torch-function", "a.py").stdout)
     fixes = {d["code"]: d["fix"] for d in listed}
     assert fixes["TL502"] is None and fixes["TL302"] is not None  # only the unfixable rule lost its fix

@@ -128,7 +128,7 @@ def _check(tmp_path, *args):
 
 
 def test_a_config_file_given_with_config_may_hold_a_tool_torchlint_table(tmp_path):
-    (tmp_path / "other.toml").write_text('[tool.torchlint]\nselect = ["TL302"]\n')
+    (tmp_path / "other.toml").write_text('[tool.torchlint]\nselect = ["TL302"]\ntarget-torch = "2.5"\n')
     result = _check(tmp_path, "--config", str(tmp_path / "other.toml"))
     codes = {line.split()[1] for line in result.output.splitlines() if ": TL" in line}
     assert codes == {"TL302"}, result.output  # not silently read as a plugin table named "tool"
@@ -137,7 +137,7 @@ def test_a_config_file_given_with_config_may_hold_a_tool_torchlint_table(tmp_pat
 @pytest.mark.parametrize("name", ["torchlint.toml", ".torchlint.toml"])
 def test_a_standalone_config_file_is_discovered_before_pyproject(tmp_path, name):
     (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL301"]\n')
-    (tmp_path / name).write_text('select = ["TL302"]\n')
+    (tmp_path / name).write_text('select = ["TL302"]\ntarget-torch = "2.5"\n')
     result = _check(tmp_path)
     codes = {line.split()[1] for line in result.output.splitlines() if ": TL" in line}
     assert codes == {"TL302"}, result.output
@@ -222,12 +222,45 @@ def test_a_project_requiring_torch_2_6_is_checked_for_that_torch(tmp_path, monke
     assert findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", ".") == []
     result = CliRunner().invoke(main, ["check", "--show-settings", "."], catch_exceptions=False)
     assert "2.7 (from" in result.output and "torch>=2.7" in result.output
+    monkeypatch.setattr("torchlint.entrypoints.installed_version", lambda project: "2.4.1")
     isolated = findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", "--isolated", ".")
-    assert isolated == [("load.py", "TL302")]
+    assert isolated == [("load.py", "TL302")]  # the pin is not read: the torch installed here is
     (tmp_path / "pyproject.toml").write_text(
         "[project]\nname = 'p'\ndependencies = ['torch>=2.7']\n[tool.torchlint]\ntarget-torch = '2.4'\n"
     )
     assert findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", ".") == [("load.py", "TL302")]
+
+
+def test_without_a_pin_tl302_judges_by_the_installed_torch_else_the_stable_one(tmp_path, monkeypatch):
+    """No target-torch and no pin: the torch installed where torchlint runs decides (read from
+    its metadata), and with none installed the current stable release; the message and
+    --show-settings say which."""
+    bare_load = "import torch\nstate = torch.load('ckpt.pt', map_location='cpu')\n"
+    project(tmp_path, "[project]\nname = 'p'\n", {"load.py": bare_load})
+    monkeypatch.setattr("torchlint.entrypoints.installed_version", lambda project: "2.4.1" if project == "torch" else None)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--select", "TL302", "--no-cache", "--output-format", "concise", "."])
+    assert result.exit_code == 1 and "on torch < 2.6 (torch 2.4.1 installed here)" in result.output, result.output
+    monkeypatch.setattr("torchlint.entrypoints.installed_version", lambda project: "2.7.0")
+    assert findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", ".") == []
+    monkeypatch.setattr("torchlint.entrypoints.installed_version", lambda project: None)
+    assert findings(tmp_path, monkeypatch, "--select", "TL302", "--no-cache", ".") == []
+    settings = CliRunner().invoke(main, ["check", "--show-settings", "."], catch_exceptions=False).output
+    assert "TL302 assumes 2.13 (no torch installed here and no pin in the project" in settings, settings
+
+
+def test_the_installed_version_is_read_from_the_first_metadata_folder_on_the_path(tmp_path, monkeypatch):
+    from torchlint.entrypoints import installed_version
+
+    for folder, version in (("early", "2.4.1+cu121"), ("late", "2.9.0")):
+        info = tmp_path / folder / f"torch-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n\nbody\n")
+    (tmp_path / "early" / "torchvision-0.19.1.dist-info").mkdir()
+    monkeypatch.setattr("sys.path", [str(tmp_path / "early"), str(tmp_path / "late")])
+    assert installed_version("torch") == "2.4.1+cu121"
+    assert installed_version("Torch") == "2.4.1+cu121"
+    assert installed_version("torchaudio") is None
 
 
 def test_a_requirements_file_pinning_torch_sets_the_target_torch_too(tmp_path, monkeypatch):

@@ -191,7 +191,7 @@ def test_parenthesised_from_import_can_be_replaced():
     assert fixed == "from torch.func import (\n    vmap,\n    grad,\n)\n"
 
 
-def test_one_fix_run_reaches_the_fixed_point_across_rules(tmp_path, monkeypatch):
+def test_one_fix_run_reaches_the_fixed_point_across_rules(tmp_path, monkeypatch, torch_2_5_installed):
     # TL301's safe map_location fix comes first; TL302's weights_only fix only exists once it
     # is applied. ruff applies fixes until nothing changes: so must one `--fix` run.
     monkeypatch.chdir(tmp_path)
@@ -201,7 +201,7 @@ def test_one_fix_run_reaches_the_fixed_point_across_rules(tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output
 
 
-def test_fix_says_when_it_stopped_on_the_pass_bound(tmp_path, monkeypatch):
+def test_fix_says_when_it_stopped_on_the_pass_bound(tmp_path, monkeypatch, torch_2_5_installed):
     import torchlint.fix.runner as runner
 
     monkeypatch.chdir(tmp_path)

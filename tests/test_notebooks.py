@@ -150,7 +150,7 @@ FIXABLE = notebook(
 
 
 @pytest.mark.parametrize("layout", [dict(indent=1), dict(indent=2, ensure_ascii=True, final_newline=False)])
-def test_fix_writes_back_into_the_cells_and_keeps_everything_else(workdir, layout):
+def test_fix_writes_back_into_the_cells_and_keeps_everything_else(workdir, layout, torch_2_5_installed):
     nbformat = pytest.importorskip("nbformat")
     path = write_notebook(workdir / "resume.ipynb", FIXABLE, **layout)
     before = path.read_text()
@@ -178,7 +178,7 @@ def test_fix_writes_back_into_the_cells_and_keeps_everything_else(workdir, layou
     assert path.read_text() == after  # idempotent
 
 
-def test_diff_shows_cells_and_writes_nothing(workdir):
+def test_diff_shows_cells_and_writes_nothing(workdir, torch_2_5_installed):
     path = write_notebook(workdir / "resume.ipynb", FIXABLE)
     before = path.read_bytes()
     result = run("--diff", "--unsafe-fixes", "--select", "TL302", "resume.ipynb")
@@ -298,7 +298,7 @@ def test_an_exercise_blank_is_one_tl000_and_the_rest_of_the_notebook_is_checked(
     ]
 
 
-def test_stdin_named_as_a_notebook_is_read_as_one(workdir):
+def test_stdin_named_as_a_notebook_is_read_as_one(workdir, torch_2_5_installed):
     text = json.dumps(FIXABLE, indent=1)
     result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", "--select", "TL302",
                                        "--stdin-filename", "resume.ipynb", "-"], input=text)
@@ -310,7 +310,7 @@ def test_stdin_named_as_a_notebook_is_read_as_one(workdir):
     assert [c.get("outputs") for c in document["cells"]] == [c.get("outputs") for c in FIXABLE["cells"]]
 
 
-def test_add_noqa_comments_the_lines_of_the_cells(workdir):
+def test_add_noqa_comments_the_lines_of_the_cells(workdir, torch_2_5_installed):
     path = write_notebook(workdir / "resume.ipynb", FIXABLE)
     result = run("--add-noqa", "--select", "TL302", "resume.ipynb")
     assert result.exit_code == 0, result.output

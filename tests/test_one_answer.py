@@ -137,7 +137,7 @@ def test_a_fifo_named_gitignore_does_not_block_the_walk_of_the_project(project):
 
 # -- a small project with the cross-file facts that moved answers -----------------------------
 PROJECT = {
-    "pyproject.toml": '[project]\nname = "demo"\n',
+    "pyproject.toml": '[project]\nname = "demo"\ndependencies = ["torch>=2.1"]\n',
     ".gitignore": "scratch/\n",
     "demo/__init__.py": "",
     "demo/models.py": """\
@@ -187,7 +187,7 @@ PROJECT = {
     # Ignored by git: not part of the project, so its `models` must not count.
     "scratch/models.py": "import torch\nprint(torch.cuda.is_available())\n",
     # Its own project: its module named `models` and its accelerator are not demo's.
-    "vendor/other/pyproject.toml": '[project]\nname = "other"\n',
+    "vendor/other/pyproject.toml": '[project]\nname = "other"\ndependencies = ["torch>=2.1"]\n',  # TL302 applies
     "vendor/other/models.py": """\
         from torch import nn
 

@@ -54,6 +54,7 @@ def test_a_file_that_never_names_torch_is_not_parsed_for_torch_only_rules(tmp_pa
     verdict, output = check_and_report_libcst(tmp_path, "setup_helpers.py")
     assert verdict == "NO_LIBCST 0", output
     # The same file importing torch is parsed, and the rules find what they should.
+    (tmp_path / "requirements.txt").write_text("torch>=2.1\n")  # where a bare load unpickles anything
     (tmp_path / "setup_helpers.py").write_text("import torch  # on cuda\n" + GENERIC_HELPER + "state = torch.load(p)\n")
     verdict, output = check_and_report_libcst(tmp_path, "setup_helpers.py")
     # one finding for the bare load: TL301's, naming TL302's weights_only too
@@ -63,6 +64,7 @@ def test_a_file_that_never_names_torch_is_not_parsed_for_torch_only_rules(tmp_pa
 def test_check_does_not_import_the_language_server(tmp_path):
     """pygls and lsprotocol (a third of a second to import) belong to `torchlint server` only."""
     (tmp_path / "train.py").write_text("import torch\nstate = torch.load(p)\n")
+    (tmp_path / "requirements.txt").write_text("torch>=2.1\n")  # where a bare load unpickles anything
     probe = (
         "import sys, runpy\n"
         "sys.argv = ['torchlint', 'check', '--no-cache', '-q', 'train.py']\n"

@@ -30,7 +30,7 @@ open(sys.argv[1], "w").write(str(os.getpid()))
 time.sleep(120)
 """
 
-SOURCE = 'import torch\nstate = torch.load("model.pt")\n'
+SOURCE = 'import torch\nouter = torch.ger(a, b)\n'
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_a_served_command_prints_and_exits_as_a_fresh_one(page):
     line = 'torchlint check --output-format concise --stdin-filename bad.py -; echo "exit $?"; torchlint rule TL301 | head -3'
     warm = bash(line, work, env, stdin=SOURCE)
     cold = bash(line, work, cold_env, stdin=SOURCE)
-    assert "TL301" in warm.stdout and "exit 1" in warm.stdout
+    assert "TL502" in warm.stdout and "exit 1" in warm.stdout and "# TL301" in warm.stdout
     assert warm.stdout == cold.stdout
 
 

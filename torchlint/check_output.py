@@ -83,7 +83,7 @@ def settings_rows(config, rules, enabled: set[str], fixable: set[str], isolated:
         ("extend-include", _listed(config.extend_include)),
         ("per-file-ignores", "; ".join(f"{glob} = {', '.join(codes)}" for glob, codes in config.per_file_ignores) or "-"),
         ("respect-gitignore", str(config.respect_gitignore).lower()),
-        ("target-torch", (f"{config.target_torch} (from {config.target_torch_source})" if config.target_torch_source else config.target_torch) or "unset (any torch version)"),
+        ("target-torch", _target_torch(config)),
         ("fix", str(config.fix).lower()),
         ("unsafe-fixes", str(config.unsafe_fixes).lower()),
         ("fixable", _listed(config.fixable, "ALL") if config.fixable is not None else "ALL"),
@@ -102,3 +102,12 @@ def print_settings(config, rules, enabled: set[str], fixable: set[str], isolated
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         out.write(f"{name:<{width}}  {value}\n")
+
+
+def _target_torch(config) -> str:
+    if config.target_torch is not None:
+        return f"{config.target_torch} (from {config.target_torch_source})" if config.target_torch_source else config.target_torch
+    if config.assumed_torch is not None:
+        return f"unset; TL302 assumes {config.assumed_torch} ({config.assumed_torch_source})"
+    return "unset (any torch version)"
+

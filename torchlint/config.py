@@ -58,6 +58,10 @@ class Config:
     #: Where `target_torch` came from when no configuration set it: the torch requirement a
     #: pyproject.toml declares (`--show-settings` names it).
     target_torch_source: str | None = None
+    #: With no `target_torch`, the torch a bare `torch.load` is judged under (TL302): the one
+    #: installed beside torchlint, else the current stable release; and what it came from.
+    assumed_torch: str | None = None
+    assumed_torch_source: str | None = None
     plugin_tables: Mapping[str, Any] = field(default_factory=dict)
     #: `fix = true`: apply safe fixes as if `--fix` were given; `unsafe-fixes = true`: unsafe too
     fix: bool = False
@@ -224,6 +228,30 @@ def with_declared_torch(config: Config, start: Path) -> Config:
         if pyproject.is_file():
             return config  # the project's own root says nothing of torch
     return config
+
+
+#: The newest stable torch release: what a project that neither pins torch nor has it
+#: installed where torchlint runs is taken to run under.
+CURRENT_STABLE_TORCH = "2.13"
+
+
+def with_assumed_torch(config: Config) -> Config:
+    """`config` with the torch its code is taken to run under when nothing sets `target_torch`
+    (no configuration, no pin in the project): the torch distribution installed where
+    torchlint runs, read from its metadata without importing it, else the current stable
+    release. Only what depends on the default of a call (TL302: `torch.load`'s weights_only)
+    asks for it; what would make a fix safe or a rule quiet on purpose still needs the
+    project to say which torch it runs on."""
+    if config.target_torch is not None:
+        return config
+    from torchlint.entrypoints import installed_version
+
+    installed = installed_version("torch")
+    match = re.match(r"(\d+)\.(\d+)", installed or "")
+    if match is not None:
+        return replace(config, assumed_torch=f"{match[1]}.{match[2]}", assumed_torch_source=f"torch {installed} installed here")
+    return replace(config, assumed_torch=CURRENT_STABLE_TORCH,
+                   assumed_torch_source="no torch installed here and no pin in the project: the current stable release")
 
 
 def _pinned_in_requirements(folder: Path) -> tuple[str, Path] | None:

@@ -131,3 +131,29 @@ def _from_importlib_metadata(group: str) -> list[EntryPoint]:
             if ep.group == group:
                 found.append(EntryPoint(ep.name, ep.value, dist.metadata["name"] or "", dist.version or ""))
     return found
+
+
+def installed_version(project: str) -> str | None:
+    """The version of the first installed distribution named `project` on `sys.path` (as
+    importlib.metadata would find it), read from its metadata without importing it: torch's
+    version without paying for `import torch`. None when it is not installed."""
+    wanted = _normalized(project)
+    if _needs_importlib_metadata():
+        import importlib.metadata
+
+        try:
+            return importlib.metadata.version(project)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+    for folder in sys.path:
+        for info in _metadata_folders(folder or "."):
+            stem = os.path.basename(info).rpartition(".")[0]
+            if _normalized(stem.partition("-")[0]) == wanted:
+                name, version = _project_and_version(info)
+                if _normalized(name) == wanted and version:
+                    return version
+    return None
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()

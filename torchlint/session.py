@@ -60,6 +60,7 @@ class Session:
                 "plugins": versions,
                 "code": code_fingerprint(sorted(source_dirs)),
                 "target_torch": self.config.target_torch,
+                "assumed_torch": self.config.assumed_torch,
                 "plugin_options": self.config.plugin_tables,
             }
         )
@@ -90,7 +91,7 @@ def open_session(
     """`isolated`: read no configuration file at all (a config's `plugins = [...]` imports
     code from the checked tree, so an untrusted tree must be checked this way); `--config
     KEY=VALUE` overrides still apply, as they are the command line's own."""
-    from torchlint.config import with_cli, with_declared_torch
+    from torchlint.config import with_assumed_torch, with_cli, with_declared_torch
 
     if isolated and config_path is not None:
         raise ConfigError("--isolated reads no configuration file: drop --config")
@@ -100,6 +101,7 @@ def open_session(
     config = with_cli(config, **cli)
     if not isolated:
         config = with_declared_torch(config, start)  # a project requiring torch>=2.6 has weights_only=True by default
+    config = with_assumed_torch(config)  # what nothing pins: the torch installed here, else the stable one
     pm = make_plugin_manager(config.plugins, config.root)
     _check_plugin_tables(config, pm)
     pm.hook.torchlint_configure(config=config)

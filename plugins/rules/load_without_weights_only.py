@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -9,7 +10,7 @@ from torchlint.rule import Bad, Good, Rule
 from torchlint.semantic.program_facts import is_test_path
 from torchlint.semantic.checkpoints import CheckpointNames, from_the_package, saved_here_by_this_code
 
-from ._torchfix_helpers import has_double_star, in_compat_fallback, keyword_arg, positional_args, target_torch, with_keyword
+from ._torchfix_helpers import has_double_star, in_compat_fallback, keyword_arg, parse_version, positional_args, target_torch, with_keyword
 
 if TYPE_CHECKING:
     from torchlint.static.context import FileContext
@@ -20,9 +21,9 @@ LOAD_FUNCTIONS = frozenset({"torch.load", "torch.serialization.load"})
 class LoadWithoutWeightsOnly(Rule):
     """
     ## What it does
-    Flags `torch.load(...)` calls that do not pass `weights_only`, unless the configured
-    `target-torch` is 2.6 or newer (where `weights_only=True` is the default) or older than
-    1.13 (which lacks the parameter). A call that forwards `**kwargs` may carry it and is
+    Flags `torch.load(...)` calls that do not pass `weights_only` in code that runs under
+    torch 1.13–2.5 (see below for how the version is found): from 2.6 `weights_only=True` is
+    the default, before 1.13 the parameter does not exist. A call that forwards `**kwargs` may carry it and is
     not flagged, nor is a retry inside `except TypeError:` or a version check, nor a load inside
     `with torch.serialization.safe_globals([...]):` (code written for the weights_only loader,
     allowlisting what it needs), nor a file this code writes itself: the loading function (or
@@ -40,18 +41,20 @@ class LoadWithoutWeightsOnly(Rule):
     18 of 27 sampled findings right before these last exceptions (the package's own files,
     the code's own caches); the wrong ones were files the code itself writes and reads back.
 
-    Without `target-torch` the rule flags: it cannot know which default the code will run
-    under, and the call then behaves differently across versions. Before 2.6 it unpickles
-    anything, running code from the file. From 2.6 it loads only tensors, primitive values
-    (numbers, strings, bytes, None), dicts, lists, tuples and sets of those, `OrderedDict`,
-    `torch.Size`, `torch.device`, dtypes and the classes allowlisted with
-    `torch.serialization.add_safe_globals`; an object of any other class (a numpy array or
-    numpy scalar, an `argparse.Namespace`, your own classes, a whole pickled `nn.Module`)
-    makes it raise `pickle.UnpicklingError`. Set `target-torch = "2.6"` (or newer) to turn the
-    rule off. Without the setting, a project whose pyproject.toml requires `torch>=2.6` (or
-    newer) in `[project] dependencies`, or whose `requirements*.txt` beside it does, is checked
-    for that torch, as ruff reads `requires-python`: there a bare `torch.load` already means
-    `weights_only=True`.
+    Which torch the call runs under decides, and the rule reads it without importing torch:
+    the configured `target-torch`; else the oldest torch the project allows, from
+    `[project] dependencies` in its pyproject.toml or a `requirements*.txt` beside it
+    (`torch>=2.1` -> 2.1), as ruff reads `requires-python`; else the torch distribution
+    installed where torchlint runs (its metadata); else the current stable release (2.13).
+    Only a call that can run under torch 1.13–2.5 is reported, and the message says which
+    version was taken and from where; `--show-settings` does too. A project that allows old
+    torch is checked for the oldest it allows, whatever is installed: its users may run it
+    there. Before 2.6 a bare load unpickles anything, running code from the file. From 2.6 it
+    loads only tensors, primitive values (numbers, strings, bytes, None), dicts, lists, tuples
+    and sets of those, `OrderedDict`, `torch.Size`, `torch.device`, dtypes and the classes
+    allowlisted with `torch.serialization.add_safe_globals`; an object of any other class (a
+    numpy array or numpy scalar, an `argparse.Namespace`, your own classes, a whole pickled
+    `nn.Module`) makes it raise `pickle.UnpicklingError`, which `torchlint run` reports.
 
     When TL301 (`load-without-map-location`) also runs and reports the same call, that one
     finding names both keywords and this rule stays quiet on the call; run alone, this rule
@@ -279,8 +282,34 @@ def missing_weights_only(ctx: FileContext, node: cst.Call, names: CheckpointName
         return False  # a cache or round trip of this code's own values: trusted, and weights_only reads it
     if from_the_package(ctx, node):
         return False  # `Path(__file__).parent / "weights" / ...`: shipped with the code, as trusted as it
-    target = target_torch(ctx)
+    target = torch_judged_under(ctx)
     return target is None or (1, 13) <= target < (2, 6)
+
+
+def torch_judged_under(ctx: FileContext) -> tuple[int, int] | None:
+    """The torch whose `torch.load` default decides: the configured or pinned `target-torch`,
+    else the one the session assumed (installed here, else the stable release); None only
+    for a context without a session (a rule's cases), which then reports every load."""
+    target = target_torch(ctx)
+    if target is not None:
+        return target
+    config = getattr(ctx, "config", None)
+    return parse_version(getattr(config, "assumed_torch", None)) if config is not None else None
+
+
+def _torch_named(ctx: FileContext) -> str:
+    """Which torch the finding assumed and why, for its message."""
+    config = getattr(ctx, "config", None)
+    if config is None:
+        return ""
+    target, source = getattr(config, "target_torch", None), getattr(config, "target_torch_source", None)
+    if target is None:
+        assumed = getattr(config, "assumed_torch_source", None)
+        return f" ({assumed})" if assumed else ""
+    if source is None:
+        return f" (target-torch is {target})"
+    file_name = Path(source.partition(": ")[0]).name  # "…/pyproject.toml: torch>=2.1"
+    return f" (the project allows torch {target}: {file_name})"
 
 
 def in_safe_globals(ctx: FileContext) -> bool:
@@ -295,11 +324,11 @@ def in_safe_globals(ctx: FileContext) -> bool:
 
 
 def weights_only_risk(ctx: FileContext) -> str:
-    """What a load without `weights_only` does under the configured target torch."""
-    if target_torch(ctx) is None:
+    """What a load without `weights_only` does under the torch the code is judged under."""
+    if torch_judged_under(ctx) is None:
         return ("before torch 2.6 it unpickles arbitrary code; from 2.6 it refuses objects of classes outside its "
                 "allowlist (numpy arrays, argparse.Namespace, your own classes)")
-    return "on torch < 2.6 it defaults to full unpickling, so a malicious file runs code"
+    return f"on torch < 2.6{_torch_named(ctx)} it defaults to full unpickling, so a malicious file runs code"
 
 
 def weights_only_fixable(node: cst.Call) -> bool:

@@ -35,6 +35,7 @@ def test_a_load_without_weights_only_is_judged_by_what_the_default_did(write, tm
     torch.save({"weight": torch.ones(2)}, tmp_path / "weights.pt")
     torch.save(argparse.Namespace(lr=0.1), tmp_path / "config.pt")
     write("train.py", PROGRAM)
+    write("requirements.txt", "torch>=2.1\n")  # the project runs on torch before 2.6 too: TL302 applies
     run = torchlint_run("train.py", "--output-format", "json", cwd=tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr[-3000:]
     found = {f["location"]["row"]: f for f in run.findings() if f["code"] == "TL302"}

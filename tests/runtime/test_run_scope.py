@@ -19,6 +19,7 @@ def restore(path):
 """
 
 PROJECT = {
+    "requirements.txt": "torch>=2.1\n",  # where a bare torch.load unpickles anything (TL302)
     "train.py": """
         import importlib
         import torch
