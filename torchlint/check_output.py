@@ -110,4 +110,3 @@ def _target_torch(config) -> str:
     if config.assumed_torch is not None:
         return f"unset; TL302 assumes {config.assumed_torch} ({config.assumed_torch_source})"
     return "unset (any torch version)"
-
