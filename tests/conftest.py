@@ -1,8 +1,9 @@
 """Shared fixtures.
 
-Samples that expect TL301 name cuda somewhere (`import torch  # on cuda` is enough): TL301
-leaves alone a project none of whose files names an accelerator, since nothing in it can
-have saved a tensor on one.
+Samples that expect TL301 start `import torch; DEVICE = 'cuda' if torch.cuda.is_available()
+else 'cpu'`: TL301 leaves alone a project none of whose files names an accelerator (nothing in
+it can have saved a tensor on one), and reports by default only in a file that says it also
+runs on the CPU (else the load is TL303's, off by default).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pathlib import Path
 #: Each file gets a few safe fixes (TL401, TL402, TL301 into load_state_dict) and a tail of
 #: its own, so no two files are alike and a file fixed by another's text would show.
 TEMPLATE = (
-    "import torch  # on cuda\n\n\n"
+    "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n\n\n"
     "def step_{n}(model, path, x):\n"
     "    model.load_state_dict(torch.load(path, weights_only=True))\n"
     "    a = torch.log(1 + x)\n"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 TIMEOUT = 20.0
-DOC = "import torch  # on cuda\n\x0c\nx = torch.ger(y, y)\n"
+DOC = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n\x0c\nx = torch.ger(y, y)\n"
 
 
 def frame(body: bytes, headers: bytes | None = None) -> bytes:

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-CUDA = "import torch  # on cuda\n"
+CUDA = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n"
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-BUGGY = b"import torch  # on cuda\nstate = torch.load('ckpt.pt', weights_only=True)\n"
+BUGGY = b"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt', weights_only=True)\n"
 
 
 def check_json(tmp_path, monkeypatch, *paths):
@@ -22,11 +22,11 @@ def check_json(tmp_path, monkeypatch, *paths):
 @pytest.mark.parametrize(
     "name,content,message",
     [
-        ("syntax.py", b"import torch  # on cuda\ndef f(:\n    torch.load(x, weights_only=True)\n", "syntax error"),
+        ("syntax.py", b"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\ndef f(:\n    torch.load(x, weights_only=True)\n", "syntax error"),
         ("syntax_no_torch.py", b"def f(:\n    pass\n", "syntax error"),
-        ("latin.py", b"import torch  # on cuda\nname = '\xe9t\xe9'\n", "not valid utf-8 text: byte 0xe9"),
+        ("latin.py", b"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nname = '\xe9t\xe9'\n", "not valid utf-8 text: byte 0xe9"),
         ("nul.py", b"import torch\x00\n", "NUL byte"),
-        ("badcookie.py", b"# -*- coding: no-such-codec -*-\nimport torch  # on cuda\n", "encoding"),
+        ("badcookie.py", b"# -*- coding: no-such-codec -*-\nimport torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n", "encoding"),
     ],
 )
 def test_unparsable_file_is_one_finding_and_the_run_goes_on(tmp_path, monkeypatch, name, content, message):
@@ -39,13 +39,13 @@ def test_unparsable_file_is_one_finding_and_the_run_goes_on(tmp_path, monkeypatc
 
 
 def test_declared_latin1_file_is_read_correctly(tmp_path, monkeypatch):
-    (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport torch  # on cuda\nname = '\xe9'\nx = torch.load(p, weights_only=True)\n")
+    (tmp_path / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\nimport torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nname = '\xe9'\nx = torch.load(p, weights_only=True)\n")
     code, found = check_json(tmp_path, monkeypatch, ".")
     assert set(found) == {("latin.py", "TL301")}
 
 
 def test_syntax_error_location_is_reported(tmp_path, monkeypatch):
-    (tmp_path / "s.py").write_bytes(b"import torch  # on cuda\n\nx = (1,\n")
+    (tmp_path / "s.py").write_bytes(b"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n\nx = (1,\n")
     _, found = check_json(tmp_path, monkeypatch, ".")
     finding = found[("s.py", "TL000")]
     assert finding["location"]["row"] >= 3
@@ -106,7 +106,7 @@ def test_unreadable_file_via_patched_read(tmp_path, monkeypatch):
 
 
 def test_fifty_thousand_line_file(tmp_path, monkeypatch):
-    body = "import torch  # on cuda\n" + "".join(f"x{i} = torch.zeros({i})\n" for i in range(50_000)) + "y = torch.load(p, weights_only=True)\n"
+    body = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n" + "".join(f"x{i} = torch.zeros({i})\n" for i in range(50_000)) + "y = torch.load(p, weights_only=True)\n"
     (tmp_path / "big.py").write_text(body)
     code, found = check_json(tmp_path, monkeypatch, ".")
     assert found[("big.py", "TL301")]["location"]["row"] == 50_002
@@ -114,7 +114,7 @@ def test_fifty_thousand_line_file(tmp_path, monkeypatch):
 
 def test_deeply_nested_expression_does_not_crash(tmp_path, monkeypatch):
     expr = " + ".join(["a"] * 3000)
-    (tmp_path / "deep.py").write_text(f"import torch  # on cuda\nx = {expr}\ny = torch.load(p, weights_only=True)\n")
+    (tmp_path / "deep.py").write_text(f"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = {expr}\ny = torch.load(p, weights_only=True)\n")
     code, found = check_json(tmp_path, monkeypatch, ".")
     assert ("deep.py", "TL301") in found or ("deep.py", "TL000") in found
     assert ("deep.py", "TL001") not in found

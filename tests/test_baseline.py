@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-LEGACY = "import torch  # on cuda\n\ndef a(p):\n    return torch.load(p, weights_only=True)\n\ndef b(p):\n    return torch.load(p, weights_only=True)\n"
+LEGACY = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n\ndef a(p):\n    return torch.load(p, weights_only=True)\n\ndef b(p):\n    return torch.load(p, weights_only=True)\n"
 
 
 def run(*args):

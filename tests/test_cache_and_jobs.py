@@ -12,7 +12,7 @@ from torchlint.cli import main
 from torchlint.static import parallel
 from torchlint.static.parallel import plan_jobs
 
-BUGGY = "import torch  # on cuda\nstate = torch.load('ckpt.pt', weights_only=True)\n"
+BUGGY = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt', weights_only=True)\n"
 
 
 def run(*args):
@@ -26,7 +26,7 @@ def tree(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n")
     for index in range(30):
-        body = BUGGY if index % 3 else "import torch  # on cuda\nx = torch.load(p, map_location='cpu', weights_only=True)\n"
+        body = BUGGY if index % 3 else "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(p, map_location='cpu', weights_only=True)\n"
         (tmp_path / f"m{index:02d}.py").write_text(body + f"# file {index}\n" + "y = 1\n" * index)
     (tmp_path / "broken.py").write_text("def f(:\n")
     return tmp_path
@@ -169,8 +169,8 @@ class _Engine:
 
 
 def test_forked_workers_are_planned_by_bytes_to_parse_not_by_files():
-    big = ("m.py", b"import torch  # on cuda\n" + b"x = 1\n" * 8_000)  # 48 kB: worth a worker
-    small = ("s.py", b"import torch  # on cuda\n")
+    big = ("m.py", b"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n" + b"x = 1\n" * 8_000)  # 48 kB: worth a worker
+    small = ("s.py", b"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n")
     unwanted = ("u.py", b"x = 1\n" * 50_000)  # no trigger token: never parsed, never counted
     assert plan_jobs(_Engine(), [big, big], 2, fork=True) == 2
     assert plan_jobs(_Engine(), [big, big, big, big, big], 8, fork=True) == 5
@@ -181,7 +181,7 @@ def test_forked_workers_are_planned_by_bytes_to_parse_not_by_files():
 
 
 def test_spawned_workers_need_enough_files_to_pay_for_their_start():
-    small = ("s.py", b"import torch  # on cuda\n")
+    small = ("s.py", b"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n")
     assert plan_jobs(_Engine(), [small] * 7, 2, fork=False) == 1
     assert plan_jobs(_Engine(), [small] * 8, 2, fork=False) == 2
 
@@ -197,6 +197,6 @@ def test_the_engine_plans_with_the_same_prefilter_it_checks_with(tmp_path):
     helper = b"import json\n\ndef load(path):\n    return json.load(open(path))\n"
     assert not engine.may_parse(helper)  # "load", but no torch: never parsed
     assert not engine.check_bytes("helper.py", helper).parsed
-    model = b"import torch  # on cuda\n\nstate = torch.load('ckpt.pt')\n"
+    model = b"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n\nstate = torch.load('ckpt.pt')\n"
     assert engine.may_parse(model)
     assert engine.check_bytes("model.py", model).parsed

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-BUGGY = "import torch  # on cuda\nstate = torch.load('ckpt.pt', weights_only=True)\n"
-CLEAN = "import torch  # on cuda\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n"
+BUGGY = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt', weights_only=True)\n"
+CLEAN = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n"
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ def test_rule_docs_and_rules_table(run):
 
 def test_findings_are_sorted_by_path_line_column(run, tmp_path):
     write(tmp_path / "z.py", BUGGY)
-    write(tmp_path / "pkg" / "a.py", "import torch  # on cuda\nx = [torch.load(a, weights_only=True), torch.load(b, weights_only=True)]\n" + BUGGY)
+    write(tmp_path / "pkg" / "a.py", "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = [torch.load(a, weights_only=True), torch.load(b, weights_only=True)]\n" + BUGGY)
     data = json.loads(run("check", "--output-format", "json", ".").output)
     keys = [(d["filename"], d["location"]["row"], d["location"]["column"]) for d in data]
     assert keys == sorted(keys)

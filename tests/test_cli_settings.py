@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-BUGGY = "import torch  # on cuda\nstate = torch.load('ckpt.pt', weights_only=True)\n"
+BUGGY = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt', weights_only=True)\n"
 # TL502 has a safe fix, TL302 an unsafe one; TL301 is off (no CUDA named)
 FIXABLE = "import torch\ny = torch.ger(x, x)\nz = torch.load('a.pt')\n"
 
@@ -42,7 +42,7 @@ def settings(result) -> dict[str, str]:
 
 def test_a_config_override_wins_over_the_file(run, tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL302"]\ntarget-torch = "2.5"\n')
-    (tmp_path / "a.py").write_text("import torch  # on cuda\nstate = torch.load('ckpt.pt')\n")
+    (tmp_path / "a.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt')\n")
     assert codes(run("check", "--output-format", "json", "a.py")) == [("a.py", "TL302")]
     overridden = run("check", "--output-format", "json", "--config", "select = ['TL301']", "a.py")
     assert codes(overridden) == [("a.py", "TL301")]
@@ -96,7 +96,7 @@ def test_two_config_files_are_an_error(run, tmp_path):
 
 def test_isolated_still_takes_overrides(run, tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.torchlint]\nselect = ["TL302"]\n')
-    (tmp_path / "a.py").write_text("import torch  # on cuda\nstate = torch.load('ckpt.pt')\n")
+    (tmp_path / "a.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt')\n")
     result = run("check", "--isolated", "--output-format", "json", "--config", "ignore = ['TL302']", "a.py")
     assert codes(result) == [("a.py", "TL301")]
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-BUGGY = "import torch  # on cuda\nstate = torch.load('ckpt.pt', weights_only=True)\n"
+BUGGY = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt', weights_only=True)\n"
 
 
 def project(tmp_path, pyproject: str | None, files: dict[str, str]):
@@ -123,7 +123,7 @@ def _check(tmp_path, *args):
 
     from torchlint.cli import main
 
-    (tmp_path / "model.py").write_text("import torch  # on cuda\nstate = torch.load('ckpt.pt')\n")
+    (tmp_path / "model.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt')\n")
     return CliRunner().invoke(main, ["check", "--output-format", "concise", *args, str(tmp_path / "model.py")])
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from torchlint.cli import main
 
 SOURCE = (
-    "import torch  # on cuda\n\n\ndef resume(model, path):\n    model.load_state_dict(torch.load(path, weights_only=True))\n"
+    "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n\n\ndef resume(model, path):\n    model.load_state_dict(torch.load(path, weights_only=True))\n"
     "    return torch.load(path, weights_only=True)\n\n\nkept = torch.load('x.pt', weights_only=True)  # noqa: TL301\n"
 )
 
@@ -24,7 +24,7 @@ def run(*args):
 def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.py").write_text(SOURCE)
-    (tmp_path / "clean.py").write_text("import torch  # on cuda\nx = torch.load(p, map_location='cpu', weights_only=True)\n")
+    (tmp_path / "clean.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(p, map_location='cpu', weights_only=True)\n")
     return tmp_path
 
 
@@ -63,10 +63,10 @@ def test_files_without_fixable_findings_are_not_rewritten(project):
 
 def test_permissions_and_encoding_are_kept(project):
     path = project / "latin.py"
-    path.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch  # on cuda\nname = '\xe9'\nx = torch.load(p, weights_only=True)\n")
+    path.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nname = '\xe9'\nx = torch.load(p, weights_only=True)\n")
     path.chmod(0o751)
     run("--fix", "--unsafe-fixes", "latin.py")
-    assert path.read_bytes() == b"# -*- coding: latin-1 -*-\nimport torch  # on cuda\nname = '\xe9'\nx = torch.load(p, weights_only=True, map_location=\"cpu\")\n"
+    assert path.read_bytes() == b"# -*- coding: latin-1 -*-\nimport torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nname = '\xe9'\nx = torch.load(p, weights_only=True, map_location=\"cpu\")\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o751
 
 
@@ -103,7 +103,7 @@ def test_a_fix_that_breaks_the_file_is_dropped(project, tmp_path):
         def torchlint_rules(self):
             return [Breaker]
 
-    (project / "b.py").write_text("import torch  # on cuda\nx = torch.load(p, weights_only=True)\n")
+    (project / "b.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(p, weights_only=True)\n")
     from pathlib import Path
 
     from torchlint.config import Config
@@ -115,7 +115,7 @@ def test_a_fix_that_breaks_the_file_is_dropped(project, tmp_path):
     engine = StaticEngine(Config(root=project), pm, collect_rules(pm), {"XX200"})
     result = engine.check_paths([Path("b.py")], cwd=project)
     outcome = fix_findings(engine, result.findings, unsafe=False, write=True)
-    assert (project / "b.py").read_text() == "import torch  # on cuda\nx = torch.load(p, weights_only=True)\n"
+    assert (project / "b.py").read_text() == "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(p, weights_only=True)\n"
     assert "would produce invalid code" in outcome.files[0].rejected[0].reason
 
 
@@ -195,7 +195,7 @@ def test_one_fix_run_reaches_the_fixed_point_across_rules(tmp_path, monkeypatch,
     # TL301's safe map_location fix comes first; TL302's weights_only fix only exists once it
     # is applied. ruff applies fixes until nothing changes: so must one `--fix` run.
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "a.py").write_text('import torch\n\nmodel = Net().cuda()\nmodel.load_state_dict(torch.load("m.pt"))\n')
+    (tmp_path / "a.py").write_text('import torch\n\nmodel = Net().to("cuda" if torch.cuda.is_available() else "cpu")\nmodel.load_state_dict(torch.load("m.pt"))\n')
     result = run("--fix", "--unsafe-fixes", "a.py")
     assert 'torch.load("m.pt", map_location="cpu", weights_only=True)' in (tmp_path / "a.py").read_text()
     assert result.exit_code == 0, result.output
@@ -206,7 +206,7 @@ def test_fix_says_when_it_stopped_on_the_pass_bound(tmp_path, monkeypatch, torch
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "MAX_PASSES", 1)
-    (tmp_path / "a.py").write_text('import torch\n\nmodel = Net().cuda()\nmodel.load_state_dict(torch.load("m.pt"))\n')
+    (tmp_path / "a.py").write_text('import torch\n\nmodel = Net().to("cuda" if torch.cuda.is_available() else "cpu")\nmodel.load_state_dict(torch.load("m.pt"))\n')
     result = run("--fix", "--unsafe-fixes", "--output-format", "concise", "a.py")
     assert "stopped there" in result.output and "TL002" in result.output
     assert 'map_location="cpu"' in (tmp_path / "a.py").read_text()

@@ -14,9 +14,9 @@ from torchlint.cli import main
 from torchlint.guarded_write import NotReplaced, WritePolicy, replace_unchanged
 from torchlint.static.source import read_source
 
-SOURCE = 'import torch  # on cuda\nx = torch.load("m.pt", weights_only=True)\n'
-FIXED = 'import torch  # on cuda\nx = torch.load("m.pt", weights_only=True, map_location="cpu")\n'
-EDITOR_SAVE = 'import torch  # on cuda\nx = torch.load("m.pt", weights_only=True)  # saved by the editor\n'
+SOURCE = 'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.load("m.pt", weights_only=True)\n'
+FIXED = 'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.load("m.pt", weights_only=True, map_location="cpu")\n'
+EDITOR_SAVE = 'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.load("m.pt", weights_only=True)  # saved by the editor\n'
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="owners, modes and links are POSIX here")
 

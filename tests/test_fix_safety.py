@@ -35,7 +35,7 @@ def test_line_starts_follow_libcst_line_ends():
 
 
 def test_mixed_line_endings_are_fixed_in_place(workdir):
-    source = 'import torch  # on cuda\r\nm = 1\rprint(m, x, s)\nx = torch.load("m.pt", weights_only=True)\n'
+    source = 'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\r\nm = 1\rprint(m, x, s)\nx = torch.load("m.pt", weights_only=True)\n'
     (workdir / "mixed.py").write_bytes(source.encode())
     result = run("--no-cache", "--fix", "--unsafe-fixes", "--select", "TL301", "mixed.py")
     assert result.exit_code == 0, result.output
@@ -45,12 +45,12 @@ def test_mixed_line_endings_are_fixed_in_place(workdir):
 
 
 def test_lone_cr_file_is_fixed_and_later_files_too(workdir):
-    (workdir / "a_cr.py").write_bytes(b'import torch\rx = torch.load("m.pt", weights_only=True)\r')
-    (workdir / "b_lf.py").write_bytes(b'import torch  # on cuda\nx = torch.load("m.pt", weights_only=True)\n')
+    (workdir / "a_cr.py").write_bytes(b'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\rx = torch.load("m.pt", weights_only=True)\r')
+    (workdir / "b_lf.py").write_bytes(b'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.load("m.pt", weights_only=True)\n')
     result = run("--no-cache", "--fix", "--unsafe-fixes", "--select", "TL301", ".")
     assert result.exit_code == 0, result.output
-    assert (workdir / "a_cr.py").read_bytes() == f"import torch\rx = {FIXED_LOAD}\r".encode()
-    assert (workdir / "b_lf.py").read_bytes() == f"import torch  # on cuda\nx = {FIXED_LOAD}\n".encode()
+    assert (workdir / "a_cr.py").read_bytes() == f"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\rx = {FIXED_LOAD}\r".encode()
+    assert (workdir / "b_lf.py").read_bytes() == f"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = {FIXED_LOAD}\n".encode()
 
 
 def test_an_edit_that_does_not_find_its_text_is_refused():
@@ -82,7 +82,7 @@ def _poison_cache(root, payload_edit):
 
 
 def test_fix_never_writes_edits_taken_from_the_cache(workdir):
-    source = 'import torch  # on cuda\nx = torch.load("m.pt", weights_only=True)\n'
+    source = 'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.load("m.pt", weights_only=True)\n'
     (workdir / "a.py").write_text(source)
     assert run("--select", "TL301", "a.py").exit_code == 1  # fills the cache
     injected = "__import__('os').system('echo pwned')"
@@ -91,7 +91,7 @@ def test_fix_never_writes_edits_taken_from_the_cache(workdir):
     result = run("--fix", "--unsafe-fixes", "--select", "TL301", "a.py")
     text = (workdir / "a.py").read_text()
     assert injected not in text
-    assert text == f"import torch  # on cuda\nx = {FIXED_LOAD}\n", result.output
+    assert text == f"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = {FIXED_LOAD}\n", result.output
 
 
 @pytest.mark.parametrize("garbage", [
@@ -100,7 +100,7 @@ def test_fix_never_writes_edits_taken_from_the_cache(workdir):
     '{"key": "%s", "findings": "not a list"}',
 ])
 def test_a_corrupt_cache_entry_is_a_miss_not_a_crash(workdir, garbage):
-    (workdir / "a.py").write_text('import torch  # on cuda\nx = torch.load("m.pt", weights_only=True)\n')
+    (workdir / "a.py").write_text('import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.load("m.pt", weights_only=True)\n')
     assert run("--select", "TL301", "a.py").exit_code == 1
     for entry in (workdir / ".torchlint_cache").rglob("*.json"):
         entry.write_text(garbage.replace("%s", entry.stem) if "%s" in garbage else garbage)
@@ -113,7 +113,7 @@ def test_a_corrupt_cache_entry_is_a_miss_not_a_crash(workdir, garbage):
 def test_a_fix_that_cannot_be_written_is_a_finding(workdir):
     folder = workdir / "ro"
     folder.mkdir()
-    source = 'import torch  # on cuda\nx = torch.load("m.pt", weights_only=True)\n'
+    source = 'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.load("m.pt", weights_only=True)\n'
     (folder / "a.py").write_text(source)
     folder.chmod(stat.S_IRUSR | stat.S_IXUSR)
     try:
@@ -134,7 +134,7 @@ def test_a_failed_write_is_a_finding_even_as_root(workdir, monkeypatch):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(atomic.tempfile, "mkstemp", refuse)
-    source = 'import torch  # on cuda\nx = torch.load("m.pt", weights_only=True)\n'
+    source = 'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.load("m.pt", weights_only=True)\n'
     (workdir / "a.py").write_text(source)
     result = run("--no-cache", "--fix", "--unsafe-fixes", "--output-format", "concise", "a.py")
     assert result.exit_code == 1
@@ -146,9 +146,9 @@ def test_a_failed_write_is_a_finding_even_as_root(workdir, monkeypatch):
 def test_fix_writes_through_a_symlink(workdir):
     (workdir / "real").mkdir()
     target = workdir / "real" / "model.py"
-    target.write_text('import torch  # on cuda\nx = torch.load("m.pt", weights_only=True)\n')
+    target.write_text('import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.load("m.pt", weights_only=True)\n')
     (workdir / "link.py").symlink_to(target)
     result = run("--no-cache", "--fix", "--unsafe-fixes", "--select", "TL301", "link.py")
     assert result.exit_code == 0, result.output
     assert (workdir / "link.py").is_symlink()
-    assert target.read_text() == f"import torch  # on cuda\nx = {FIXED_LOAD}\n"
+    assert target.read_text() == f"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = {FIXED_LOAD}\n"

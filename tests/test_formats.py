@@ -28,7 +28,7 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n")
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "train.py").write_text(
-        "import torch  # on cuda\n\n\ndef resume(path):\n    state = torch.load(\n        path,\n    )\n    return torch.load(path)\n"
+        "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n\n\ndef resume(path):\n    state = torch.load(\n        path,\n    )\n    return torch.load(path)\n"
     )
     (tmp_path / "src" / "broken.py").write_text("def f(:\n")
     monkeypatch.chdir(tmp_path)

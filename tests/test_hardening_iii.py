@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from torchlint.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = 'import torch  # on cuda\nx = torch.load("m.pt", weights_only=True)\n'
+SOURCE = 'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.load("m.pt", weights_only=True)\n'
 
 
 def check(*args: str):

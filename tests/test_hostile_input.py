@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-BUGGY = b"import torch  # on cuda\nstate = torch.load('ckpt.pt', weights_only=True)\n"
+BUGGY = b"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt', weights_only=True)\n"
 TIMEOUT = 120
 
 
@@ -69,14 +69,14 @@ def test_too_deep_nesting_is_one_finding_not_a_segfault(tmp_path, jobs):
 def test_syntax_newer_than_the_running_python_is_still_checked(tmp_path, monkeypatch):
     """`def f[T]()` is 3.12 syntax: under 3.11 `ast` refuses it, libcst parses it. The file
     was checked before the ast gate existed and still is (torch ships such a file)."""
-    (tmp_path / "new.py").write_text("import torch  # on cuda\ndef f[T](p):\n    return torch.load(p, weights_only=True)\n")
+    (tmp_path / "new.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\ndef f[T](p):\n    return torch.load(p, weights_only=True)\n")
     _, found = check_json(tmp_path, monkeypatch, ".")
     assert set(found) == {("new.py", "TL301")}
 
 
 def test_deep_nesting_is_refused_even_when_python_refuses_the_syntax(tmp_path):
     deep = "(" * 1500 + "1" + ")" * 1500
-    (tmp_path / "new.py").write_text(f"import torch  # on cuda\ndef f[T](p):\n    return torch.load(p, weights_only=True)\nx = {deep}\n")
+    (tmp_path / "new.py").write_text(f"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\ndef f[T](p):\n    return torch.load(p, weights_only=True)\nx = {deep}\n")
     _, found = check_json_subprocess(tmp_path, ".")
     assert set(found) == {("new.py", "TL000")}
 
@@ -129,7 +129,7 @@ def test_cheap_nesting_bound_vouches_for_ordinary_code():
 
 def test_syntax_errors_found_by_libcst_alone_carry_pythons_message(tmp_path, monkeypatch):
     """A file libcst parses without `ast` first still reports CPython's wording and place."""
-    (tmp_path / "t.py").write_text("import torch  # on cuda\nx = torch.load(p)\ndef f(:\n    pass\n")
+    (tmp_path / "t.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(p)\ndef f(:\n    pass\n")
     _, found = check_json(tmp_path, monkeypatch, ".")
     assert found[("t.py", "TL000")]["message"].startswith("syntax error: invalid syntax")
     assert found[("t.py", "TL000")]["location"]["row"] == 3
@@ -176,8 +176,8 @@ def test_worker_killed_by_a_signal_costs_only_its_file(tmp_path):
 def test_long_chains_stay_fast(tmp_path, monkeypatch):
     """A 10k-term `+` chain and a 10k `.cuda()` chain: past the nesting bound, so a quick TL000.
     Just under the bound, a chain with a finding per link is checked in one pass per statement."""
-    (tmp_path / "plus.py").write_text("import torch  # on cuda\nx = " + " + ".join(["t"] * 10_000) + "\n")
-    (tmp_path / "cuda.py").write_text("import torch  # on cuda\nx = t" + ".cuda()" * 10_000 + "\n")
+    (tmp_path / "plus.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = " + " + ".join(["t"] * 10_000) + "\n")
+    (tmp_path / "cuda.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = t" + ".cuda()" * 10_000 + "\n")
     start = time.perf_counter()
     _, found = check_json(tmp_path, monkeypatch, "--select", "TL000,TL001,TL203", ".")
     assert set(found) == {("plus.py", "TL000"), ("cuda.py", "TL000")}
@@ -195,7 +195,7 @@ def test_findings_on_one_statement_generate_its_code_once(tmp_path, monkeypatch)
         return real(self, statement, nodes)
 
     monkeypatch.setattr(positions.Positions, "_track", counting)
-    (tmp_path / "chain.py").write_text("import torch  # on cuda\nx = t" + ".cuda()" * 200 + "\n")
+    (tmp_path / "chain.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = t" + ".cuda()" * 200 + "\n")
     _, found = check_json(tmp_path, monkeypatch, "--select", "TL203", ".")
     assert found, "the .cuda() chain should be reported"
     assert len(calls) <= 2
@@ -300,9 +300,9 @@ def test_escape_helper():
 @pytest.mark.parametrize(
     "body,line",
     [
-        ("import torch  # on cuda\nx = 1\ns = '''never\nclosed\n", 3),
-        ("import torch  # on cuda\nif x:\n        y = 1\n    z = 2\n", 4),
-        ("import torch  # on cuda\nx = 1\ny = 2 + \\", 3),
+        ("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = 1\ns = '''never\nclosed\n", 3),
+        ("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nif x:\n        y = 1\n    z = 2\n", 4),
+        ("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = 1\ny = 2 + \\", 3),
     ],
 )
 def test_tokenizer_errors_are_reported_where_they_are(tmp_path, monkeypatch, body, line):
@@ -314,7 +314,7 @@ def test_tokenizer_errors_are_reported_where_they_are(tmp_path, monkeypatch, bod
 # -- found by the fuzzer (benchmarks/fuzz.py) ------------------------------------------------
 def test_fix_after_a_lone_carriage_return_edits_the_right_text(tmp_path, monkeypatch):
     path = tmp_path / "c.py"
-    path.write_bytes(b"import torch  # on cuda\nimport torch.nn as nn\n#\rloss = nn.CrossEntropyLoss()(torch.softmax(out, -1), target)\n")
+    path.write_bytes(b"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nimport torch.nn as nn\n#\rloss = nn.CrossEntropyLoss()(torch.softmax(out, -1), target)\n")
     monkeypatch.chdir(tmp_path)
     CliRunner().invoke(main, ["check", "--no-cache", "-q", "--select", "TL101", "--fix", "--unsafe-fixes", "c.py"])
     assert b"softmax" not in path.read_bytes()

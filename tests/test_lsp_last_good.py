@@ -8,10 +8,10 @@ from pathlib import Path
 from torchlint.lsp.last_good import _line_map
 from torchlint.lsp.linting import Project
 
-GOOD = """import torch
+GOOD = """import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 import torch.nn as nn
 
-state = torch.load("a.pt", weights_only=True)  # on cuda
+state = torch.load("a.pt", weights_only=True)
 model = nn.Linear(4, 2)
 other = torch.load("b.pt", weights_only=True)
 """
@@ -75,7 +75,7 @@ class Classifier(nn.Module):
     def forward(self, x):
         return F.softmax(self.fc(x), dim=1)
 
-state = torch.load("a.pt", weights_only=True)  # on cuda
+state = torch.load("a.pt", weights_only=True); DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 """
 TRAIN_CELL = """model = Classifier()
 loss = nn.CrossEntropyLoss()(model(torch.randn(3, 4)), torch.tensor([0, 1, 1]))

@@ -63,7 +63,7 @@ def test_code_under_time_magics_is_still_checked(workdir):
 
 def test_suppression_comments_work_inside_cells(workdir):
     cells = [
-        code("import torch  # on cuda", 1),
+        code("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"", 1),
         code("a = torch.load('a.pt')  # noqa: TL301, TL302", 2),
         code("b = torch.load('b.pt')  # torchlint: disable=TL301,TL302", 3),
         code("c = torch.load('c.pt')", 4),
@@ -143,7 +143,7 @@ def test_sarif_for_a_notebook_validates_against_the_schema(workdir):
 
 FIXABLE = notebook(
     markdown("Resume from a checkpoint"),
-    code("%matplotlib inline\nimport torch  # on cuda\nstate = torch.load('ckpt.pt')\n!ls -la", 7, [STREAM_OUTPUT]),
+    code("%matplotlib inline\nimport torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt')\n!ls -la", 7, [STREAM_OUTPUT]),
     code("print('unchanged é')", 8, [IMAGE_OUTPUT]),
     code("for path in ['a.pt', 'b.pt']:\n    %time weights = torch.load(path)\n    print(len(weights))", 9),
 )
@@ -160,7 +160,7 @@ def test_fix_writes_back_into_the_cells_and_keeps_everything_else(workdir, layou
     document = json.loads(after)
     cells = document["cells"]
     assert cells[1]["source"] == [
-        "%matplotlib inline\n", "import torch  # on cuda\n",
+        "%matplotlib inline\n", "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n",
         "state = torch.load('ckpt.pt', map_location=\"cpu\", weights_only=True)\n", "!ls -la",
     ]
     assert cells[3]["source"][1] == "    %time weights = torch.load(path, map_location=\"cpu\", weights_only=True)\n"

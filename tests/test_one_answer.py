@@ -169,6 +169,10 @@ PROJECT = {
 
         def resume(path):
             return torch.load(path)
+
+
+        def warm_start(path):
+            return torch.load(path, map_location="cpu", weights_only=True)  # maps its loads: TL301's part
         """,
     # The only file that names an accelerator: it makes the project's checkpoints CUDA ones
     # (TL301, not TL302, for `torch.load` anywhere in the project).
@@ -183,6 +187,10 @@ PROJECT = {
 
         def load(path):
             return torch.load(path)
+
+
+        def load_for_cpu(path):
+            return torch.load(path, map_location="cpu", weights_only=True)
         """,
     # Ignored by git: not part of the project, so its `models` must not count.
     "scratch/models.py": "import torch\nprint(torch.cuda.is_available())\n",

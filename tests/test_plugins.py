@@ -108,7 +108,7 @@ def test_static_check_never_imports_torch(tmp_path):
     decoy = tmp_path / "decoy" / "torch"
     decoy.mkdir(parents=True)
     (decoy / "__init__.py").write_text("import pathlib\npathlib.Path(__file__).with_name('IMPORTED').touch()\n")
-    (tmp_path / "train.py").write_text("import torch  # on cuda\nx = torch.load(p, weights_only=True)\n")
+    (tmp_path / "train.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(p, weights_only=True)\n")
     probe = (
         "import sys, runpy\n"
         "sys.argv = ['torchlint', 'check', '-q', 'train.py']\n"

@@ -36,8 +36,8 @@ def scratch_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     work = tmp_path / "project"
     work.mkdir()
     git("init", "-q", cwd=work)
-    (work / "train.py").write_text("import torch  # on cuda\nstate = torch.load('ckpt.pt')\n")
-    (work / "ok.py").write_text("import torch  # on cuda\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n")
+    (work / "train.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt')\n")
+    (work / "ok.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt', map_location='cpu', weights_only=True)\n")
     (work / "notes.txt").write_text("torch.load('x')\n")
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",

@@ -20,7 +20,7 @@ from torchlint.cli import main
 from torchlint.static.lines import python_lines
 from torchlint.testing import check_sources
 
-HEAD = "import torch  # on cuda\n"
+HEAD = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n"
 # Each puts one character str.splitlines() breaks at, and Python does not, above the findings.
 ODD = {
     "form-feed-line": "\x0c\n",

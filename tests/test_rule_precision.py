@@ -25,7 +25,7 @@ def fixed(source: str, finding) -> str:
 
 # -- TL301 + TL302: one finding per call ----------------------------------------------------
 
-BARE = "import torch  # on cuda\nstate = torch.load(path)\n"
+BARE = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load(path)\n"
 
 
 def test_a_bare_load_is_one_finding_naming_both_keywords():
@@ -33,7 +33,7 @@ def test_a_bare_load_is_one_finding_naming_both_keywords():
     assert finding.code == "TL301"
     assert "map_location" in finding.message and "weights_only" in finding.message
     assert finding.fix.applicability == "unsafe"
-    assert fixed(BARE, finding) == 'import torch  # on cuda\nstate = torch.load(path, map_location="cpu", weights_only=True)\n'
+    assert fixed(BARE, finding) == "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n" 'state = torch.load(path, map_location="cpu", weights_only=True)\n'
 
 
 @pytest.mark.parametrize("select", [["TL301"], ["TL302"]])
@@ -68,7 +68,7 @@ def test_target_torch_decides_whether_the_finding_mentions_weights_only():
 
 
 def test_a_safe_map_location_fix_is_not_made_unsafe_by_weights_only():
-    source = "import torch  # on cuda\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n"
+    source = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n"
     (finding,) = findings(source, ["TL301", "TL302"])
     assert "weights_only" in finding.message
     assert finding.fix.applicability == "safe"
@@ -79,7 +79,7 @@ def test_a_safe_map_location_fix_is_not_made_unsafe_by_weights_only():
 
 
 def test_no_weights_only_fix_next_to_a_pickle_module():
-    source = "import pickle, torch  # on cuda\nx = torch.load(path, pickle_module=pickle)\n"
+    source = "import pickle, torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(path, pickle_module=pickle)\n"
     (finding,) = findings(source, ["TL301", "TL302"])
     assert "weights_only" in finding.message
     assert "weights_only" not in finding.fix.edits[0].content
@@ -262,13 +262,13 @@ def test_where_tl301_gives_way_to_the_project_tl302_still_reports_the_unpickling
     # phase, so the one finding left for the bare load is TL302's.
     cpu_only = findings("import torch\nstate = torch.load(path)\n", ["TL301", "TL302"])
     assert [f.code for f in cpu_only] == ["TL302"]
-    on_cuda = findings("import torch  # on cuda\nstate = torch.load(path)\n", ["TL301", "TL302"])
+    on_cuda = findings("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load(path)\n", ["TL301", "TL302"])
     assert [f.code for f in on_cuda] == ["TL301"]
 
 
 def test_a_star_imported_bare_load_is_one_finding_naming_both_keywords():
-    source = "from torch import *  # on cuda\nstate = load(path)\n"
+    source = "from torch import *\nDEVICE = 'cuda' if cuda.is_available() else 'cpu'\nstate = load(path)\n"
     (finding,) = findings(source, ["TL301", "TL302"])
     assert finding.code == "TL301" and "weights_only" in finding.message
     (alone,) = findings(source, ["TL302"])
-    assert alone.code == "TL302" and alone.location.line == 2
+    assert alone.code == "TL302" and alone.location.line == 3

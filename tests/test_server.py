@@ -233,7 +233,8 @@ def test_a_cold_project_answers_first_from_what_the_file_imports_then_from_the_w
     (tmp_path / "save.py").write_text(
         "import torch\nfrom torch import nn\n\nmodel = nn.Linear(4, 2).cuda()\ntorch.save(model.state_dict(), 'ckpt.pt')\n")
     (tmp_path / "load.py").write_text(
-        "import torch\nfrom torch import nn\n\nmodel = nn.Linear(4, 2)\nmodel.load_state_dict(torch.load('ckpt.pt'))\n")
+        "import torch\nfrom torch import nn\n\nmodel = nn.Linear(4, 2)\nmodel.load_state_dict(torch.load('ckpt.pt'))\n"
+        "warm = torch.load('warm.pt', map_location='cpu', weights_only=True)\n")
 
     async def scenario(session: ServerSession):
         session.open("load.py")

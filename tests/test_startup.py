@@ -55,7 +55,7 @@ def test_a_file_that_never_names_torch_is_not_parsed_for_torch_only_rules(tmp_pa
     assert verdict == "NO_LIBCST 0", output
     # The same file importing torch is parsed, and the rules find what they should.
     (tmp_path / "requirements.txt").write_text("torch>=2.1\n")  # where a bare load unpickles anything
-    (tmp_path / "setup_helpers.py").write_text("import torch  # on cuda\n" + GENERIC_HELPER + "state = torch.load(p)\n")
+    (tmp_path / "setup_helpers.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n" + GENERIC_HELPER + "state = torch.load(p)\n")
     verdict, output = check_and_report_libcst(tmp_path, "setup_helpers.py")
     # one finding for the bare load: TL301's, naming TL302's weights_only too
     assert verdict == "LIBCST 1" and "TL301" in output and "weights_only" in output, output

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from torchlint.cli import main
 
-BUGGY = "import torch  # on cuda\nstate = torch.load('ckpt.pt', weights_only=True)\n"
+BUGGY = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load('ckpt.pt', weights_only=True)\n"
 FIXABLE = "import torch\ny = torch.ger(x, x)\n"
 FIXED = "import torch\ny = torch.outer(x, x)\n"
 

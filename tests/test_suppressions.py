@@ -28,17 +28,17 @@ def lines_flagged(source: str) -> list[int]:
     ],
 )
 def test_line_comments(comment, suppressed):
-    source = f"import torch  # on cuda\nx = torch.load(p, weights_only=True)  {comment}\n"
+    source = f"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(p, weights_only=True)  {comment}\n"
     assert lines_flagged(source) == ([] if suppressed else [2])
 
 
 def test_comment_on_the_closing_line_of_a_multiline_call():
-    source = "import torch  # on cuda\nx = torch.load(\n    p,\n)  # noqa: TL301\ny = torch.load(q)\n"
+    source = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(\n    p,\n)  # noqa: TL301\ny = torch.load(q)\n"
     assert lines_flagged(source) == [5]
 
 
 def test_comment_on_a_middle_line_does_not_suppress():
-    source = "import torch  # on cuda\nx = torch.load(\n    p,  # noqa: TL301\n    weights_only=True,\n)\n"
+    source = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(\n    p,  # noqa: TL301\n    weights_only=True,\n)\n"
     assert lines_flagged(source) == [2]
 
 
@@ -53,17 +53,17 @@ def test_comment_on_a_middle_line_does_not_suppress():
     ],
 )
 def test_file_level_disable(header, flagged):
-    source = f"{header}\nimport torch  # on cuda\nx = torch.load(p, weights_only=True)\ny = torch.load(q, weights_only=True)\n"
+    source = f"{header}\nimport torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(p, weights_only=True)\ny = torch.load(q, weights_only=True)\n"
     assert lines_flagged(source) == flagged
 
 
 def test_noqa_inside_a_string_on_another_line_does_not_leak():
-    source = 'import torch  # on cuda\nmsg = "# noqa"\nx = torch.load(p, weights_only=True)\n'
+    source = 'import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"\nmsg = "# noqa"\nx = torch.load(p, weights_only=True)\n'
     assert lines_flagged(source) == [3]
 
 
 def test_suppressed_findings_are_counted():
-    result = check_sources({"a.py": "import torch  # on cuda\nx = torch.load(p, weights_only=True)  # noqa\n"}, select=["TL301"])
+    result = check_sources({"a.py": "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(p, weights_only=True)  # noqa\n"}, select=["TL301"])
     assert result.findings == [] and result.suppressed == 1
 
 
@@ -74,7 +74,7 @@ def test_suppressions_are_read_from_the_checked_content_not_a_second_read(tmp_pa
     from torchlint.pluginmanager import collect_rules, make_plugin_manager
     from torchlint.static.engine import StaticEngine
 
-    (tmp_path / "a.py").write_text("import torch  # on cuda\nx = torch.load(p, weights_only=True)  # noqa: TL301\n")
+    (tmp_path / "a.py").write_text("import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nx = torch.load(p, weights_only=True)  # noqa: TL301\n")
     from torchlint.static import source
 
     reads = []
@@ -94,7 +94,7 @@ def test_suppressions_are_read_from_the_checked_content_not_a_second_read(tmp_pa
 
 
 UNUSED = """\
-import torch  # on cuda
+import torch; DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 a = torch.load("x.pt", map_location="cpu", weights_only=True)  # noqa: TL301
 b = torch.load("y.pt", weights_only=True)  # noqa: TL301
 c = 1  # noqa: TL999

@@ -10,7 +10,7 @@ from torchlint.testing import check_sources
 
 
 def applicability(call: str) -> str | None:
-    source = f"import torch  # on cuda\n\ndef resume(model, path, flag, kw):\n    {call}\n"
+    source = f"import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n\ndef resume(model, path, flag, kw):\n    {call}\n"
     (finding,) = [f for f in check_sources({"a.py": source}, select=["TL301"]).findings]
     return finding.fix.applicability if finding.fix is not None else None
 

@@ -56,9 +56,9 @@ class LoadWithoutWeightsOnly(Rule):
     numpy array or numpy scalar, an `argparse.Namespace`, your own classes, a whole pickled
     `nn.Module`) makes it raise `pickle.UnpicklingError`, which `torchlint run` reports.
 
-    When TL301 (`load-without-map-location`) also runs and reports the same call, that one
-    finding names both keywords and this rule stays quiet on the call; run alone, this rule
-    reports every call it describes.
+    When TL301 (`load-without-map-location`) or TL303 (its opt-in rest) also runs and reports
+    the same call, that one finding names both keywords and this rule stays quiet on the call;
+    run alone, this rule reports every call it describes.
 
     ## Why is this bad?
     With `weights_only=False`, the default before torch 2.6, `torch.load` runs the pickle
@@ -233,7 +233,7 @@ class LoadWithoutWeightsOnly(Rule):
             def resume(path):
                 return torch.load(path, weights_only=True)  # error
             """,
-            note="run alone, the rule reports a call that lacks map_location too (with TL301 on, TL301 reports it)",
+            note="run alone, the rule reports a call that lacks map_location too (where TL301 reports it, TL301's finding names both)",
         ),
     ]
 
@@ -255,15 +255,11 @@ class LoadWithoutWeightsOnly(Rule):
         """One finding per call: where TL301's finding on the same call stands (it names
         weights_only too), this one gives way. Where TL301 drops its own (a CPU-only project,
         a round trip), this one stands: the unpickling risk remains."""
-        if MAP_LOCATION_CODE not in project.enabled:
-            return True
         from .load_without_map_location import LoadWithoutMapLocation  # it imports this module
+        from .load_without_map_location_anywhere import LoadWithoutMapLocationAnywhere
 
-        return not LoadWithoutMapLocation.reports_load_at(project, finding)
-
-
-#: TL301, load-without-map-location: when it reports a call, its message covers this rule's.
-MAP_LOCATION_CODE = "TL301"
+        return not any(rule.code in project.enabled and rule.reports_load_at(project, finding)
+                       for rule in (LoadWithoutMapLocation, LoadWithoutMapLocationAnywhere))
 
 
 def missing_weights_only(ctx: FileContext, node: cst.Call, names: CheckpointNames | None = None) -> bool:

@@ -698,6 +698,80 @@ def cuda_only_script(ctx) -> bool:
     return placed
 
 
+#: A test that speaks of choosing a device (`torch.cuda.is_available()`, `args.cuda`, `use_gpu`).
+_DEVICE_TEST = re.compile(r"cuda|gpu|device|accelerat|is_available|\bmps\b", re.I)
+#: Command-line options that switch the accelerator on or off: either way, a CPU run exists.
+_DEVICE_OPTIONS = re.compile(r"^-*(?:no[-_]?(?:cuda|gpu|accel\w*)|cpu|use[-_]?(?:cuda|gpu|cpu)|cuda|gpu|disable[-_](?:cuda|gpu))$")
+
+
+def offers_a_cpu_path(ctx) -> bool:
+    """The file runs on the CPU too, by its own choice: it picks its device with a CPU arm
+    (`"cuda" if torch.cuda.is_available() else "cpu"`, `if ...: device = torch.device("cpu")`),
+    places things only under an accelerator test or flag (`if args.cuda:`,
+    `if torch.cuda.is_available():`), or takes a command-line option that turns the
+    accelerator off or on (`--no-cuda`, `--cpu`, `--cuda`). A checkpoint another run wrote
+    on a GPU is then read where there may be none. (`if not torch.cuda.is_available():` is
+    no such choice: it usually refuses to run.)"""
+    from torchlint.static.walker import iter_nodes
+
+    module = ctx.module
+    for node in iter_nodes(module):
+        kind = type(node)
+        if kind is cst.IfExp:
+            if (_is_cpu_device(node.body) or _is_cpu_device(node.orelse)) and _DEVICE_TEST.search(module.code_for_node(node.test)):
+                return True
+        elif kind is cst.If:
+            if _accelerator_test(node.test) or (_DEVICE_TEST.search(module.code_for_node(node.test)) and _assigns_cpu_device(node)):
+                return True
+        elif kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "add_argument":
+            if any(type(arg.value) is cst.SimpleString and _DEVICE_OPTIONS.match(arg.value.evaluated_value or "")
+                   for arg in node.args if arg.keyword is None):
+                return True
+    return False
+
+
+def _is_cpu_device(expr: cst.BaseExpression) -> bool:
+    """`"cpu"` or `torch.device("cpu")`."""
+    if type(expr) is cst.SimpleString:
+        return expr.evaluated_value == "cpu"
+    if type(expr) is cst.Call and dotted_name(expr.func) in ("torch.device", "device") and expr.args:
+        return _is_cpu_device(expr.args[0].value)
+    return False
+
+
+def _assigns_cpu_device(node: cst.If) -> bool:
+    """An arm of this `if` (or of its `elif`/`else` chain) assigns a CPU device."""
+    arms = [node.body]
+    orelse = node.orelse
+    while orelse is not None:
+        if type(orelse) is cst.If:
+            arms.append(orelse.body)
+            orelse = orelse.orelse
+        else:
+            arms.append(orelse.body)
+            orelse = None
+    for arm in arms:
+        lines = arm.body if type(arm) is cst.IndentedBlock else (arm,)  # `if c: x = 1` is a suite
+        for line in lines:
+            if type(line) not in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
+                continue  # a nested block chooses for itself; its own `if` is visited too
+            for statement in line.body:
+                if type(statement) in (cst.Assign, cst.AnnAssign) and statement.value is not None and _is_cpu_device(statement.value):
+                    return True
+    return False
+
+
+def maps_another_load(ctx, names) -> bool:
+    """Another `torch.load` of the same file passes `map_location`: its authors read
+    checkpoints on other devices than the ones that wrote them."""
+    from torchlint.static.walker import iter_nodes
+
+    return any(
+        type(node) is cst.Call and names.qualname(node.func) in LOAD_FUNCTIONS and argument(node, "map_location", 1) is not None
+        for node in iter_nodes(ctx.module)
+    )
+
+
 # -- questions about one load or save call --------------------------------------------------
 
 #: torch.distributed state-dict configurations that can gather tensors to the CPU.

@@ -12,6 +12,7 @@ path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_checkpoint.
 if not os.path.exists(path):
     save_as_if_on_cuda(make_model().state_dict(), path)
 
-model = make_model()
-model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+device = "cuda" if torch.cuda.is_available() else "cpu"
+model = make_model().to(device)
+model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
 print("resumed")
