@@ -27,9 +27,11 @@ class LoadWithoutWeightsOnly(Rule):
     not flagged, nor is a retry inside `except TypeError:` or a version check, nor a load inside
     `with torch.serialization.safe_globals([...]):` (code written for the weights_only loader,
     allowlisting what it needs), nor a file this code writes itself: the loading function (or
-    module) saves the same path, each time a state dict, a dict/list display, or a local name
-    bound only to those or to torch calls (a cache, a round trip): as trusted as the code, and
-    read by the weights_only loader too; nor a file shipped inside the package (a path built
+    module, or for a method another method of its class: a `save(path)` / `load(path)` pair, a
+    checkpoint hook and its loader) saves the same path expression or the same spelled file
+    name, each time a state dict, a dict/list display, or a local name bound only to those or
+    to torch calls (a cache, a round trip): as trusted as the code, and read by the
+    weights_only loader too; nor a file shipped inside the package (a path built
     from `__file__`). A parameter saved and read back (a broadcast of an arbitrary object
     through a buffer), or an instance of some class (`argparse.Namespace(...)`), is still
     reported: from torch 2.6 the bare load refuses what is not allowlisted. An
@@ -123,6 +125,41 @@ class LoadWithoutWeightsOnly(Rule):
                 return torch.load(str(path), map_location="cpu")
             """,
             note="the code's own cache of values it builds, and a file shipped inside the package",
+        ),
+        Good(
+            """
+            from pathlib import Path
+            import torch
+
+            class WarmupScheduler:
+                def save(self, path):
+                    data = {"lr": self.lr, "step": self.step, "losses": self.losses}
+                    torch.save(data, path)
+
+                def load(self, path, end_of_epoch=False):
+                    data = torch.load(path)
+                    self.lr, self.step = data["lr"], data["step"]
+
+                def dumps(self, folder):
+                    torch.save(self.state_dict(), folder / "sampler.pt")
+
+                def loads(self, folder):
+                    self.load_state_dict(torch.load(Path(folder) / "sampler.pt"))
+            """,
+            note="a class's save/load pairs: it reads back the plain dicts its own save wrote",
+        ),
+        Bad(
+            """
+            import torch
+
+            class Stash:
+                def save(self, obj, path):
+                    torch.save(obj, path)
+
+                def load(self, path):
+                    return torch.load(path)  # error
+            """,
+            note="the pair saves whatever its caller passes: from torch 2.6 the bare load may refuse it",
         ),
         Bad(
             """

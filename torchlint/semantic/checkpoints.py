@@ -923,28 +923,42 @@ def written_by_this_process(ctx, names, load: cst.Call) -> bool:
 
 
 def saved_here_by_this_code(ctx, names, load: cst.Call) -> bool:
-    """The function (or, at module level, the module) that loads the file also saves it, to
-    the same path, and every such save writes plain containers of tensors (`_plain_payload`): a
-    cache or a round trip of its own, as trusted as the code, which torch >= 2.6's
-    `weights_only` loader reads too. A parameter saved and read back (a broadcast of an
-    arbitrary object through a buffer) or an instance of some class may not be: from torch 2.6
-    its bare `torch.load` refuses what is not allowlisted."""
+    """The code that loads the file also saves it, and every such save writes plain
+    containers of tensors (`_plain_payload`): a cache or a round trip of its own, as trusted
+    as the code, which torch >= 2.6's `weights_only` loader reads too. "The code" is the
+    loading function (or, at module level, the module) and, for a method, the other methods
+    of its class: a `save(path)` / `load(path)` pair, a checkpoint hook writing what its
+    loader reads. A save matches by the same path expression, or by the same spelled file
+    name (`path / "sampler.pt"` and `Path(path) / "sampler.pt"`). A parameter saved and read
+    back (a broadcast of an arbitrary object through a buffer) or an instance of some class
+    may not be plain: from torch 2.6 its bare `torch.load` refuses what is not allowlisted."""
     loaded = path_text(ctx.module, load, "f", 0)
     if loaded is None:
         return False
+    loaded_name = file_name_pattern(ctx, load, "f", 0)
     from torchlint.static.walker import iter_nodes
 
     function = ctx.enclosing_function()
-    scope = function.body if function is not None else ctx.module
-    parameters = {param.name.value for param in _all_params(function)} if function is not None else set()
-    payloads = [
-        argument(call, "obj", 0)
-        for call in iter_nodes(scope)
-        if type(call) is cst.Call and names.qualname(call.func) in SAVE_FUNCTIONS and path_text(ctx.module, call, "f", 1) == loaded
-    ]
-    if not payloads or any(payload is None or payload.star for payload in payloads):
+    scopes = [(function.body, function)] if function is not None else [(ctx.module, None)]
+    owner = ctx.enclosing_class() if function is not None else None
+    if owner is not None:
+        scopes += [(method.body, method) for method in owner.body.body if type(method) is cst.FunctionDef and method is not function]
+    payloads = []
+    for scope, saver in scopes:
+        parameters = {param.name.value for param in _all_params(saver)} if saver is not None else set()
+        for call in iter_nodes(scope):
+            if type(call) is not cst.Call or names.qualname(call.func) not in SAVE_FUNCTIONS:
+                continue
+            written = argument(call, "f", 1)
+            if written is None or written.star:
+                continue
+            same_name = loaded_name is not None and _spelled_name(written.value) is not None and \
+                _spelled_name(written.value).rpartition("/")[2] == loaded_name
+            if path_text(ctx.module, call, "f", 1) == loaded or same_name:
+                payloads.append((argument(call, "obj", 0), scope, parameters))
+    if not payloads or any(payload is None or payload.star for payload, _, _ in payloads):
         return False
-    return all(_plain_payload(ctx, names, payload.value, scope, parameters) for payload in payloads)
+    return all(_plain_payload(ctx, names, payload.value, scope, parameters) for payload, scope, parameters in payloads)
 
 
 #: Dict/list/tuple/set displays and comprehensions, by class name: touching `cst.Dict` at
