@@ -99,7 +99,7 @@ def test_select_and_ignore(run, tmp_path, flags, expected):
 
 
 def test_statistics_counts_per_rule(run, tmp_path):
-    write(tmp_path / "a.py", BUGGY + "other = torch.load('x.pt', weights_only=True)\n")
+    write(tmp_path / "a.py", BUGGY + "model = torch.load('x.pt', weights_only=True)\n")
     result = run("check", "--statistics", "a.py")
     header, row, total = result.output.splitlines()
     assert header.split() == ["count", "code", "fixable", "rule"]
@@ -136,7 +136,7 @@ def test_full_output_shows_the_fix_as_help(run, tmp_path):
 def test_statistics_honours_the_json_output_format(run, tmp_path):
     import json
 
-    write(tmp_path / "a.py", BUGGY + "other = torch.load('x.pt', weights_only=True)\n")
+    write(tmp_path / "a.py", BUGGY + "model = torch.load('x.pt', weights_only=True)\n")
     result = run("check", "--statistics", "--output-format", "json", "a.py")
     assert json.loads(result.output) == [{"code": "TL301", "name": "load-without-map-location", "count": 2, "fixable": 2}]
 

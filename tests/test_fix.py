@@ -12,7 +12,7 @@ from torchlint.cli import main
 
 SOURCE = (
     "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n\n\ndef resume(model, path):\n    model.load_state_dict(torch.load(path, weights_only=True))\n"
-    "    return torch.load(path, weights_only=True)\n\n\nkept = torch.load('x.pt', weights_only=True)  # noqa: TL301\n"
+    "    return torch.load(path, weights_only=True)\n\n\nckpt = torch.load('x.pt', weights_only=True)  # noqa: TL301\n"
 )
 
 
@@ -41,7 +41,7 @@ def test_fix_applies_safe_fixes_only_unless_asked(project):
     text = (project / "a.py").read_text()
     assert "load_state_dict(torch.load(path, weights_only=True, map_location=\"cpu\"))" in text
     assert "return torch.load(path, weights_only=True)\n" in text
-    assert "kept = torch.load('x.pt', weights_only=True)  # noqa: TL301" in text  # suppressed findings are not fixed
+    assert "ckpt = torch.load('x.pt', weights_only=True)  # noqa: TL301" in text  # suppressed findings are not fixed
     assert run("--fix", "--unsafe-fixes", ".").exit_code == 0
     assert "return torch.load(path, weights_only=True, map_location=\"cpu\")" in (project / "a.py").read_text()
 

@@ -13,7 +13,7 @@ import torch.nn as nn
 
 state = torch.load("a.pt", weights_only=True)
 model = nn.Linear(4, 2)
-other = torch.load("b.pt", weights_only=True)
+model = torch.load("b.pt", weights_only=True)
 """
 
 
@@ -30,7 +30,7 @@ def test_last_good_findings_stay_beside_the_syntax_error(tmp_path):
     assert codes_and_lines(good) == [("TL301", 4), ("TL301", 6)]
 
     # Typing a new line above both, not finished yet; and the second load's line edited.
-    typing = GOOD.replace("state =", "y = torch.softmax(\nstate =").replace('other = torch.load("b.pt"', 'other = torch.load("c.pt"')
+    typing = GOOD.replace("state =", "y = torch.softmax(\nstate =").replace('model = torch.load("b.pt"', 'model = torch.load("c.pt"')
     found = project.check({key: typing}).findings[key]
     assert any(f.code == "TL000" for f in found)
     moved = [f for f in found if f.code == "TL301"]

@@ -1,10 +1,12 @@
 """What the code does with the value a `torch.load` call returns, asked at the call while the
 engine visits it (`ctx.ancestors` ends at the call's parent): is it only read as numpy, does
 an annotation say it holds no tensors, is it copied into a model's own tensors
-(`load_state_dict`), and which device name the enclosing function offers for a fix.
+(`load_state_dict`), does the code say it is model state, and which device name the enclosing function offers for a fix.
 """
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -131,3 +133,55 @@ def _tensor_free_annotation(annotation: cst.BaseExpression) -> bool:
             return False
         return all(type(element.slice) is cst.Index and _tensor_free_annotation(element.slice.value) for element in annotation.slice)
     return False
+
+
+#: Words by which code names model state: what a checkpoint of weights is called
+#: (`state_dict`, `netG`, `style_model`, `ckpt`, `resume_from`, `pretrained_weights`).
+_MODEL_STATE_WORDS = re.compile(r"model|net|ckpt|checkpoint|state|weight|param|snapshot|pretrain|resume|generator|discriminator|encoder|decoder", re.I)
+#: Keys of a checkpoint that hold model state.
+_MODEL_STATE_KEYS = frozenset({"state_dict", "model", "model_state_dict", "net", "weights", "params", "module", "optimizer", "ema", "generator", "discriminator"})
+
+
+#: Names shorter than this (`x`, `sd`, `obj`) say nothing of what they hold.
+_DESCRIPTIVE = 4
+
+
+def says_it_holds_model_state(ctx, load: cst.Call, keys: list[str]) -> bool:
+    """Nothing in the code says what `load` returns is something other than model state: it
+    goes into `load_state_dict(...)`, or is read for a key such as `"state_dict"` or
+    `"model"`, or is bound to a name such as `state_dict`, `netG` or `checkpoint`, or to a name
+    too short to say (`x`, `sd`), or is returned or handed on. A result the code names as
+    something else (`triples`, `shards`, `save_dict`, `data_lists`) may hold no tensors at
+    all, or tensors its writer put anywhere."""
+    if feeds_load_state_dict(ctx) or _MODEL_STATE_KEYS.intersection(keys):
+        return True
+    ancestors = ctx.ancestors
+    index = len(ancestors) - 1
+    while index > 0 and type(ancestors[index]) in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
+        index -= 1  # `shards = [torch.load(p) for p in paths]`: the list is named
+    parent = ancestors[index] if index >= 0 else None
+    target = None
+    if type(parent) is cst.Assign and len(parent.targets) == 1:
+        target = parent.targets[0].target
+    elif type(parent) is cst.AnnAssign:
+        target = parent.target
+    if target is not None:
+        names = [target] if type(target) is not cst.Tuple else [element.value for element in target.elements]
+        named = [name.value for name in names if type(name) is cst.Name]
+        function = ctx.enclosing_function()
+        scope = function.body if function is not None else ctx.module
+        if any(_handed_to_load_state_dict(scope, name) for name in named):
+            return True
+        # A name that says what it holds decides; `x`, `sd`, `obj` say nothing either way.
+        return not named or any(_MODEL_STATE_WORDS.search(name) or len(name) < _DESCRIPTIVE for name in named)
+    return True  # returned or handed on: whatever the caller does with it, nothing says otherwise
+
+
+def _handed_to_load_state_dict(scope: cst.CSTNode, name: str) -> bool:
+    from torchlint.static.walker import iter_nodes
+
+    return any(
+        type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "load_state_dict"
+        and node.args and type(node.args[0].value) is cst.Name and node.args[0].value.value == name
+        for node in iter_nodes(scope)
+    )
