@@ -111,13 +111,16 @@ def prepare(mirrors: Path, trees: Path) -> None:
         print(f"{tree.name}: {count} files")
 
 
-def findings(trees: Path, out: Path) -> None:
+def findings(trees: Path, out: Path, extend_select: str | None = None) -> None:
+    """Every finding of the default rules (plus `extend_select`, to measure an opt-in rule
+    such as TL303 on the same trees) on each tree of the corpus."""
     every: list[dict] = []
+    extra = ["--extend-select", extend_select] if extend_select else []
     for tree in CORPUS:
         root = trees / tree.name
         run = subprocess.run(
             [sys.executable, "-m", "torchlint", "check", ".", "--output-format", "json", "--exit-zero",
-             "--no-cache"], cwd=root, capture_output=True, text=True, timeout=3600)
+             "--no-cache", *extra], cwd=root, capture_output=True, text=True, timeout=3600)
         found = json.loads(run.stdout or "[]")
         for finding in found:
             every.append({"tree": tree.name, "path": finding["filename"], "line": finding["location"]["row"],
@@ -220,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     find = commands.add_parser("findings")
     find.add_argument("--trees", type=Path, required=True)
     find.add_argument("--out", type=Path, required=True)
+    find.add_argument("--extend-select", help="opt-in rules to measure too, e.g. TL303")
     samp = commands.add_parser("sample")
     samp.add_argument("--findings", type=Path, required=True)
     samp.add_argument("--per-rule", type=int, default=25)
@@ -231,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "prepare":
         prepare(args.mirrors, args.trees)
     elif args.command == "findings":
-        findings(args.trees, args.out)
+        findings(args.trees, args.out, args.extend_select)
     else:
         found = json.loads(args.findings.read_text())
         if args.command == "sample":
