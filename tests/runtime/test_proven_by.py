@@ -11,14 +11,16 @@ from torchlint.findings import Finding, Location
 from torchlint.plugins.rules.float_class_index_target import FloatClassIndexTarget
 from torchlint.plugins.rules.inplace_on_grad_tensor import InplaceOnGradTensor
 from torchlint.plugins.rules.load_without_map_location import BOTH_KEYWORDS, LoadWithoutMapLocation
+from torchlint.plugins.rules.load_without_map_location_anywhere import LoadWithoutMapLocationAnywhere
 from torchlint.plugins.rules.load_without_weights_only import LoadWithoutWeightsOnly
 from torchlint.plugins.rules.numpy_on_device_or_grad_tensor import NumpyOnDeviceOrGradTensor
 from torchlint.plugins.rules.tensor_without_device import TensorWithoutDevice
 from torchlint.runtime.merge.matching import merge
 from torchlint.runtime.merge.child_result import ChildResult
 
-RULES = {rule.code: rule for rule in (FloatClassIndexTarget, InplaceOnGradTensor, LoadWithoutMapLocation, LoadWithoutWeightsOnly,
-                                      NumpyOnDeviceOrGradTensor, TensorWithoutDevice)}
+RULES = {rule.code: rule for rule in (FloatClassIndexTarget, InplaceOnGradTensor, LoadWithoutMapLocation,
+                                      LoadWithoutMapLocationAnywhere, LoadWithoutWeightsOnly, NumpyOnDeviceOrGradTensor,
+                                      TensorWithoutDevice)}
 START = {"event": "start", "probes": [{"name": "device", "confirms": ["TL201"], "runtime_code": "TL701"},
                                       {"name": "autograd", "confirms": ["TL103"], "runtime_code": "TL705"}]}
 
@@ -44,6 +46,9 @@ CASES = [
     ("TL202", "TypeError", "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."),
     ("TL202", "TypeError", "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."),
     ("TL302", "UnpicklingError", "Weights only load failed. This file can still be loaded, to do so you have two options"),
+    # TL303, TL301's opt-in rest, is proven by the same refusal of CUDA storages
+    ("TL303", "RuntimeError", "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
+                              "If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu')"),
     ("TL201", "RuntimeError", "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"),
     ("TL108", "RuntimeError", "expected target dtype to be Long or Byte, but got Float"),
     ("TL108", "RuntimeError", "expected scalar type Long but found Float"),
