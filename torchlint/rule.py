@@ -137,6 +137,14 @@ class Rule:
         finding keeps its fix; `--fix` applies the same judgement."""
         return True
 
+    @classmethod
+    def belongs_in_project(cls, project: ProjectContext, finding: Finding) -> bool:
+        """Whether a finding is this rule's at all, given what the whole project shows: a check
+        split into a default part and an opt-in part (TL301 and TL303) gives each call to one of
+        them. Unlike a finding `keep_in_project` drops, one that does not belong is not brought
+        back by `torchlint run` when the run proves it: the other part reports it."""
+        return True
+
     # -- metadata ---------------------------------------------------------------------------
     @classmethod
     def docs(cls) -> str:

@@ -66,7 +66,10 @@ class LoadWithoutMapLocation(Rule):
     `torch.load` (its authors read checkpoints across devices; this one was missed); and where
     nothing says the load is other than model state: a result bound to a name that says what
     else it holds (`triples`, `shards`, `save_dict`) may hold no tensors, or tensors its writer
-    already put on the CPU. Every other load this rule would report is TL303's
+    already put on the CPU. Also reported, whatever the loading file says: a file the project
+    writes from a script that runs on one GPU or not at all (`model = Net().cuda()` then
+    `torch.save(...)`), read by code that is not such a script: it holds CUDA tensors wherever
+    it is read. Every other load this rule would report is TL303's
     (`load-without-map-location-anywhere`), off by default. On 21 public libraries and
     frameworks with their test suites, reviewers who had not seen the rule judged 25 of this
     rule's 26 findings right, and 5 of 20 sampled loads of TL303's part (81 in all): those read
@@ -247,6 +250,45 @@ class LoadWithoutMapLocation(Rule):
             netG.load_state_dict(torch.load(args.netG))  # error
             """,
             note="a device chosen by an `if` whose last arm is the CPU",
+        ),
+        Bad(
+            files={
+                "train.py": """
+                    import torch
+
+                    model = Net().cuda()
+                    torch.save(model.state_dict(), "best.pt")
+                """,
+                "predict.py": """
+                    import torch
+
+                    state = torch.load("best.pt")  # error
+                """,
+            },
+            note="a GPU-only script of the project wrote the file: it holds CUDA tensors wherever it is read",
+        ),
+        Bad(
+            files={
+                "extract.py": """
+                    import torch
+
+                    model = Encoder().cuda()
+                    features = []
+                    for batch in loader:
+                        features.append(model(batch.cuda()))
+                    torch.save(features, "features.pt")
+                    torch.save([p for p in model.parameters()], "params.pt")
+                    torch.save(list(model.buffers()), "buffers.pt")
+                """,
+                "probe.py": """
+                    import torch
+
+                    features = torch.load("features.pt")  # error
+                    params = torch.load("params.pt")  # error
+                    buffers = torch.load("buffers.pt")  # error
+                """,
+            },
+            note="lists filled with, or built from, CUDA tensors: the file holds tensors",
         ),
         Good(
             """
@@ -798,6 +840,8 @@ class LoadWithoutMapLocation(Rule):
         self._spelled_paths: dict[int, tuple[str, ...]] = {}
         #: load call -> the string keys read off what it returns (`checkpoint_formats.keys_read`)
         self._keys: dict[int, list[str]] = {}
+        #: load call -> whether its file says it may meet another device (`reads_elsewhere`)
+        self._invited: dict[int, bool] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.names.qualname(node.func) not in LOAD_FUNCTIONS:
@@ -805,8 +849,6 @@ class LoadWithoutMapLocation(Rule):
         if is_test_path(self.ctx.path) or not self.flags(node):
             return
         keys = keys_read(self.ctx, node)
-        if not self.reports_here(node, keys):
-            return
         device = device_in_scope(self.ctx)
         fix = NodeFix(
             f"Add `map_location={device}`",
@@ -825,6 +867,7 @@ class LoadWithoutMapLocation(Rule):
         model = loaded_into_model(self.ctx, node)
         fetched = fetched_from_elsewhere(self.ctx, node)
         self._keys[id(node)] = keys
+        self._invited[id(node)] = self._invites_another_device() and says_it_holds_model_state(self.ctx, node, keys)
         self._loads.append((handle, self.flow.function_name(), path_text(self.ctx.module, node, "f", 0), name, model, fetched, self.flow.calls_seen, node))
         bound = bound_path_text(self.ctx, node, "f", 0)
         if bound is not None:
@@ -851,10 +894,12 @@ class LoadWithoutMapLocation(Rule):
             return False  # the accelerator arm of an availability check; the else arm loads for the CPU
         return True
 
-    def reports_here(self, node: cst.Call, keys: list[str]) -> bool:
-        """This rule's part of the loads `flags` describes: model state (the code says so) in a
-        file that says it may be read on another device (TL303, the rest, inverts it)."""
-        return self._invites_another_device() and says_it_holds_model_state(self.ctx, node, keys)
+    @classmethod
+    def in_this_part(cls, project, load: dict, saves: list[dict]) -> bool:
+        """This rule's part of the loads that stand: model state in a file that says it may be
+        read on another device, or a file the project writes from a GPU-only script (its
+        tensors are CUDA ones wherever it is read). TL303, the rest, inverts it."""
+        return load.get("invited", True) or any(save.get("cuda_only") and save["tensors"] and not save.get("cpu") for save in saves)
 
     def _invites_another_device(self) -> bool:
         if self._other_device is None:
@@ -899,11 +944,19 @@ class LoadWithoutMapLocation(Rule):
             line, column = self.ctx.position(node)[:2]
             self.add_fact(
                 "load",
-                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "fetched": fetched, "cuda_only": self.flow.in_cuda_only_script(), "keys": self._keys.get(id(node), [])},
+                {"line": line, "column": column, "path": loaded, "name": name, "model": model, "fetched": fetched, "cuda_only": self.flow.in_cuda_only_script(), "keys": self._keys.get(id(node), []), "invited": self._invited.get(id(node), True)},
             )
 
     @classmethod
+    def belongs_in_project(cls, project, finding) -> bool:
+        """Which part of the check the call is: TL301's or TL303's (`in_this_part`)."""
+        load = load_fact_at(project, finding, cls.code)
+        return load is None or cls.in_this_part(project, load, writers_of(load, saves_in_project(project, finding.path, cls.code)))
+
+    @classmethod
     def keep_in_project(cls, project, finding) -> bool:
+        """Whether the load may restore tensors to a device missing where it is read, as far as
+        the project shows (either part)."""
         if not project_uses_accelerator(project, finding.path):
             return False  # nothing in the project ever puts a tensor on an accelerator
         load = load_fact_at(project, finding, cls.code)
@@ -949,7 +1002,8 @@ class LoadWithoutMapLocation(Rule):
     @classmethod
     def reports_load_at(cls, project, finding) -> bool:
         """Whether this rule's finding on the same call as `finding` stands in the project."""
-        return load_fact_at(project, finding, cls.code) is not None and cls.keep_in_project(project, finding)
+        return (load_fact_at(project, finding, cls.code) is not None and cls.belongs_in_project(project, finding)
+                and cls.keep_in_project(project, finding))
 
 
 def _with_map_location(call: cst.Call, device: str) -> cst.Call:

@@ -13,7 +13,8 @@ class LoadWithoutMapLocationAnywhere(LoadWithoutMapLocation):
     be read on another machine than the one that wrote it (no device chosen with a CPU arm, no
     accelerator test or flag, no option turning the accelerator off, no other load passing
     `map_location`), or the code names what it loads as something other than model state
-    (`triples = torch.load(...)`). The same exceptions as TL301's apply (tests, round trips in
+    (`triples = torch.load(...)`); and no script of the project that runs on one GPU or not at
+    all writes the file (that load is TL301's). The same exceptions as TL301's apply (tests, round trips in
     one process, temporary directories, CPU-only writers, files holding no tensors, CUDA-only
     scripts writing and reading the file, ...).
 
@@ -81,45 +82,6 @@ class LoadWithoutMapLocationAnywhere(LoadWithoutMapLocation):
                 model.load_state_dict(torch.load(path)["model"])  # error
                 model.cuda()
             """
-        ),
-        Bad(
-            files={
-                "train.py": """
-                    import torch
-
-                    model = Net().cuda()
-                    torch.save(model.state_dict(), "best.pt")
-                """,
-                "predict.py": """
-                    import torch
-
-                    state = torch.load("best.pt")  # error
-                """,
-            },
-            note="a script of a project that trains on CUDA loads what another process saved",
-        ),
-        Bad(
-            files={
-                "extract.py": """
-                    import torch
-
-                    model = Encoder().cuda()
-                    features = []
-                    for batch in loader:
-                        features.append(model(batch.cuda()))
-                    torch.save(features, "features.pt")
-                    torch.save([p for p in model.parameters()], "params.pt")
-                    torch.save(list(model.buffers()), "buffers.pt")
-                """,
-                "probe.py": """
-                    import torch
-
-                    features = torch.load("features.pt")  # error
-                    params = torch.load("params.pt")  # error
-                    buffers = torch.load("buffers.pt")  # error
-                """,
-            },
-            note="lists filled with, or built from, CUDA tensors: the file holds tensors",
         ),
         Bad(
             """
@@ -395,7 +357,8 @@ class LoadWithoutMapLocationAnywhere(LoadWithoutMapLocation):
         ),
     ]
 
-    def reports_here(self, node, keys: list[str]) -> bool:
+    @classmethod
+    def in_this_part(cls, project, load: dict, saves: list[dict]) -> bool:
         """The loads TL301 leaves: nothing in the file invites another device, or nothing
-        says the file holds model state."""
-        return not super().reports_here(node, keys)
+        says the file holds model state, and no GPU-only script of the project writes it."""
+        return not super().in_this_part(project, load, saves)

@@ -563,6 +563,8 @@ class StaticEngine:
         kept = []
         for finding in findings:
             rule = self.rules.get(finding.code)
+            if rule is not None and not rule.belongs_in_project(project, finding):
+                continue  # the other part of a split check reports this call
             if rule is None or rule.keep_in_project(project, finding):
                 kept.append(finding)
             else:
