@@ -19,7 +19,7 @@ class LoadWithoutMapLocationAnywhere(LoadWithoutMapLocation):
     scripts writing and reading the file, ...).
 
     Off by default: on 21 public libraries and frameworks with their test suites, reviewers who
-    had not seen the rule judged 5 of 20 sampled loads of this part right (81 in all); the
+    had not seen the rule judged 4 of 19 sampled loads of this part right (79 in all); the
     wrong ones read files the project writes with CPU tensors, or reads back on the GPU that
     wrote them, which the loading file does not show. `torchlint run` reports a load of this
     rule that does fail ("Attempting to deserialize object on a CUDA device").
