@@ -23,6 +23,19 @@ def fixed(source: str, finding) -> str:
     return apply_fixes(source, [finding.fix]).text
 
 
+# -- TL301 and TL303, the two parts of one check: each load is one of theirs -----------------
+
+def test_each_load_is_reported_by_one_part_of_the_map_location_check():
+    lines = ["import torch  # trained on cuda", "state = torch.load(a, weights_only=True)",
+             "triples = torch.load(b, weights_only=True)"]
+    alone = findings("\n".join(lines) + "\n", ["TL301", "TL303"])
+    assert sorted((f.code, f.location.line) for f in alone) == [("TL303", 2), ("TL303", 3)]
+    choosing = lines + ["device = 'cuda' if torch.cuda.is_available() else 'cpu'"]
+    both = findings("\n".join(choosing) + "\n", ["TL301", "TL303"])
+    assert sorted((f.code, f.location.line) for f in both) == [("TL301", 2), ("TL303", 3)]
+    assert [f.code for f in findings("\n".join(choosing) + "\n", ["TL301"])] == ["TL301"]
+
+
 # -- TL301 + TL302: one finding per call ----------------------------------------------------
 
 BARE = "import torch; DEVICE = \"cuda\" if torch.cuda.is_available() else \"cpu\"\nstate = torch.load(path)\n"

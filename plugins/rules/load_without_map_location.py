@@ -951,7 +951,9 @@ class LoadWithoutMapLocation(Rule):
     def belongs_in_project(cls, project, finding) -> bool:
         """Which part of the check the call is: TL301's or TL303's (`in_this_part`)."""
         load = load_fact_at(project, finding, cls.code)
-        return load is None or cls.in_this_part(project, load, writers_of(load, saves_in_project(project, finding.path, cls.code)))
+        if load is None:
+            return cls.in_this_part(project, {}, [])  # nothing recorded: TL301's, never both parts'
+        return cls.in_this_part(project, load, writers_of(load, saves_in_project(project, finding.path, cls.code)))
 
     @classmethod
     def keep_in_project(cls, project, finding) -> bool:
