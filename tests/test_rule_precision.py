@@ -285,3 +285,24 @@ def test_a_star_imported_bare_load_is_one_finding_naming_both_keywords():
     assert finding.code == "TL301" and "weights_only" in finding.message
     (alone,) = findings(source, ["TL302"])
     assert alone.code == "TL302" and alone.location.line == 3
+
+
+def test_tl302_stands_beside_a_tl303_that_torchlint_run_only_proves(tmp_path):
+    # `torchlint run` checks TL303 (off by default) only to report what the run proves: TL302
+    # must not give way to a finding that will not be shown.
+    from torchlint.session import open_session
+    from torchlint.static.engine import StaticEngine
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "old"\ndependencies = ["torch>=2.1"]\n')
+    script = tmp_path / "resume.py"
+    script.write_text("import torch  # trained on cuda\nstate = torch.load('ckpt.pt')\n")
+    session = open_session(None, tmp_path, tmp_path)
+    codes = {"TL301", "TL302", "TL303"}
+
+    def found(proving: frozenset) -> list[str]:
+        engine = StaticEngine(session.config, session.pm, session.rules, codes)
+        engine.proving = proving
+        return sorted(f.code for f in engine.check_paths([script], cwd=tmp_path, project_context=False).findings)
+
+    assert found(frozenset()) == ["TL303"]  # checked: one finding naming both keywords
+    assert found(frozenset({"TL303"})) == ["TL302", "TL303"]  # run: TL302 reported, TL303 to prove

@@ -336,6 +336,8 @@ class ProjectContext:
     #: display path -> dotted module name ("pkg.models"), from __init__.py files on disk.
     module_names: dict[str, str]
     enabled: frozenset[str] = field(default_factory=frozenset)
+    #: enabled codes reported only where `torchlint run` proves them (`StaticEngine.proving`)
+    proving: frozenset[str] = field(default_factory=frozenset)
     #: token -> the checked files whose text contains it (the rules' `project_tokens`);
     #: anything with `get(token, default)` (the engine's is worked out on demand).
     token_files: Any = field(default_factory=dict)

@@ -228,6 +228,9 @@ class StaticEngine:
         #: Per-file findings the project phase dropped (`Rule.keep_in_project`), for a caller
         #: whose evidence may prove them after all (`torchlint run`).
         self.refuted: list[Finding] = []
+        #: Enabled codes whose findings are reported only where a run proves them (`torchlint
+        #: run`'s off-by-default rules): a rule giving way to one of them would go unreported.
+        self.proving: frozenset[str] = frozenset()
         #: Report notebook findings by cell (False: keep joined-source lines, for a caller
         #: that matches them against other positions first, like `torchlint run`).
         self.map_cells = True
@@ -538,6 +541,7 @@ class StaticEngine:
             facts=facts,
             module_names={display: module_name(paths.get(display, Path(display))) for display in facts},
             enabled=self.enabled,
+            proving=self.proving,
             token_files=tokens,
             roots=ProjectRoots(paths),
         )

@@ -333,6 +333,7 @@ def _static_findings(session, enabled: set[str], files: list[Path], cwd: Path, q
     except ConfigError as exc:
         sys.stderr.write(f"torchlint: static check skipped: {exc}\n")
         return [], []
+    engine.proving = frozenset(proof_only)
     if device != "cpu":
         # Run on an accelerator, the project uses one, whatever its files say.
         engine.assume_mentioned("cuda")
