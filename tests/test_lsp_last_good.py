@@ -42,6 +42,20 @@ def test_last_good_findings_stay_beside_the_syntax_error(tmp_path):
     assert codes_and_lines(project.check({key: fixed}).findings[key]) == [("TL301", 5), ("TL301", 7)]
 
 
+def test_a_load_of_the_off_by_default_part_stays_hidden_while_the_file_does_not_parse(tmp_path):
+    # Nothing in this file says it runs on the CPU too: its load is TL303's, off by default.
+    # The carried-over findings are judged by the facts of their lines, moved with them.
+    hidden = 'import torch  # trained on cuda\n\nstate = torch.load("a.pt", weights_only=True)\n'
+    path = tmp_path / "train.py"
+    path.write_text(hidden)
+    project = Project(tmp_path, None, isolated=True)
+    key = str(path.resolve())
+    assert project.check({key: hidden}).findings[key] == []
+    typing = hidden.replace("state =", "y = torch.softmax(\nstate =")
+    found = project.check({key: typing}).findings[key]
+    assert [f.code for f in found] == ["TL000"]
+
+
 def test_a_document_that_never_parsed_shows_only_its_syntax_error(tmp_path):
     path = tmp_path / "train.py"
     path.write_text("x = (\n")

@@ -36,7 +36,32 @@ def carried_over(good_text: str, good: FileResult, text: str, broken: FileResult
 
     moved = _line_map(good_text, text)
     kept = [carried for finding in good.findings if (carried := _moved(finding, moved)) is not None]
-    return FileResult(broken.path, [*broken.findings, *kept], good.facts, broken.parsed)
+    return FileResult(broken.path, [*broken.findings, *kept], _moved_facts(good.facts, moved), broken.parsed)
+
+
+def _moved_facts(facts: dict, moved: dict[int, int]) -> dict:
+    """`facts` (code -> kind -> records) with each record's `line` moved as its finding is, so
+    the project phase still finds the record of a carried-over finding (TL301 and TL303 give a
+    load to one of them by it); a record whose line was edited goes, like its finding."""
+    shifted: dict = {}
+    for code, kinds in facts.items():
+        if not isinstance(kinds, dict):
+            shifted[code] = kinds
+            continue
+        shifted[code] = {}
+        for kind, records in kinds.items():
+            if not isinstance(records, list):
+                shifted[code][kind] = records
+                continue
+            kept = []
+            for record in records:
+                line = record.get("line") if isinstance(record, dict) else None
+                if not isinstance(line, int):
+                    kept.append(record)
+                elif line in moved:
+                    kept.append({**record, "line": moved[line]})
+            shifted[code][kind] = kept
+    return shifted
 
 
 def _moved(finding: Finding, moved: dict[int, int]) -> Finding | None:
