@@ -311,6 +311,17 @@ class LoadWithoutMapLocation(Rule):
         ),
         Good(
             """
+            import torch  # trained on cuda
+
+            if torch.distributed.is_available():
+                setup_process_group()
+            parser.add_argument(b"--cpu")
+            state = torch.load(args.resume)
+            """,
+            note="an availability test of something other than a device, and a bytes option, choose no device",
+        ),
+        Good(
+            """
             import torch
 
             if not torch.cuda.is_available():

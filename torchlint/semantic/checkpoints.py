@@ -700,6 +700,8 @@ def cuda_only_script(ctx) -> bool:
 
 #: A test that speaks of choosing a device (`torch.cuda.is_available()`, `args.cuda`, `use_gpu`).
 _DEVICE_TEST = re.compile(r"cuda|gpu|device|accelerat|is_available|\bmps\b", re.I)
+#: What an availability test must name to be about devices (not `torch.distributed.is_available()`).
+_NAMES_A_DEVICE = re.compile(r"cuda|gpu|accelerat|\bmps\b", re.I)
 #: Command-line options that switch the accelerator on or off: either way, a CPU run exists.
 _DEVICE_OPTIONS = re.compile(r"^-*(?:no[-_]?(?:cuda|gpu|accel\w*)|cpu|use[-_]?(?:cuda|gpu|cpu)|cuda|gpu|disable[-_](?:cuda|gpu))$")
 
@@ -721,11 +723,12 @@ def offers_a_cpu_path(ctx) -> bool:
             if (_is_cpu_device(node.body) or _is_cpu_device(node.orelse)) and _DEVICE_TEST.search(module.code_for_node(node.test)):
                 return True
         elif kind is cst.If:
-            if _accelerator_test(node.test) or (_DEVICE_TEST.search(module.code_for_node(node.test)) and _assigns_cpu_device(node)):
+            test = module.code_for_node(node.test)
+            if _DEVICE_TEST.search(test) and (_accelerator_test(node.test) and _NAMES_A_DEVICE.search(test) or _assigns_cpu_device(node)):
                 return True
         elif kind is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "add_argument":
-            if any(type(arg.value) is cst.SimpleString and _DEVICE_OPTIONS.match(arg.value.evaluated_value or "")
-                   for arg in node.args if arg.keyword is None):
+            if any(type(arg.value) is cst.SimpleString and isinstance(option := arg.value.evaluated_value, str)
+                   and _DEVICE_OPTIONS.match(option) for arg in node.args if arg.keyword is None):
                 return True
     return False
 
@@ -933,12 +936,13 @@ def saved_here_by_this_code(ctx, names, load: cst.Call) -> bool:
     back (a broadcast of an arbitrary object through a buffer) or an instance of some class
     may not be plain: from torch 2.6 its bare `torch.load` refuses what is not allowlisted."""
     loaded = path_text(ctx.module, load, "f", 0)
-    if loaded is None:
-        return False
+    function = ctx.enclosing_function()
+    if loaded is None or (function is not None and "pretrained" in function.name.value) or fetched_from_elsewhere(ctx, load):
+        return False  # `from_pretrained` and downloads read files made elsewhere, whoever made them first
     loaded_name = file_name_pattern(ctx, load, "f", 0)
+    loaded_folders = _folder_names(argument(load, "f", 0).value)
     from torchlint.static.walker import iter_nodes
 
-    function = ctx.enclosing_function()
     scopes = [(function.body, function)] if function is not None else [(ctx.module, None)]
     owner = ctx.enclosing_class() if function is not None else None
     if owner is not None:
@@ -952,13 +956,27 @@ def saved_here_by_this_code(ctx, names, load: cst.Call) -> bool:
             written = argument(call, "f", 1)
             if written is None or written.star:
                 continue
-            same_name = loaded_name is not None and _spelled_name(written.value) is not None and \
-                _spelled_name(written.value).rpartition("/")[2] == loaded_name
+            spelled = _spelled_name(written.value)
+            same_name = (loaded_name is not None and spelled is not None and spelled.rpartition("/")[2] == loaded_name
+                         and bool(loaded_folders & _folder_names(written.value)))  # the same folder name too
             if path_text(ctx.module, call, "f", 1) == loaded or same_name:
                 payloads.append((argument(call, "obj", 0), scope, parameters))
     if not payloads or any(payload is None or payload.star for payload, _, _ in payloads):
         return False
     return all(_plain_payload(ctx, names, payload.value, scope, parameters) for payload, scope, parameters in payloads)
+
+
+#: Names in a path that are not its folder (`os.path.join`, `Path(...)`, `str(...)`).
+_PATH_HELPERS = frozenset({"os", "osp", "Path", "PurePath", "pathlib", "str", "self"})
+
+
+def _folder_names(expr: cst.BaseExpression) -> set[str]:
+    """The names a path expression is built from (`folder` in `Path(folder) / "x.pt"`)."""
+    from torchlint.static.walker import iter_nodes
+
+    nodes = list(iter_nodes(expr))
+    attributes = {id(node.attr) for node in nodes if type(node) is cst.Attribute}  # `.path`, `.join`
+    return {node.value for node in nodes if type(node) is cst.Name and id(node) not in attributes} - _PATH_HELPERS
 
 
 #: Dict/list/tuple/set displays and comprehensions, by class name: touching `cst.Dict` at
