@@ -851,7 +851,8 @@ class LoadWithoutMapLocation(Rule):
         self._spelled_paths: dict[int, tuple[str, ...]] = {}
         #: load call -> the string keys read off what it returns (`checkpoint_formats.keys_read`)
         self._keys: dict[int, list[str]] = {}
-        #: load call -> whether its file says it may meet another device (`reads_elsewhere`)
+        #: load call -> whether its file says it may meet another device and nothing names it
+        #: other than model state (`in_this_part` reads it from the load fact)
         self._invited: dict[int, bool] = {}
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -14,9 +14,9 @@ class LoadWithoutMapLocationAnywhere(LoadWithoutMapLocation):
     accelerator test or flag, no option turning the accelerator off, no other load passing
     `map_location`), or the code names what it loads as something other than model state
     (`triples = torch.load(...)`); and no script of the project that runs on one GPU or not at
-    all writes the file (that load is TL301's). The same exceptions as TL301's apply (tests, round trips in
-    one process, temporary directories, CPU-only writers, files holding no tensors, CUDA-only
-    scripts writing and reading the file, ...).
+    all writes the file (that load is TL301's). The same exceptions as TL301's apply (tests,
+    round trips in one process, temporary directories, CPU-only writers, files holding no
+    tensors, CUDA-only scripts writing and reading the file, ...).
 
     Off by default: on 21 public libraries and frameworks with their test suites, reviewers who
     had not seen the rule judged 4 of 19 sampled loads of this part right (79 in all); the

@@ -415,17 +415,21 @@ def loaded_into_model(ctx, load: cst.Call) -> str | None:
     target = None
     if ancestors and type(ancestors[-1]) is cst.Assign and len(ancestors[-1].targets) == 1 and type(ancestors[-1].targets[0].target) is cst.Name:
         target = ancestors[-1].targets[0].target.value
-    from torchlint.static.walker import iter_nodes
-
-    for inner in iter_nodes(function.body):
-        if type(inner) is not cst.Call or type(inner.func) is not cst.Attribute or inner.func.attr.value != "load_state_dict":
+    for inner, argument_value in load_state_dict_calls(function.body):
+        if type(inner.func.value) is not cst.Name:
             continue
-        if not inner.args or type(inner.func.value) is not cst.Name:
-            continue
-        argument_value = inner.args[0].value
         if argument_value is load or (target is not None and type(argument_value) is cst.Name and argument_value.value == target):
             return model_class(ctx, inner.func.value.value)
     return None
+
+
+def load_state_dict_calls(scope: cst.CSTNode):
+    """Each `x.load_state_dict(value, ...)` in `scope`, with its first argument's value."""
+    from torchlint.static.walker import iter_nodes
+
+    for node in iter_nodes(scope):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "load_state_dict" and node.args:
+            yield node, node.args[0].value
 
 
 def holds_no_tensors(module: cst.Module, payload: cst.BaseExpression, scope: cst.CSTNode | None = None) -> bool:

@@ -1,7 +1,8 @@
 """What the code does with the value a `torch.load` call returns, asked at the call while the
 engine visits it (`ctx.ancestors` ends at the call's parent): is it only read as numpy, does
 an annotation say it holds no tensors, is it copied into a model's own tensors
-(`load_state_dict`), does the code say it is model state, and which device name the enclosing function offers for a fix.
+(`load_state_dict`), does the code say it is model state, and which device name the
+enclosing function offers for a fix.
 """
 
 from __future__ import annotations
@@ -170,18 +171,11 @@ def says_it_holds_model_state(ctx, load: cst.Call, keys: list[str]) -> bool:
         named = [name.value for name in names if type(name) is cst.Name]
         function = ctx.enclosing_function()
         scope = function.body if function is not None else ctx.module
-        if any(_handed_to_load_state_dict(scope, name) for name in named):
+        from torchlint.semantic.checkpoints import load_state_dict_calls
+
+        handed = {value.value for _, value in load_state_dict_calls(scope) if type(value) is cst.Name}
+        if handed.intersection(named):
             return True
         # A name that says what it holds decides; `x`, `sd`, `obj` say nothing either way.
         return not named or any(_MODEL_STATE_WORDS.search(name) or len(name) < _DESCRIPTIVE for name in named)
     return True  # returned or handed on: whatever the caller does with it, nothing says otherwise
-
-
-def _handed_to_load_state_dict(scope: cst.CSTNode, name: str) -> bool:
-    from torchlint.static.walker import iter_nodes
-
-    return any(
-        type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "load_state_dict"
-        and node.args and type(node.args[0].value) is cst.Name and node.args[0].value.value == name
-        for node in iter_nodes(scope)
-    )
