@@ -27,10 +27,11 @@ class LoadWithoutWeightsOnly(Rule):
     not flagged, nor is a retry inside `except TypeError:` or a version check, nor a load inside
     `with torch.serialization.safe_globals([...]):` (code written for the weights_only loader,
     allowlisting what it needs), nor a file this code writes itself: the loading function (or
-    module, or for a method another method of its class: a `save(path)` / `load(path)` pair, a
-    checkpoint hook and its loader) saves the same path expression or the same spelled file
-    name, each time a state dict, a dict/list display, or a local name bound only to those or
-    to torch calls (a cache, a round trip): as trusted as the code, and read by the
+    module, or for a method another method of its class, for a module-level function the
+    function of its module named for it, `_lr_saver` for `_lr_loader`: a `save(path)` /
+    `load(path)` pair, a checkpoint hook and its loader) saves the same path expression or the same spelled file name, each time a state
+    dict, a dict/list display, or a local name (or an attribute of `self`, across the class)
+    bound only to those or to torch calls (a cache, a round trip): as trusted as the code, and read by the
     weights_only loader too; nor a file shipped inside the package (a path built
     from `__file__`). A parameter saved and read back (a broadcast of an arbitrary object
     through a buffer), or an instance of some class (`argparse.Namespace(...)`), is still
@@ -147,6 +148,62 @@ class LoadWithoutWeightsOnly(Rule):
                     self.load_state_dict(torch.load(Path(folder) / "sampler.pt"))
             """,
             note="a class's save/load pairs: it reads back the plain dicts its own save wrote",
+        ),
+        Good(
+            """
+            import torch
+
+            def _scheduler_saver(scheduler, path):
+                state = scheduler.state_dict()
+                state["_scale_fn_ref"] = None
+                torch.save(state, path)
+
+            def _scheduler_loader(scheduler, path, end_of_epoch):
+                scheduler.load_state_dict(torch.load(path, map_location="cpu"))
+
+            class Aligner:
+                def __init__(self):
+                    self.alignments = {}
+
+                def store(self, ids, paths):
+                    for id, path in zip(ids, paths):
+                        self.alignments[id] = path
+
+                def _save(self, path):
+                    torch.save(self.alignments, path)
+
+                def _load(self, path, end_of_epoch=False):
+                    self.alignments = torch.load(path)
+            """,
+            note="checkpoint hooks as module functions, and an attribute the class only ever fills with a dict",
+        ),
+        Bad(
+            """
+            import torch
+
+            def save_object(obj, path):
+                torch.save(obj, path)
+
+            def load_object(path):
+                return torch.load(path)  # error
+
+            def save_weights(model, path):
+                torch.save(model.state_dict(), path)
+
+            def load_published(path):
+                return torch.load(path)  # error
+
+            class Holder:
+                def __init__(self, config):
+                    self.config = config
+
+                def save(self, path):
+                    torch.save(self.config, path)
+
+                def load(self, path):
+                    self.config = torch.load(path)  # error
+            """,
+            note="a module pair and an attribute that store whatever the caller passes (from torch 2.6 the bare load may refuse it); a loader no saver is named for",
         ),
         Bad(
             """

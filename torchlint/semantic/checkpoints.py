@@ -934,8 +934,8 @@ def saved_here_by_this_code(ctx, names, load: cst.Call) -> bool:
     containers of tensors (`_plain_payload`): a cache or a round trip of its own, as trusted
     as the code, which torch >= 2.6's `weights_only` loader reads too. "The code" is the
     loading function (or, at module level, the module) and, for a method, the other methods
-    of its class: a `save(path)` / `load(path)` pair, a checkpoint hook writing what its
-    loader reads. A save matches by the same path expression, or by the same spelled file
+    of its class, for a module-level function the module's other functions: a `save(path)` /
+    `load(path)` pair, a checkpoint hook writing what its loader reads. A save matches by the same path expression, or by the same spelled file
     name (`path / "sampler.pt"` and `Path(path) / "sampler.pt"`). A parameter saved and read
     back (a broadcast of an arbitrary object through a buffer) or an instance of some class
     may not be plain: from torch 2.6 its bare `torch.load` refuses what is not allowlisted."""
@@ -951,6 +951,12 @@ def saved_here_by_this_code(ctx, names, load: cst.Call) -> bool:
     owner = ctx.enclosing_class() if function is not None else None
     if owner is not None:
         scopes += [(method.body, method) for method in owner.body.body if type(method) is cst.FunctionDef and method is not function]
+    elif function is not None and any(statement is function for statement in ctx.module.body):
+        # a module-level loader and the saver named for it (`_scheduler_saver` and
+        # `_scheduler_loader`, hooks registered together); not any saver of the module: a
+        # checkpoint module's generic loader also reads what other runs published
+        scopes += [(other.body, other) for other in ctx.module.body
+                   if type(other) is cst.FunctionDef and other is not function and _named_as_pair(other.name.value, function.name.value)]
     payloads = []
     for scope, saver in scopes:
         parameters = {param.name.value for param in _all_params(saver)} if saver is not None else set()
@@ -967,7 +973,16 @@ def saved_here_by_this_code(ctx, names, load: cst.Call) -> bool:
                 payloads.append((argument(call, "obj", 0), scope, parameters))
     if not payloads or any(payload is None or payload.star for payload, _, _ in payloads):
         return False
-    return all(_plain_payload(ctx, names, payload.value, scope, parameters) for payload, scope, parameters in payloads)
+    return all(_plain_payload(ctx, names, payload.value, scope, parameters, owner) for payload, scope, parameters in payloads)
+
+
+_SAVE_OR_LOAD_WORD = re.compile(r"(?:save|load|dump|store|restore|write|read)(?:r|er|s)?", re.I)
+
+
+def _named_as_pair(saver: str, loader: str) -> bool:
+    """`_lr_saver` / `_lr_loader`, `save_state` / `load_state`: the same name but for the
+    save and load words."""
+    return saver != loader and _SAVE_OR_LOAD_WORD.sub("*", saver) == _SAVE_OR_LOAD_WORD.sub("*", loader)
 
 
 #: Names in a path that are not its folder (`os.path.join`, `Path(...)`, `str(...)`).
@@ -988,23 +1003,32 @@ def _folder_names(expr: cst.BaseExpression) -> set[str]:
 _DISPLAYS = frozenset({"Dict", "List", "Tuple", "Set", "DictComp", "ListComp", "SetComp"})
 
 
-def _plain_payload(ctx, names, value: cst.BaseExpression, scope: cst.CSTNode, parameters: set[str]) -> bool:
+def _plain_payload(ctx, names, value: cst.BaseExpression, scope: cst.CSTNode, parameters: set[str],
+                   owner: cst.ClassDef | None = None) -> bool:
     """A state dict, a dict/list/tuple display or comprehension, or a local name bound only to
-    those or to torch calls (`cache = {}` filled item by item, `x = torch.load(...)`): the
-    containers and tensors weights_only reads. Not a parameter (any object a caller passes),
-    nor an instance of some class (`argparse.Namespace(...)`), which it refuses."""
+    those or to torch calls (`cache = {}` filled item by item, `x = torch.load(...)`), or an
+    attribute of `self` that every method of the class binds only so (`self.alignments = {}`
+    filled by index, restored by `torch.load`): the containers and tensors weights_only reads.
+    Not a parameter (any object a caller passes), nor an instance of some class
+    (`argparse.Namespace(...)`), which it refuses."""
     if _is_state_dict(value) or type(value).__name__ in _DISPLAYS:
         return True
-    if type(value) is not cst.Name or value.value in parameters:
-        return False
     from torchlint.static.walker import iter_nodes
 
-    bound = []
-    for node in iter_nodes(scope):
-        if type(node) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == value.value for t in node.targets):
-            bound.append(node.value)
-        elif type(node) is cst.AnnAssign and type(node.target) is cst.Name and node.target.value == value.value and node.value is not None:
-            bound.append(node.value)
+    if owner is not None and _is_self_attribute(value):
+        bound = [node.value for node in iter_nodes(owner.body)
+                 if type(node) is cst.Assign and any(_is_self_attribute(t.target, value.attr.value) for t in node.targets)]
+        bound += [node.value for node in iter_nodes(owner.body)
+                  if type(node) is cst.AnnAssign and node.value is not None and _is_self_attribute(node.target, value.attr.value)]
+    elif type(value) is not cst.Name or value.value in parameters:
+        return False
+    else:
+        bound = []
+        for node in iter_nodes(scope):
+            if type(node) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == value.value for t in node.targets):
+                bound.append(node.value)
+            elif type(node) is cst.AnnAssign and type(node.target) is cst.Name and node.target.value == value.value and node.value is not None:
+                bound.append(node.value)
     return bool(bound) and all(
         type(expr).__name__ in _DISPLAYS or _is_state_dict(expr)
         or (type(expr) is cst.Call and (names.qualname(expr.func) or "").startswith("torch."))
@@ -1039,6 +1063,12 @@ def _all_params(function: cst.FunctionDef) -> list[cst.Param]:
     params = function.params
     extra = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
     return [*params.posonly_params, *params.params, *params.kwonly_params, *extra]
+
+
+def _is_self_attribute(expr: cst.BaseExpression, attr: str | None = None) -> bool:
+    """`self.<attr>` (any attribute without `attr`)."""
+    return (type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self"
+            and (attr is None or expr.attr.value == attr))
 
 
 def _is_state_dict(value: cst.BaseExpression) -> bool:
