@@ -934,8 +934,9 @@ def saved_here_by_this_code(ctx, names, load: cst.Call) -> bool:
     containers of tensors (`_plain_payload`): a cache or a round trip of its own, as trusted
     as the code, which torch >= 2.6's `weights_only` loader reads too. "The code" is the
     loading function (or, at module level, the module) and, for a method, the other methods
-    of its class, for a module-level function the module's other functions: a `save(path)` /
-    `load(path)` pair, a checkpoint hook writing what its loader reads. A save matches by the same path expression, or by the same spelled file
+    of its class, for a module-level function the function of its module named for it
+    (`_named_as_pair`): a `save(path)` / `load(path)` pair, a checkpoint hook writing what its
+    loader reads. A save matches by the same path expression, or by the same spelled file
     name (`path / "sampler.pt"` and `Path(path) / "sampler.pt"`). A parameter saved and read
     back (a broadcast of an arbitrary object through a buffer) or an instance of some class
     may not be plain: from torch 2.6 its bare `torch.load` refuses what is not allowlisted."""
@@ -1013,22 +1014,12 @@ def _plain_payload(ctx, names, value: cst.BaseExpression, scope: cst.CSTNode, pa
     (`argparse.Namespace(...)`), which it refuses."""
     if _is_state_dict(value) or type(value).__name__ in _DISPLAYS:
         return True
-    from torchlint.static.walker import iter_nodes
-
     if owner is not None and _is_self_attribute(value):
-        bound = [node.value for node in iter_nodes(owner.body)
-                 if type(node) is cst.Assign and any(_is_self_attribute(t.target, value.attr.value) for t in node.targets)]
-        bound += [node.value for node in iter_nodes(owner.body)
-                  if type(node) is cst.AnnAssign and node.value is not None and _is_self_attribute(node.target, value.attr.value)]
+        bound = _values_bound_to(owner.body, lambda target: _is_self_attribute(target, value.attr.value))
     elif type(value) is not cst.Name or value.value in parameters:
         return False
     else:
-        bound = []
-        for node in iter_nodes(scope):
-            if type(node) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == value.value for t in node.targets):
-                bound.append(node.value)
-            elif type(node) is cst.AnnAssign and type(node.target) is cst.Name and node.target.value == value.value and node.value is not None:
-                bound.append(node.value)
+        bound = _values_bound_to(scope, lambda target: type(target) is cst.Name and target.value == value.value)
     return bool(bound) and all(
         type(expr).__name__ in _DISPLAYS or _is_state_dict(expr)
         or (type(expr) is cst.Call and (names.qualname(expr.func) or "").startswith("torch."))
@@ -1063,6 +1054,20 @@ def _all_params(function: cst.FunctionDef) -> list[cst.Param]:
     params = function.params
     extra = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
     return [*params.posonly_params, *params.params, *params.kwonly_params, *extra]
+
+
+def _values_bound_to(scope: cst.CSTNode, is_target) -> list[cst.BaseExpression]:
+    """The values every `target = value` / `target: T = value` in `scope` binds to a target
+    `is_target` accepts."""
+    from torchlint.static.walker import iter_nodes
+
+    bound = []
+    for node in iter_nodes(scope):
+        if type(node) is cst.Assign and any(is_target(t.target) for t in node.targets):
+            bound.append(node.value)
+        elif type(node) is cst.AnnAssign and node.value is not None and is_target(node.target):
+            bound.append(node.value)
+    return bound
 
 
 def _is_self_attribute(expr: cst.BaseExpression, attr: str | None = None) -> bool:
